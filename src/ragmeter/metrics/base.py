@@ -1,0 +1,217 @@
+"""What a metric is, what it returns, and how metrics are found by name.
+
+A metric is a small frozen dataclass: its fields are its parameters (``k`` for rank
+metrics, thresholds...). It declares the sample fields it needs and whether it needs a
+judge, and ``score`` returns a :class:`Score`: a value, or no value and the reason why.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import hashlib
+import json
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ragmeter.schema import Sample
+
+if TYPE_CHECKING:
+    from ragmeter.judges import Judges
+
+
+class Needs(str, Enum):
+    """What a metric needs besides the sample."""
+
+    NOTHING = "nothing"
+    EMBEDDINGS = "embeddings"
+    LLM = "llm"
+
+
+#: Metric families, in the order reports show them.
+FAMILIES: dict[str, str] = {
+    "retrieval": "Retrieval: were the right contexts retrieved, and ranked first?",
+    "groundedness": "Groundedness: is the response supported by the retrieved contexts?",
+    "correctness": "Correctness: does the response agree with the reference answer?",
+    "lexical": "Lexical overlap between response and reference",
+    "robustness": "Robustness: refusals, citations, expected documents",
+    "efficiency": "Efficiency: latency, tokens and cost",
+}
+
+
+@dataclass(frozen=True)
+class Score:
+    """The outcome of one metric on one sample.
+
+    Attributes:
+        value: The score, in [0, 1] for quality metrics (in the metric's unit for
+            measurements such as latency); ``None`` when the sample could not be scored.
+        explanation: One or two sentences saying why the value is what it is.
+        reason: Why there is no value. Required when ``value`` is ``None``.
+        details: Intermediate results: matched tokens, per-sentence similarities,
+            per-context relevance, claims and verdicts...
+        failed: True when an error (an exception, a judge failure) rather than the
+            sample itself prevented scoring. Failed scores are retried when a run resumes.
+    """
+
+    value: float | None
+    explanation: str = ""
+    reason: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+    failed: bool = False
+
+    def __post_init__(self) -> None:
+        if self.value is None and not self.reason:
+            raise ValueError("a Score without a value must say why (reason)")
+        if self.value is not None and (isinstance(self.value, bool) or not math.isfinite(self.value)):
+            raise ValueError(f"a Score value must be a finite number, got {self.value!r}")
+
+    @classmethod
+    def unscored(cls, reason: str, details: dict[str, Any] | None = None, *, failed: bool = False) -> "Score":
+        """A score with no value, and the reason."""
+        return cls(value=None, reason=reason, details=details or {}, failed=failed)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "value": self.value,
+            "explanation": self.explanation,
+            "reason": self.reason,
+            "details": self.details,
+            "failed": self.failed,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Score":
+        return cls(
+            value=data.get("value"),
+            explanation=data.get("explanation") or "",
+            reason=data.get("reason"),
+            details=data.get("details") or {},
+            failed=bool(data.get("failed")),
+        )
+
+
+@dataclass(frozen=True)
+class Metric(ABC):
+    """Base class of all metrics. Subclasses are frozen dataclasses; fields are parameters.
+
+    Class attributes every metric sets:
+        name: Registry name, used on the command line.
+        family: One of :data:`FAMILIES`.
+        needs: What it needs besides the sample (:class:`Needs`).
+        required: Sample fields (``"response"``) or metadata keys
+            (``"metadata.expected_doc"``) that must be present.
+        unit: ``None`` for a quality score in [0, 1]; otherwise the unit of a measurement
+            (``"ms"``, ``"tokens"``, ``"USD"``, ``"rank"``), which may exceed 1.
+        higher_is_better: Direction of improvement.
+    """
+
+    name: ClassVar[str]
+    family: ClassVar[str]
+    needs: ClassVar[Needs] = Needs.NOTHING
+    required: ClassVar[tuple[str, ...]] = ()
+    unit: ClassVar[str | None] = None
+    higher_is_better: ClassVar[bool] = True
+
+    @property
+    def id(self) -> str:
+        """Name plus the cut-off for rank metrics (``ndcg@5``): the column name in results."""
+        k = getattr(self, "k", None)
+        return f"{self.name}@{k}" if k is not None else self.name
+
+    @property
+    def description(self) -> str:
+        """First paragraph of the metric's docstring."""
+        doc = (type(self).__doc__ or "").strip().replace("``", "`")
+        return " ".join(doc.split("\n\n")[0].split())
+
+    def config(self) -> dict[str, Any]:
+        """The parameters, for reports and for telling runs with different settings apart."""
+        return dataclasses.asdict(self)
+
+    def config_hash(self) -> str:
+        payload = json.dumps({"metric": self.name, **self.config()}, sort_keys=True, default=str)
+        return hashlib.sha256(payload.encode()).hexdigest()[:12]
+
+    def missing_fields(self, sample: Sample) -> list[str]:
+        """Required fields the sample lacks: a field that is ``None``, a metadata key that is
+        absent (an explicit ``null`` in metadata is a value the metric interprets)."""
+        return [
+            f
+            for f in self.required
+            if (f.removeprefix("metadata.") not in sample.metadata if f.startswith("metadata.") else sample.get(f) is None)
+        ]
+
+    @abstractmethod
+    async def score(self, sample: Sample, judges: "Judges") -> Score:
+        """Score one sample. ``judges`` holds the embedder and LLM judge, when needed."""
+
+    def info(self) -> dict[str, Any]:
+        """Everything reports need to know about the metric."""
+        return {
+            "id": self.id,
+            "name": self.name,
+            "family": self.family,
+            "needs": self.needs.value,
+            "required": list(self.required),
+            "unit": self.unit,
+            "higher_is_better": self.higher_is_better,
+            "description": self.description,
+            "config": self.config(),
+        }
+
+
+_REGISTRY: dict[str, type[Metric]] = {}
+
+
+def register(cls: type[Metric]) -> type[Metric]:
+    """Class decorator: make a metric available by its ``name``."""
+    if cls.name in _REGISTRY and _REGISTRY[cls.name] is not cls:
+        raise ValueError(f"two metrics are named '{cls.name}'")
+    if cls.family not in FAMILIES:
+        raise ValueError(f"metric '{cls.name}' has unknown family '{cls.family}'")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def metric_classes() -> dict[str, type[Metric]]:
+    """All registered metrics by name, in registration order."""
+    _load_builtin_metrics()
+    return dict(_REGISTRY)
+
+
+def create_metric(spec: str, **params: Any) -> Metric:
+    """Build a metric from its name, optionally with a cut-off: ``"ndcg"``, ``"ndcg@5"``.
+
+    Args:
+        spec: Metric name, with ``@k`` for metrics that take a cut-off ``k``.
+        params: Other parameters of the metric (its dataclass fields).
+
+    Raises:
+        ValueError: Unknown name (with suggestions), or a cut-off the metric does not take.
+    """
+    classes = metric_classes()
+    name, _, cutoff = spec.strip().partition("@")
+    if name not in classes:
+        close = difflib.get_close_matches(name, classes, n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else "; `ragmeter metrics` lists them"
+        raise ValueError(f"unknown metric '{name}'{hint}")
+    cls = classes[name]
+    if cutoff:
+        if "k" not in {f.name for f in dataclasses.fields(cls)}:
+            raise ValueError(f"metric '{name}' takes no @k cut-off")
+        if not cutoff.isdigit() or int(cutoff) < 1:
+            raise ValueError(f"the cut-off in '{spec}' must be a positive integer")
+        params["k"] = int(cutoff)
+    try:
+        return cls(**params)
+    except TypeError as exc:
+        raise ValueError(f"metric '{name}': {exc}") from None
+
+
+def _load_builtin_metrics() -> None:
+    # Importing the family modules runs their @register decorators.
+    from ragmeter.metrics import checks, embedding, lexical, retrieval  # noqa: F401

@@ -1,0 +1,255 @@
+"""Fast checks that read the response and the sample's metadata; no model.
+
+- citations: does the response cite its sources, and does it cite the expected document?
+- refusals: does the system refuse exactly when the question cannot be answered?
+- efficiency: latency, tokens and cost the sample carries in its metadata.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from ragmeter.metrics.base import Metric, Score, register
+from ragmeter.schema import Sample
+
+# [1], [1, 3], [^2], [doc-id#2], 【1】, ［1］ : a bracket holding ids without spaces. Not an
+# index (array[0]: a Latin letter or digit right before) and not a Markdown link ([text](url)).
+_CITATION = re.compile(r"(?<![A-Za-z0-9_])[\[【［]\^?\s*([\w\-#./:@|]+(?:\s*[,，;；]\s*[\w\-#./:@|]+)*)\s*[\]】］](?!\()")
+# Separators between a document id and a chunk number: "runbook#3", "runbook:3"...
+_CHUNK_SEPARATORS = "#:/@|"
+
+
+def find_citations(response: str) -> list[str]:
+    """Every id cited in bracket form in ``response``, in order of appearance."""
+    cited: list[str] = []
+    for match in _CITATION.finditer(response):
+        cited.extend(part.strip() for part in re.split(r"[,，;；]", match.group(1)) if part.strip())
+    return cited
+
+
+def mentions(text: str, identifier: str) -> bool:
+    """True when ``identifier`` appears in ``text`` and is not part of a longer id
+    ("doc1" is not mentioned in "doc10", but is in "doc1#3" and in "参见doc1")."""
+    edge = "[A-Za-z0-9_-]"
+    return re.search(f"(?<!{edge}){re.escape(identifier)}(?!{edge})", text) is not None
+
+
+def belongs_to(context_id: str, doc_id: str) -> bool:
+    """True when ``context_id`` is the document ``doc_id`` or one of its chunks
+    (``doc_id`` followed by one of ``# : / @ |``)."""
+    return context_id == doc_id or (
+        context_id.startswith(doc_id) and context_id[len(doc_id)] in _CHUNK_SEPARATORS
+    )
+
+
+def _expected_docs(sample: Sample) -> list[str] | Score:
+    expected = sample.metadata.get("expected_doc")
+    if expected is None:
+        return Score.unscored("metadata.expected_doc is null: no document holds the answer (an unanswerable question)")
+    docs = [expected] if isinstance(expected, str) else expected
+    if not isinstance(docs, list) or not all(isinstance(d, str) and d for d in docs):
+        return Score.unscored(f"metadata.expected_doc must be a document id or a list of them, got {expected!r}")
+    if not docs:
+        return Score.unscored("metadata.expected_doc is an empty list")
+    return docs
+
+
+def _resolve(citation: str, retrieved_ids: list[str]) -> str:
+    """A numeric citation [n] means the n-th retrieved context; anything else is an id."""
+    if citation.isdigit() and 1 <= int(citation) <= len(retrieved_ids):
+        return retrieved_ids[int(citation) - 1]
+    return citation
+
+
+@register
+@dataclass(frozen=True)
+class CitationPresent(Metric):
+    """1 when the response cites a source in brackets ([1], [doc#2], 【1】) or names a
+    retrieved context id; else 0. Details list the citations and those that match no
+    retrieved context."""
+
+    name = "citation_present"
+    family = "robustness"
+    required = ("response",)
+
+    async def score(self, sample: Sample, judges) -> Score:
+        response = sample.response or ""
+        if not response.strip():
+            return Score.unscored("response is empty")
+        retrieved = sample.retrieved_context_ids or []
+        cited = [_resolve(c, retrieved) for c in find_citations(response)]
+        named = [i for i in retrieved if len(i) > 2 and mentions(response, i) and i not in cited]
+        citations = cited + named
+        details: dict[str, Any] = {"citations": citations}
+        if retrieved:
+            details["unknown_citations"] = [c for c in cited if not any(belongs_to(r, c) or r == c for r in retrieved)]
+        if citations:
+            return Score(1.0, f"cites {len(citations)} source(s): {', '.join(citations[:5])}", details=details)
+        return Score(0.0, "no citation found", details=details)
+
+
+@register
+@dataclass(frozen=True)
+class ExpectedDocRetrieved(Metric):
+    """Share of the expected documents (``metadata.expected_doc``: an id or a list) of which
+    at least one chunk was retrieved. A chunk id belongs to a document when it is the
+    document id or starts with it followed by # : / @ or |."""
+
+    name = "expected_doc_retrieved"
+    family = "retrieval"
+    required = ("retrieved_context_ids", "metadata.expected_doc")
+
+    async def score(self, sample: Sample, judges) -> Score:
+        docs = _expected_docs(sample)
+        if isinstance(docs, Score):
+            return docs
+        retrieved = sample.retrieved_context_ids or []
+        found = {d: [r for r in retrieved if belongs_to(r, d)] for d in docs}
+        hits = [d for d, chunks in found.items() if chunks]
+        explanation = f"{len(hits)} of {len(docs)} expected document(s) retrieved"
+        return Score(len(hits) / len(docs), explanation, details={"expected": docs, "retrieved_chunks": found})
+
+
+@register
+@dataclass(frozen=True)
+class ExpectedDocCited(Metric):
+    """Share of the expected documents that the response cites, by id, chunk id, or a
+    numeric citation [n] pointing at a retrieved chunk of the document."""
+
+    name = "expected_doc_cited"
+    family = "robustness"
+    required = ("response", "metadata.expected_doc")
+
+    async def score(self, sample: Sample, judges) -> Score:
+        docs = _expected_docs(sample)
+        if isinstance(docs, Score):
+            return docs
+        retrieved = sample.retrieved_context_ids or []
+        cited = [_resolve(c, retrieved) for c in find_citations(sample.response or "")]
+        hits = [d for d in docs if any(belongs_to(c, d) for c in cited) or mentions(sample.response or "", d)]
+        return Score(
+            len(hits) / len(docs),
+            f"{len(hits)} of {len(docs)} expected document(s) cited",
+            details={"expected": docs, "citations": cited},
+        )
+
+
+@lru_cache(maxsize=1)
+def _refusal_patterns() -> dict[str, list[re.Pattern]]:
+    text = resources.files("ragmeter.resources").joinpath("refusal_patterns.json").read_text(encoding="utf-8")
+    data = json.loads(text)
+    return {lang: [re.compile(p, re.IGNORECASE) for p in patterns] for lang, patterns in data.items() if not lang.startswith("_")}
+
+
+def refusal_phrase(response: str) -> str | None:
+    """The refusal phrase found in ``response`` (English or Chinese), or ``None``."""
+    for patterns in _refusal_patterns().values():
+        for pattern in patterns:
+            match = pattern.search(response)
+            if match:
+                return match.group(0)
+    return None
+
+
+@register
+@dataclass(frozen=True)
+class RefusalAccuracy(Metric):
+    """1 when the system refuses exactly when it should: a refusal for questions marked
+    unanswerable (``metadata.answerable`` false), an answer for the others; else 0.
+
+    Refusals are recognised by English and Chinese phrases ("the documents do not
+    mention", "无法回答", "知识库中没有..."); the details show the phrase found. An empty
+    response counts as a refusal: it gives no answer.
+    """
+
+    name = "refusal_accuracy"
+    family = "robustness"
+    required = ("response", "metadata.answerable")
+
+    async def score(self, sample: Sample, judges) -> Score:
+        answerable = sample.metadata.get("answerable")
+        if not isinstance(answerable, bool):
+            return Score.unscored(f"metadata.answerable must be true or false, got {answerable!r}")
+        phrase = refusal_phrase(sample.response or "") if (sample.response or "").strip() else "(empty response)"
+        refused = phrase is not None
+        details = {"answerable": answerable, "refused": refused, "refusal_phrase": phrase}
+        if answerable:
+            return Score(0.0 if refused else 1.0, f"answerable question {'refused' if refused else 'answered'}", details=details)
+        return Score(1.0 if refused else 0.0, f"unanswerable question {'refused' if refused else 'answered anyway'}", details=details)
+
+
+def _non_negative_number(value: Any, field: str) -> float | Score:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        return Score.unscored(f"{field} must be a non-negative number, got {value!r}")
+    return float(value)
+
+
+class _Measurement(Metric):
+    family = "efficiency"
+    higher_is_better = False
+
+
+@register
+@dataclass(frozen=True)
+class LatencyMs(_Measurement):
+    """End-to-end latency of the RAG system for this sample, from ``metadata.latency_ms``."""
+
+    name = "latency_ms"
+    unit = "ms"
+    required = ("metadata.latency_ms",)
+
+    async def score(self, sample: Sample, judges) -> Score:
+        value = _non_negative_number(sample.metadata.get("latency_ms"), "metadata.latency_ms")
+        return value if isinstance(value, Score) else Score(value, f"{value:.0f} ms")
+
+
+@register
+@dataclass(frozen=True)
+class TotalTokens(_Measurement):
+    """Tokens the RAG system used, from ``metadata.tokens``: a number, or an object with
+    ``prompt`` and ``completion`` (or ``total``)."""
+
+    name = "total_tokens"
+    unit = "tokens"
+    required = ("metadata.tokens",)
+
+    async def score(self, sample: Sample, judges) -> Score:
+        tokens = sample.metadata.get("tokens")
+        if isinstance(tokens, dict):
+            if "total" in tokens:
+                total = _non_negative_number(tokens["total"], "metadata.tokens.total")
+                parts: dict[str, Any] = {"total": tokens["total"]}
+            elif "prompt" not in tokens and "completion" not in tokens:
+                return Score.unscored(f"metadata.tokens needs 'total', 'prompt' or 'completion', got keys {sorted(tokens)}")
+            else:
+                prompt = _non_negative_number(tokens.get("prompt", 0), "metadata.tokens.prompt")
+                completion = _non_negative_number(tokens.get("completion", 0), "metadata.tokens.completion")
+                for part in (prompt, completion):
+                    if isinstance(part, Score):
+                        return part
+                total, parts = prompt + completion, {"prompt": prompt, "completion": completion}
+        else:
+            total, parts = _non_negative_number(tokens, "metadata.tokens"), {}
+        if isinstance(total, Score):
+            return total
+        return Score(total, f"{total:.0f} tokens", details=parts)
+
+
+@register
+@dataclass(frozen=True)
+class CostUsd(_Measurement):
+    """Cost of the RAG system's call for this sample in US dollars, from ``metadata.cost_usd``."""
+
+    name = "cost_usd"
+    unit = "USD"
+    required = ("metadata.cost_usd",)
+
+    async def score(self, sample: Sample, judges) -> Score:
+        value = _non_negative_number(sample.metadata.get("cost_usd"), "metadata.cost_usd")
+        return value if isinstance(value, Score) else Score(value, f"${value:.6f}")

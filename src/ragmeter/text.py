@@ -1,0 +1,99 @@
+"""Text handling shared by the metrics: normalisation, language detection, tokens, sentences.
+
+Chinese has no spaces between words, so tokenisers written for English either drop it
+(``rouge-score`` scores a Chinese paraphrase 0.0) or treat a whole clause as one word.
+Here runs of Han characters are segmented into words with ``rjieba``; everything else is
+split into words and numbers.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+
+import rjieba
+
+_HAN = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_HAN_RUN = re.compile(f"[{_HAN}]+")
+_WORD = f"[^\\W_{_HAN}]+"
+_TOKEN = re.compile(f"[{_HAN}]+|{_WORD}(?:[.'’]{_WORD})*", re.UNICODE)
+_LETTER = re.compile(r"[^\W\d_]", re.UNICODE)
+
+# A sentence ends after Chinese end punctuation, or after . ! ? followed by a space, or at
+# a line break. Decimal numbers ("3.5") and common abbreviations are not sentence ends.
+_ABBREVIATIONS = ("e.g.", "i.e.", "etc.", "vs.", "mr.", "mrs.", "dr.", "fig.", "approx.")
+_SENTENCE_END = re.compile(r"(?<=[。！？；!?])\s*|(?<=[.])\s+|\n+")
+# A piece that ends with an abbreviation as a whole word ("e.g.", not "piano." or
+# "config."), or is only a numbered-list marker ("1."), runs on into the next piece.
+_RUNS_ON = re.compile(
+    r"(?:(?<![\w.])(?:" + "|".join(re.escape(a) for a in _ABBREVIATIONS) + r")|^\d{1,3}\.)$",
+    re.IGNORECASE,
+)
+
+
+def normalize(text: str) -> str:
+    """NFKC-normalise (full-width to half-width), lower-case and collapse whitespace."""
+    return " ".join(unicodedata.normalize("NFKC", text).lower().split())
+
+
+def han_ratio(text: str) -> float:
+    """Share of letters in ``text`` that are Han (Chinese) characters."""
+    letters = _LETTER.findall(text)
+    if not letters:
+        return 0.0
+    return sum(1 for ch in letters if _HAN_RUN.match(ch)) / len(letters)
+
+
+def detect_language(text: str) -> str:
+    """``"zh"`` when at least a fifth of the letters are Chinese characters, else ``"en"``.
+
+    A fifth, not a half: Chinese technical text is full of English names ("MR", "CI",
+    "DBA") yet must be segmented as Chinese.
+    """
+    return "zh" if han_ratio(text) >= 0.2 else "en"
+
+
+@lru_cache(maxsize=65536)
+def _segment(run: str) -> tuple[str, ...]:
+    return tuple(rjieba.cut(run))
+
+
+def tokenize(text: str) -> list[str]:
+    """Words of ``text``, lower-cased; Chinese runs are segmented into words; no punctuation."""
+    return list(_tokenize(text))
+
+
+@lru_cache(maxsize=16384)
+def _tokenize(text: str) -> tuple[str, ...]:
+    # Cached: every lexical metric tokenizes the same response and reference.
+    tokens: list[str] = []
+    for match in _TOKEN.finditer(normalize(text)):
+        piece = match.group(0)
+        if _HAN_RUN.fullmatch(piece):
+            tokens.extend(_segment(piece))
+        else:
+            tokens.append(piece)
+    return tuple(tokens)
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split ``text`` into sentences (English and Chinese punctuation, line breaks).
+
+    Bullet markers at the start of a line are kept with their sentence. Empty pieces are
+    dropped, so the result is empty only when ``text`` has no words.
+    """
+    pieces: list[str] = []
+    carry = ""
+    for part in _SENTENCE_END.split(text):
+        if not part or not part.strip():
+            continue
+        part = (carry + " " + part.strip()) if carry else part.strip()
+        carry = ""
+        if _RUNS_ON.search(part):
+            carry = part
+            continue
+        pieces.append(part)
+    if carry:
+        pieces.append(carry)
+    return [p for p in pieces if _TOKEN.search(p)]
