@@ -1,0 +1,5 @@
+"""Allow `python -m ragmeter`."""
+
+from ragmeter.cli import app
+
+app()

@@ -1,0 +1,328 @@
+"""The evaluation engine: runs metrics over a dataset, concurrently, safely, resumably.
+
+Each (sample, metric) pair is scored in isolation: an exception becomes an unscored
+entry that names the error, never a crash and never a silent NaN. With an output
+directory, each finished pair is journalled at once, and a re-run of the same command
+after a kill recomputes only the pairs that are missing (or that failed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import platform
+import sys
+import threading
+import time
+import traceback
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ragmeter import __version__
+from ragmeter.io import Dataset, InputError, InputIssue, LoadedSample, load_dataset
+from ragmeter.journal import Journal, make_record
+from ragmeter.judges import Judges
+from ragmeter.metrics.base import FAMILIES, Metric, Needs, Score, create_metric, metric_classes
+from ragmeter.result import Result, SampleResult
+
+DEFAULT_CONCURRENCY = 32
+
+
+def resolve_metrics(metrics: Iterable[str | Metric]) -> list[Metric]:
+    """Metric objects from names (``"ndcg@5"``) or objects; each id may appear once."""
+    resolved = [m if isinstance(m, Metric) else create_metric(m) for m in metrics]
+    seen: set[str] = set()
+    for metric in resolved:
+        if metric.id in seen:
+            raise ValueError(f"metric '{metric.id}' is asked for twice")
+        seen.add(metric.id)
+    return resolved
+
+
+def applicable_metrics(dataset: Dataset, needs: Sequence[Needs] = (Needs.NOTHING, Needs.EMBEDDINGS)) -> list[Metric]:
+    """Every metric (with default settings) whose needs are in ``needs`` and whose required
+    fields at least one sample of ``dataset`` has, in family order."""
+    chosen = []
+    for cls in metric_classes().values():
+        metric = cls()
+        if metric.needs in needs and any(not metric.missing_fields(s.sample) for s in dataset):
+            chosen.append(metric)
+    family_order = list(FAMILIES)
+    return sorted(chosen, key=lambda m: family_order.index(m.family))
+
+
+def missing_field_issues(dataset: Dataset, metrics: Sequence[Metric]) -> list[InputIssue]:
+    """One issue per sample and missing field, naming the metrics that need the field."""
+    issues = []
+    for loaded in dataset:
+        wanted: dict[str, list[str]] = defaultdict(list)
+        for metric in metrics:
+            for name in metric.missing_fields(loaded.sample):
+                wanted[name].append(metric.id)
+        for name, metric_ids in wanted.items():
+            issues.append(
+                InputIssue(
+                    loaded.source,
+                    loaded.location,
+                    name,
+                    f"missing; required by {', '.join(metric_ids)} (those metrics leave this sample unscored)",
+                    skipped=False,
+                )
+            )
+    return issues
+
+
+class Evaluator:
+    """Scores datasets with a fixed set of metrics and judges.
+
+    Args:
+        metrics: Metric objects or names (``"token_f1"``, ``"ndcg@5"``).
+        judges: The models metrics may use; default: the packaged embedder.
+        concurrency: Most (sample, metric) pairs scored at the same time.
+        out_dir: Directory for the journal (and, through the CLI, the reports). Without
+            it nothing is journalled and a run cannot resume.
+        resume: Reuse valid journalled scores from ``out_dir``; False recomputes all.
+        progress: Show a progress bar; ``None`` shows it when stderr is a terminal.
+        strict: Raise :class:`InputError` when a sample lacks a field a metric requires,
+            instead of leaving that pair unscored.
+    """
+
+    def __init__(
+        self,
+        metrics: Iterable[str | Metric],
+        *,
+        judges: Judges | None = None,
+        concurrency: int = DEFAULT_CONCURRENCY,
+        out_dir: str | Path | None = None,
+        resume: bool = True,
+        progress: bool | None = None,
+        strict: bool = False,
+    ):
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self.metrics = resolve_metrics(metrics)
+        if not self.metrics:
+            raise ValueError("no metrics to run")
+        self.judges = judges or Judges()
+        self.concurrency = concurrency
+        self.out_dir = Path(out_dir) if out_dir is not None else None
+        self.resume = resume
+        self.progress = sys.stderr.isatty() if progress is None else progress
+        self.strict = strict
+
+    def run(self, dataset: Dataset) -> Result:
+        """Score ``dataset`` and return the result (blocking)."""
+        return _run_coroutine(self.arun(dataset))
+
+    async def arun(self, dataset: Dataset) -> Result:
+        """Score ``dataset`` and return the result."""
+        started = datetime.now(timezone.utc)
+        clock = time.perf_counter()
+        field_issues = missing_field_issues(dataset, self.metrics)
+        if self.strict and field_issues:
+            raise InputError(field_issues)
+        results = [SampleResult(s.key, s.sample, s.source, s.location) for s in dataset]
+        fingerprints = [s.sample.fingerprint() for s in dataset]
+        journal = Journal(self.out_dir) if self.out_dir is not None else None
+        previous = journal.read() if journal and self.resume else {}
+        work: list[tuple[int, Metric]] = []
+        reused = 0
+        for index, loaded in enumerate(dataset):
+            for metric in self.metrics:
+                missing = metric.missing_fields(loaded.sample)
+                if missing:
+                    results[index].scores[metric.id] = Score.unscored(f"missing required field(s): {', '.join(missing)}")
+                    results[index].seconds[metric.id] = 0.0
+                    continue
+                found = journal.reusable(previous, loaded.key, fingerprints[index], metric.id, metric.config_hash()) if journal else None
+                if found:
+                    results[index].scores[metric.id], results[index].seconds[metric.id] = found
+                    reused += 1
+                else:
+                    work.append((index, metric))
+        try:
+            await self._score_all(dataset, work, results, fingerprints, journal)
+        finally:
+            if journal:
+                journal.close()
+        if journal:
+            journal.compact(
+                [
+                    make_record(r.key, fingerprints[i], m.id, m.config_hash(), r.scores[m.id], r.seconds[m.id])
+                    for i, r in enumerate(results)
+                    for m in self.metrics
+                ]
+            )
+        embedder = self.judges.embedder
+        run = {
+            "ragmeter_version": __version__,
+            "python": platform.python_version(),
+            "started_at": started.isoformat(timespec="seconds"),
+            "seconds": round(time.perf_counter() - clock, 3),
+            "sources": sorted({s.source for s in dataset}),
+            "n_samples": len(dataset),
+            "concurrency": self.concurrency,
+            "pairs_computed": len(work),
+            "pairs_resumed": reused,
+            "embedder": {
+                "model": embedder.model_name,
+                "texts_encoded": embedder.texts_encoded,
+                "batches": embedder.batches,
+                "seconds": round(embedder.seconds, 3),
+            },
+        }
+        return Result(
+            samples=results,
+            metrics=[m.info() for m in self.metrics],
+            issues=[*dataset.issues, *field_issues],
+            run=run,
+        )
+
+    async def _score_all(self, dataset, work, results, fingerprints, journal) -> None:
+        queue: asyncio.Queue[tuple[int, Metric]] = asyncio.Queue()
+        for item in work:
+            queue.put_nowait(item)
+        with _progress(self.progress, len(work)) as advance:
+
+            async def worker() -> None:
+                while not queue.empty():
+                    index, metric = queue.get_nowait()
+                    loaded: LoadedSample = dataset.samples[index]
+                    began = time.perf_counter()
+                    score = await self._score_one(metric, loaded)
+                    seconds = time.perf_counter() - began
+                    results[index].scores[metric.id] = score
+                    results[index].seconds[metric.id] = seconds
+                    if journal:
+                        journal.append(make_record(loaded.key, fingerprints[index], metric.id, metric.config_hash(), score, seconds))
+                    advance()
+
+            await asyncio.gather(*(worker() for _ in range(min(self.concurrency, max(1, len(work))))))
+
+    async def _score_one(self, metric: Metric, loaded: LoadedSample) -> Score:
+        try:
+            score = await metric.score(loaded.sample, self.judges)
+        except Exception as exc:  # one bad pair must not end the run
+            frames = traceback.format_exception(type(exc), exc, exc.__traceback__)
+            return Score.unscored(
+                f"error: {type(exc).__name__}: {exc}",
+                {"traceback": "".join(frames[-3:])[-2000:]},
+                failed=True,
+            )
+        return _checked(metric, score)
+
+
+def _checked(metric: Metric, score: Any) -> Score:
+    """Turn a metric's malformed return into an explicit failure instead of bad data."""
+    if not isinstance(score, Score):
+        return Score.unscored(f"error: metric returned {type(score).__name__}, not a Score", failed=True)
+    if score.value is not None and metric.unit is None and not (0.0 <= score.value <= 1.0):
+        if math.isclose(score.value, 1.0, abs_tol=1e-9) or math.isclose(score.value, 0.0, abs_tol=1e-9):
+            return Score(min(max(score.value, 0.0), 1.0), score.explanation, details=score.details)
+        return Score.unscored(f"error: metric returned {score.value}, outside [0, 1]", score.details, failed=True)
+    return score
+
+
+class _progress:
+    """A rich progress bar with ETA, or nothing when disabled."""
+
+    def __init__(self, enabled: bool, total: int):
+        self.enabled, self.total = enabled and total > 0, total
+        self._bar = None
+
+    def __enter__(self):
+        if not self.enabled:
+            return lambda: None
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+        self._bar = Progress(
+            TextColumn("scoring"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            transient=False,
+        )
+        self._bar.start()
+        task = self._bar.add_task("scoring", total=self.total)
+        return lambda: self._bar.advance(task)
+
+    def __exit__(self, *exc_info) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+
+def _run_coroutine(coroutine):
+    """Run a coroutine to completion, also from inside a running event loop (notebooks)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = asyncio.run(coroutine)
+        except BaseException as exc:  # re-raised in the caller's thread
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+def evaluate(
+    data: Any,
+    metrics: Iterable[str | Metric] | None = None,
+    *,
+    judges: Judges | None = None,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    out_dir: str | Path | None = None,
+    resume: bool = True,
+    progress: bool | None = None,
+    strict: bool = False,
+) -> Result:
+    """Evaluate a RAG system's samples.
+
+    Args:
+        data: A :class:`Dataset`, a path or list of paths, a DataFrame, or a list of dicts
+            or Samples.
+        metrics: Metric names (``"token_f1"``, ``"ndcg@5"``) or objects. ``None`` runs
+            every metric needing no LLM whose required fields the data has.
+        judges: The models metrics may use; default: the packaged embedder.
+        concurrency: Most (sample, metric) pairs scored at the same time.
+        out_dir: Directory for the resumable journal; see :class:`Evaluator`.
+        resume: Reuse valid journalled scores from ``out_dir``.
+        progress: Show a progress bar; ``None`` shows it on a terminal.
+        strict: Raise :class:`InputError` on any bad row or missing required field.
+
+    Raises:
+        InputError: No usable sample, or (strict) any input issue.
+
+    Returns:
+        The :class:`Result`: per-sample scores with reasons, aggregates with intervals.
+    """
+    if isinstance(data, Dataset):
+        dataset = data
+    elif isinstance(data, (list, tuple)) and data and all(isinstance(d, (str, Path)) for d in data):
+        dataset = load_dataset(*data, strict=strict)
+    else:
+        dataset = load_dataset(data, strict=strict)
+    if strict and dataset.issues:
+        raise InputError(dataset.issues)
+    if not dataset.samples:
+        raise InputError(dataset.issues or [InputIssue("<data>", "all", None, "no samples to evaluate")])
+    chosen = list(metrics) if metrics is not None else applicable_metrics(dataset)
+    if not chosen:
+        raise ValueError("no metric applies: no sample has the fields any model-free metric requires")
+    evaluator = Evaluator(
+        chosen, judges=judges, concurrency=concurrency, out_dir=out_dir, resume=resume, progress=progress, strict=strict
+    )
+    return evaluator.run(dataset)
