@@ -1,0 +1,109 @@
+"""``report.md``: the summary as Markdown, for pull requests and CI logs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ragmeter.metrics.base import FAMILIES
+from ragmeter.report.formatting import format_number
+from ragmeter.result import Result
+
+#: Problem samples listed per diagnosis pattern.
+SAMPLES_PER_PATTERN = 10
+
+
+def md_text(text: Any, limit: int = 120) -> str:
+    """Text made safe for a Markdown table cell: no HTML, pipes or line breaks."""
+    value = " ".join(str(text).split())
+    if len(value) > limit:
+        value = value[: limit - 1] + "…"
+    return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|")
+
+
+def render_markdown(summary: dict[str, Any], result: Result) -> str:
+    """The Markdown report of a run from its summary (see :func:`build_summary`)."""
+    run = summary["run"]
+    lines = [
+        "# ragmeter report",
+        "",
+        f"{run.get('n_samples', len(result.samples))} samples from {', '.join(md_text(s) for s in run.get('sources', []))}; "
+        f"started {run.get('started_at', '?')}, {run.get('seconds', 0):.1f} s; ragmeter {run.get('ragmeter_version', '?')}.",
+        "",
+    ]
+    lines += _diagnosis_section(summary["diagnosis"], result)
+    lines += _scores_section(summary)
+    lines += _unscored_section(summary)
+    lines += _issues_section(summary["input_issues"])
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _diagnosis_section(diagnosis: dict[str, Any], result: Result) -> list[str]:
+    lines = ["## Diagnosis", ""]
+    signals = diagnosis["signals"]
+    if not signals:
+        return lines + ["No retrieval, correctness or groundedness metric was run, so there is no diagnosis.", ""]
+    used = ", ".join(f"{s}: `{v['metric']}` (low < {v['low_below']}, high ≥ {v['high_from']})" for s, v in signals.items())
+    lines += [f"Signals: {used}.", ""]
+    questions = {r.key: r.sample.user_input or "" for r in result.samples}
+    lines += ["| pattern | samples | share | what it means |", "|---|---:|---:|---|"]
+    for pattern in diagnosis["patterns"]:
+        lines.append(
+            f"| **{md_text(pattern['title'])}** | {pattern['count']} | {pattern['share']:.0%} | {md_text(pattern['advice'], 400)} |"
+        )
+    lines.append("")
+    for pattern in diagnosis["patterns"]:
+        if pattern["name"] in ("healthy", "correct_refusal") or not pattern["samples"]:
+            continue
+        lines.append(f"**{md_text(pattern['title'])}**:")
+        for key in pattern["samples"][:SAMPLES_PER_PATTERN]:
+            lines.append(f"- `{md_text(key)}` {md_text(questions.get(key, ''), 100)}")
+        if len(pattern["samples"]) > SAMPLES_PER_PATTERN:
+            lines.append(f"- … and {len(pattern['samples']) - SAMPLES_PER_PATTERN} more")
+        lines.append("")
+    return lines
+
+
+def _scores_section(summary: dict[str, Any]) -> list[str]:
+    lines = ["## Scores", "", "Means with 95% bootstrap confidence intervals.", ""]
+    for family, description in FAMILIES.items():
+        metrics = [m for m in summary["metrics"] if m["family"] == family]
+        if not metrics:
+            continue
+        lines += [f"### {description}", ""]
+        lines += ["| metric | mean | 95% CI | median | std | p95 | scored | unscored | failed |", "|---|---:|---|---:|---:|---:|---:|---:|---:|"]
+        for metric in metrics:
+            a, unit = metric["aggregate"], metric["unit"]
+            interval = f"[{format_number(a['ci_low'], unit)}, {format_number(a['ci_high'], unit)}]" if a["ci_low"] is not None else "–"
+            name = f"`{metric['id']}`" + (f" ({unit}, lower is better)" if unit and not metric["higher_is_better"] else "")
+            lines.append(
+                f"| {name} | {format_number(a['mean'], unit)} | {interval} | {format_number(a['median'], unit)} | "
+                f"{format_number(a['std'], unit)} | {format_number(a['p95'], unit)} | {a['n_scored']} | {a['n_unscored']} | {a['n_failed']} |"
+            )
+        lines.append("")
+    return lines
+
+
+def _unscored_section(summary: dict[str, Any]) -> list[str]:
+    rows = [
+        f"| `{m['id']}` | {r['count']} | {'**error**: ' if r['failed'] else ''}{md_text(r['reason'], 300)} |"
+        for m in summary["metrics"]
+        for r in m["aggregate"]["unscored_reasons"]
+    ]
+    if not rows:
+        return []
+    return ["## Why samples went unscored", "", "| metric | samples | reason |", "|---|---:|---|", *rows, ""]
+
+
+def _issues_section(issues: dict[str, Any]) -> list[str]:
+    if not issues["count"]:
+        return []
+    lines = [
+        "## Input issues",
+        "",
+        f"{issues['count']} issue(s); {issues['rows_skipped']} row(s) skipped. All of them are in `input_issues.jsonl`.",
+        "",
+    ]
+    for issue in issues["listed"]:
+        field = f", field `{md_text(issue['field'])}`" if issue["field"] else ""
+        lines.append(f"- {md_text(issue['source'])}, {issue['location']}{field}: {md_text(issue['message'], 300)}")
+    return lines + [""]
