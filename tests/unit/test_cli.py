@@ -1,0 +1,115 @@
+"""The command line: outputs, exit codes and error messages."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from ragmeter.cli import app
+
+runner = CliRunner()
+
+ROWS = [
+    {"id": "a", "response": "Jobs time out after 60 minutes.", "reference": "The timeout is 60 minutes."},
+    {"id": "b", "response": "数据库变更需要DBA审批。", "reference": "数据库变更必须经过DBA审批。"},
+]
+
+
+def _data(tmp_path, rows=ROWS, name="data.jsonl"):
+    path = tmp_path / name
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_eval_writes_every_output_and_exits_0(tmp_path):
+    out = tmp_path / "run"
+    result = runner.invoke(app, ["eval", str(_data(tmp_path)), "--metrics", "token_f1,rougeL,exact_match", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    for name in ("results.jsonl", "summary.json", "report.md", "report.html", "journal.jsonl", "input_issues.jsonl"):
+        assert (out / name).exists(), name
+    summary = json.loads((out / "summary.json").read_text())
+    assert [m["id"] for m in summary["metrics"]] == ["token_f1", "rougeL", "exact_match"]
+    assert summary["metrics"][0]["aggregate"]["n_scored"] == 2
+    assert "token_f1" in (out / "report.md").read_text()
+
+
+def test_bad_rows_are_reported_by_line_and_field_and_skipped(tmp_path):
+    rows = [*ROWS, {"id": "c", "response": ["not", "text"], "reference": "x"}]
+    out = tmp_path / "run"
+    result = runner.invoke(app, ["eval", str(_data(tmp_path, rows)), "-m", "token_f1", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "line 3" in result.output and "field 'response'" in result.output and "row skipped" in result.output
+    issues = [json.loads(line) for line in (out / "input_issues.jsonl").read_text().splitlines()]
+    assert issues[0]["location"] == "line 3" and issues[0]["field"] == "response"
+
+
+def test_missing_fields_for_the_chosen_metrics_are_reported(tmp_path):
+    rows = [*ROWS, {"id": "c", "response": "no reference here"}]
+    out = tmp_path / "run"
+    result = runner.invoke(app, ["eval", str(_data(tmp_path, rows)), "-m", "token_f1", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "field 'reference'" in result.output and "required by token_f1" in result.output
+    record = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()][2]
+    assert record["scores"]["token_f1"]["reason"] == "missing required field(s): reference"
+
+
+def test_strict_mode_exits_2(tmp_path):
+    rows = [*ROWS, {"id": "c", "response": 3}]
+    result = runner.invoke(app, ["eval", str(_data(tmp_path, rows)), "-m", "token_f1", "-o", str(tmp_path / "o"), "--strict"])
+    assert result.exit_code == 2
+    assert "line 3" in result.output
+
+
+def test_input_errors_exit_2_with_a_clear_message(tmp_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    cases = {
+        "missing file": ([str(tmp_path / "nope.jsonl")], "file not found"),
+        "empty file": ([str(empty)], "file is empty"),
+        "unknown metric": ([str(_data(tmp_path)), "-m", "tokenf1"], "unknown metric 'tokenf1'"),
+        "bad cut-off": ([str(_data(tmp_path)), "-m", "ndcg@0"], "positive integer"),
+    }
+    for name, (args, message) in cases.items():
+        result = runner.invoke(app, ["eval", *args, "-o", str(tmp_path / "o")])
+        assert result.exit_code == 2, name
+        assert message in result.output, (name, result.output)
+
+
+def test_every_row_bad_exits_2(tmp_path):
+    result = runner.invoke(app, ["eval", str(_data(tmp_path, [{"response": 1}])), "-o", str(tmp_path / "o")])
+    assert result.exit_code == 2 and "no valid samples" in result.output
+
+
+def test_usage_error_exits_2():
+    assert runner.invoke(app, ["eval"]).exit_code == 2
+    assert runner.invoke(app, ["eval", "x.jsonl", "--concurrency", "0"]).exit_code == 2
+
+
+def test_metrics_lists_every_metric_with_requirements():
+    result = runner.invoke(app, ["metrics", "--json"])
+    assert result.exit_code == 0
+    infos = {m["name"]: m for m in json.loads(result.output)}
+    assert infos["ndcg"]["required"] == ["retrieved_context_ids", "reference_context_ids"]
+    assert infos["semantic_similarity"]["needs"] == "embeddings"
+    assert infos["latency_ms"]["unit"] == "ms"
+    plain = runner.invoke(app, ["metrics"])
+    assert plain.exit_code == 0 and "rougeL" in plain.output and "[doc#2]" in plain.output
+
+
+def test_report_rerenders_an_earlier_run(tmp_path):
+    out = tmp_path / "run"
+    assert runner.invoke(app, ["eval", str(_data(tmp_path)), "-m", "token_f1", "-o", str(out)]).exit_code == 0
+    (out / "report.html").unlink()
+    (out / "report.md").unlink()
+    result = runner.invoke(app, ["report", str(out)])
+    assert result.exit_code == 0, result.output
+    assert (out / "report.html").exists() and (out / "report.md").exists()
+    assert runner.invoke(app, ["report", str(tmp_path / "nothing")]).exit_code == 2
+
+
+def test_help_explains_the_commands():
+    result = runner.invoke(app, ["eval", "--help"])
+    assert result.exit_code == 0
+    for option in ("--metrics", "--out", "--strict", "--fresh", "--concurrency"):
+        assert option in result.output
