@@ -14,11 +14,15 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --upgrade pip
 
+# llama-cpp-python compiles on install (about 5 minutes); GGML_NATIVE=OFF builds it for any
+# x86-64 CPU (the native build crashes on some machines). pip caches the wheel it builds.
+export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
+
 install: $(BIN)/python
-	$(BIN)/pip install -e .
+	$(BIN)/pip install -e ".[local]"
 
 install-dev: $(BIN)/python
-	$(BIN)/pip install -e ".[dev]"
+	$(BIN)/pip install -e ".[dev,local]"
 
 browser:
 	scripts/install-chromium.sh

@@ -25,10 +25,15 @@ from ragmeter import __version__
 from ragmeter.io import Dataset, InputError, InputIssue, LoadedSample, load_dataset
 from ragmeter.journal import Journal, make_record
 from ragmeter.judges import Judges
+from ragmeter.judges.config import JudgeConfig
+from ragmeter.metering import Usage, metered
 from ragmeter.metrics.base import FAMILIES, Metric, Needs, Score, create_metric, metric_classes
 from ragmeter.result import Result, SampleResult
 
 DEFAULT_CONCURRENCY = 32
+#: LLM metrics that automatic selection adds when a judge is available; the others
+#: (context_relevance, noise_sensitivity, rubric_score...) are run by name.
+CORE_LLM_METRICS = ("faithfulness", "answer_relevancy", "context_precision", "context_recall", "answer_correctness")
 
 
 def resolve_metrics(metrics: Iterable[str | Metric]) -> list[Metric]:
@@ -42,13 +47,17 @@ def resolve_metrics(metrics: Iterable[str | Metric]) -> list[Metric]:
     return resolved
 
 
-def applicable_metrics(dataset: Dataset, needs: Sequence[Needs] = (Needs.NOTHING, Needs.EMBEDDINGS)) -> list[Metric]:
-    """Every metric (with default settings) whose needs are in ``needs`` and whose required
-    fields at least one sample of ``dataset`` has, in family order."""
+def applicable_metrics(dataset: Dataset, llm: bool = False) -> list[Metric]:
+    """Every model-free metric, and with ``llm`` the core LLM metrics
+    (:data:`CORE_LLM_METRICS`), whose required fields at least one sample of ``dataset``
+    has; default settings, in family order."""
     chosen = []
     for cls in metric_classes().values():
+        wanted = cls.name in CORE_LLM_METRICS if cls.needs == Needs.LLM else True
+        if not wanted or (cls.needs == Needs.LLM and not llm):
+            continue
         metric = cls()
-        if metric.needs in needs and any(not metric.missing_fields(s.sample) for s in dataset):
+        if any(not metric.missing_fields(s.sample) for s in dataset):
             chosen.append(metric)
     family_order = list(FAMILIES)
     return sorted(chosen, key=lambda m: family_order.index(m.family))
@@ -80,7 +89,9 @@ class Evaluator:
 
     Args:
         metrics: Metric objects or names (``"token_f1"``, ``"ndcg@5"``).
-        judges: The models metrics may use; default: the packaged embedder.
+        judges: The models metrics may use. Default: the packaged embedder, and for LLM
+            metrics the judge that :class:`JudgeConfig` builds from the environment (the
+            embedded local model unless an endpoint is configured).
         concurrency: Most (sample, metric) pairs scored at the same time.
         out_dir: Directory for the journal (and, through the CLI, the reports). Without
             it nothing is journalled and a run cannot resume.
@@ -117,6 +128,14 @@ class Evaluator:
         """Score ``dataset`` and return the result (blocking)."""
         return _run_coroutine(self.arun(dataset))
 
+    def _ensure_llm_judge(self) -> bool:
+        """Build the default LLM judge if a metric needs one and none was given; return
+        True when the engine built it (and so must close it)."""
+        if self.judges.llm is not None or not any(m.needs == Needs.LLM for m in self.metrics):
+            return False
+        self.judges.llm = JudgeConfig.from_env().build()
+        return True
+
     async def arun(self, dataset: Dataset) -> Result:
         """Score ``dataset`` and return the result."""
         started = datetime.now(timezone.utc)
@@ -124,6 +143,8 @@ class Evaluator:
         field_issues = missing_field_issues(dataset, self.metrics)
         if self.strict and field_issues:
             raise InputError(field_issues)
+        owns_llm = self._ensure_llm_judge()
+        judge_settings = self.judges.llm.describe() if self.judges.llm is not None else None
         results = [SampleResult(s.key, s.sample, s.source, s.location) for s in dataset]
         fingerprints = [s.sample.fingerprint() for s in dataset]
         journal = Journal(self.out_dir) if self.out_dir is not None else None
@@ -136,10 +157,12 @@ class Evaluator:
                 if missing:
                     results[index].scores[metric.id] = Score.unscored(f"missing required field(s): {', '.join(missing)}")
                     results[index].seconds[metric.id] = 0.0
+                    results[index].usage[metric.id] = Usage()
                     continue
                 found = journal.reusable(previous, loaded.key, fingerprints[index], metric.id, metric.config_hash()) if journal else None
                 if found:
-                    results[index].scores[metric.id], results[index].seconds[metric.id] = found
+                    result = results[index]
+                    result.scores[metric.id], result.seconds[metric.id], result.usage[metric.id] = found
                     reused += 1
                 else:
                     work.append((index, metric))
@@ -148,10 +171,13 @@ class Evaluator:
         finally:
             if journal:
                 journal.close()
+            if owns_llm:
+                await self.judges.llm.aclose()
+                self.judges.llm = None
         if journal:
             journal.compact(
                 [
-                    make_record(r.key, fingerprints[i], m.id, m.config_hash(), r.scores[m.id], r.seconds[m.id])
+                    make_record(r.key, fingerprints[i], m.id, m.config_hash(), r.scores[m.id], r.seconds[m.id], r.usage[m.id])
                     for i, r in enumerate(results)
                     for m in self.metrics
                 ]
@@ -173,6 +199,7 @@ class Evaluator:
                 "batches": embedder.batches,
                 "seconds": round(embedder.seconds, 3),
             },
+            "judge": judge_settings,
         }
         return Result(
             samples=results,
@@ -192,12 +219,16 @@ class Evaluator:
                     index, metric = queue.get_nowait()
                     loaded: LoadedSample = dataset.samples[index]
                     began = time.perf_counter()
-                    score = await self._score_one(metric, loaded)
+                    with metered() as usage:
+                        score = await self._score_one(metric, loaded)
                     seconds = time.perf_counter() - began
                     results[index].scores[metric.id] = score
                     results[index].seconds[metric.id] = seconds
+                    results[index].usage[metric.id] = usage
                     if journal:
-                        journal.append(make_record(loaded.key, fingerprints[index], metric.id, metric.config_hash(), score, seconds))
+                        journal.append(
+                            make_record(loaded.key, fingerprints[index], metric.id, metric.config_hash(), score, seconds, usage)
+                        )
                     advance()
 
             await asyncio.gather(*(worker() for _ in range(min(self.concurrency, max(1, len(work))))))
@@ -295,7 +326,7 @@ def evaluate(
         data: A :class:`Dataset`, a path or list of paths, a DataFrame, or a list of dicts
             or Samples.
         metrics: Metric names (``"token_f1"``, ``"ndcg@5"``) or objects. ``None`` runs
-            every metric needing no LLM whose required fields the data has.
+            every model-free metric whose required fields the data has.
         judges: The models metrics may use; default: the packaged embedder.
         concurrency: Most (sample, metric) pairs scored at the same time.
         out_dir: Directory for the resumable journal; see :class:`Evaluator`.

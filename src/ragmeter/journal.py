@@ -13,14 +13,17 @@ import os
 from pathlib import Path
 from typing import IO, Any
 
+from ragmeter.metering import Usage
 from ragmeter.metrics.base import Score
 
 JOURNAL_FILE = "journal.jsonl"
 
 
-def make_record(key: str, fingerprint: str, metric_id: str, config: str, score: Score, seconds: float) -> dict[str, Any]:
+def make_record(
+    key: str, fingerprint: str, metric_id: str, config: str, score: Score, seconds: float, usage: Usage
+) -> dict[str, Any]:
     """A journal record: which sample (key and content hash), which metric (id and settings
-    hash), the score and the seconds it took."""
+    hash), the score, the seconds it took and the model usage it caused."""
     return {
         "sample": key,
         "fingerprint": fingerprint,
@@ -28,6 +31,7 @@ def make_record(key: str, fingerprint: str, metric_id: str, config: str, score: 
         "config": config,
         "score": score.to_dict(),
         "seconds": round(seconds, 6),
+        "usage": usage.to_dict(),
     }
 
 
@@ -59,13 +63,13 @@ class Journal:
 
     def reusable(
         self, records: dict[tuple[str, str], dict[str, Any]], key: str, fingerprint: str, metric_id: str, config: str
-    ) -> tuple[Score, float] | None:
-        """The journalled score and its seconds, when it is still valid for this sample and metric."""
+    ) -> tuple[Score, float, Usage] | None:
+        """The journalled score, seconds and usage, when still valid for this sample and metric."""
         record = records.get((key, metric_id))
         if not record or record.get("fingerprint") != fingerprint or record.get("config") != config:
             return None
         score = Score.from_dict(record["score"])
-        return None if score.failed else (score, record.get("seconds", 0.0))
+        return None if score.failed else (score, record.get("seconds", 0.0), Usage.from_dict(record.get("usage", {})))
 
     def append(self, record: dict[str, Any]) -> None:
         """Write one record (see :func:`make_record`) and hand it to the operating system at once."""

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter.io import InputIssue
+from ragmeter.metering import Usage
 from ragmeter.metrics.base import Score
 from ragmeter.schema import Sample
 from ragmeter.stats import describe
@@ -37,7 +38,9 @@ class SampleResult:
         source: File (or ``<DataFrame>``) it came from.
         location: Line or row in that source.
         scores: Score per metric id.
-        seconds: Wall time per metric id spent scoring it (0 for resumed scores).
+        seconds: Wall time per metric id spent scoring it (as first measured, for
+            scores resumed from the journal).
+        usage: Model calls, tokens and cost per metric id.
     """
 
     key: str
@@ -46,6 +49,7 @@ class SampleResult:
     location: str
     scores: dict[str, Score] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
+    usage: dict[str, Usage] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -55,6 +59,7 @@ class SampleResult:
             "sample": self.sample.model_dump(exclude_none=True),
             "scores": {m: s.to_dict() for m, s in self.scores.items()},
             "seconds": self.seconds,
+            "usage": {m: u.to_dict() for m, u in self.usage.items()},
         }
 
     @classmethod
@@ -66,6 +71,7 @@ class SampleResult:
             location=data.get("location", ""),
             scores={m: Score.from_dict(s) for m, s in data.get("scores", {}).items()},
             seconds=data.get("seconds", {}),
+            usage={m: Usage.from_dict(u) for m, u in data.get("usage", {}).items()},
         )
 
 
@@ -123,8 +129,24 @@ class Result:
                     {"reason": reason, "count": count, "failed": failed}
                     for (reason, failed), count in reasons.most_common(MAX_REASONS)
                 ],
+                "usage": self._usage_of(metric_id),
             }
         return table
+
+    def _usage_of(self, metric_id: str) -> dict[str, Any]:
+        """Total model usage of one metric, its mean per sample, and its wall time."""
+        total = Usage()
+        for sample in self.samples:
+            if metric_id in sample.usage:
+                total.add(sample.usage[metric_id])
+        n = max(1, sum(1 for s in self.samples if metric_id in s.scores))
+        per_sample = {
+            "calls": total.calls / n,
+            "prompt_tokens": total.prompt_tokens / n,
+            "completion_tokens": total.completion_tokens / n,
+            "seconds": sum(s.seconds.get(metric_id, 0.0) for s in self.samples) / n,
+        }
+        return {"total": total.to_dict(), "per_sample": per_sample}
 
     def to_pandas(self):
         """One row per sample: key, question, response, then each metric's value and, in

@@ -1,9 +1,10 @@
-"""The models behind the metrics: embedders (and, later, LLM judges)."""
+"""The models behind the metrics: an embedder and an LLM judge."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ragmeter.judges.base import ContextTooLong, JudgeError, LLMJudge, Verdict
 from ragmeter.judges.embeddings import BatchingEmbedder
 
 
@@ -14,9 +15,12 @@ class Judges:
     Attributes:
         embedder: Sentence embedder for the embedding metrics; the packaged multilingual
             USE model by default, loaded only when a metric first asks for it.
+        llm: The LLM judge for LLM metrics; ``None`` until the engine sets the default
+            (the embedded local model) or one is configured.
     """
 
     embedder: BatchingEmbedder = field(default_factory=BatchingEmbedder)
+    llm: LLMJudge | None = None
 
 
-__all__ = ["BatchingEmbedder", "Judges"]
+__all__ = ["BatchingEmbedder", "ContextTooLong", "JudgeError", "Judges", "LLMJudge", "Verdict"]

@@ -13,9 +13,12 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from ragmeter.judges.cache import EmbeddingStore
 
 
 class Encoder(Protocol):
@@ -63,11 +66,19 @@ class BatchingEmbedder:
     Args:
         encoder: The model (default :class:`USEEncoder`).
         max_batch: Most texts encoded in one call.
-        cache_size: Most texts remembered (least recently used are forgotten first).
+        cache_size: Most texts remembered in memory (least recently used are forgotten first).
+        store: A disk cache consulted before encoding and filled after; ``None`` for none.
     """
 
-    def __init__(self, encoder: Encoder | None = None, max_batch: int = 1024, cache_size: int = 200_000):
+    def __init__(
+        self,
+        encoder: Encoder | None = None,
+        max_batch: int = 1024,
+        cache_size: int = 200_000,
+        store: "EmbeddingStore | None" = None,
+    ):
         self.encoder = encoder or USEEncoder()
+        self.store = store
         self.max_batch = max_batch
         self.cache_size = cache_size
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
@@ -88,6 +99,10 @@ class BatchingEmbedder:
         self._bind_to_running_loop()
         vectors: dict[str, np.ndarray] = {}
         pending: dict[str, asyncio.Future] = {}
+        if self.store is not None:
+            unseen = [t for t in dict.fromkeys(texts) if t not in self._cache and t not in self._waiting]
+            if unseen:
+                self._remember(self.store.get_many(unseen))
         for text in dict.fromkeys(texts):
             if text in self._cache:
                 self._cache.move_to_end(text)
@@ -134,10 +149,16 @@ class BatchingEmbedder:
             self.seconds += time.perf_counter() - started
             self.batches += 1
             self.texts_encoded += len(batch)
-            for text, vector in zip(batch, vectors):
-                self._cache[text] = vector
+            encoded = dict(zip(batch, vectors))
+            self._remember(encoded)
+            if self.store is not None:
+                self.store.put_many(encoded)
+            for text, vector in encoded.items():
                 future = self._waiting.pop(text)
                 if not future.done():
                     future.set_result(vector)
-            while len(self._cache) > self.cache_size:
-                self._cache.popitem(last=False)
+
+    def _remember(self, vectors: dict[str, np.ndarray]) -> None:
+        self._cache.update(vectors)
+        while len(self._cache) > self.cache_size:
+            self._cache.popitem(last=False)

@@ -36,6 +36,7 @@ FAMILIES: dict[str, str] = {
     "retrieval": "Retrieval: were the right contexts retrieved, and ranked first?",
     "groundedness": "Groundedness: is the response supported by the retrieved contexts?",
     "correctness": "Correctness: does the response agree with the reference answer?",
+    "relevance": "Relevance: does the response address the question?",
     "lexical": "Lexical overlap between response and reference",
     "robustness": "Robustness: refusals, citations, expected documents",
     "efficiency": "Efficiency: latency, tokens and cost",

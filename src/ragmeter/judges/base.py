@@ -1,0 +1,111 @@
+"""What every LLM judge offers the metrics, whatever the model behind it.
+
+Metrics never write prompts or parse model output themselves; they ask a judge for:
+
+- :meth:`LLMJudge.verdicts`: yes/no judgements of several items against one shared text,
+  as probabilities (a claim against the contexts, each context against a question...).
+- :meth:`LLMJudge.scale`: a probability distribution over a few ordered options (a 1-5
+  rubric score).
+- :meth:`LLMJudge.generate`: a JSON object that follows a schema (questions generated from
+  an answer, entities of a text).
+
+Each task is named after a prompt in ``judges/prompts/<lang>.yaml``; the judge renders it.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+#: A field of a prompt: one text, or several (retrieved contexts), fenced one by one.
+FieldValue = str | Sequence[str]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A yes/no judgement.
+
+    Attributes:
+        p_yes: Probability that the answer is yes, in [0, 1].
+        reason: The judge's short justification, when it gave one.
+        method: How ``p_yes`` was obtained: ``"logits"`` (local model's next-token
+            probabilities), ``"logprobs"`` (an endpoint's token log-probabilities) or
+            ``"text"`` (a yes or no in the reply: 1.0 or 0.0).
+    """
+
+    p_yes: float
+    reason: str | None = None
+    method: str = "text"
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.p_yes <= 1.0:
+            raise ValueError(f"p_yes must be in [0, 1], got {self.p_yes}")
+
+
+class JudgeError(Exception):
+    """The judge gave no usable answer (after repair and a re-ask, where they apply)."""
+
+
+class ContextTooLong(JudgeError):
+    """A prompt does not fit the model's context window.
+
+    Attributes:
+        tokens: Tokens the prompt needs.
+        limit: Tokens the window holds.
+    """
+
+    def __init__(self, tokens: int, limit: int):
+        self.tokens, self.limit = tokens, limit
+        super().__init__(f"prompt needs {tokens} tokens, the judge's context window holds {limit}")
+
+
+class LLMJudge(ABC):
+    """A model that judges. Subclasses: the local llama.cpp judge, OpenAI-compatible HTTP.
+
+    Attributes:
+        backend: ``"local"`` or ``"openai"``.
+        model: The model's name (for caching, pricing and reports).
+        context_window: Tokens one prompt may use.
+    """
+
+    backend: str
+    model: str
+    context_window: int
+
+    @abstractmethod
+    async def verdicts(
+        self, task: str, shared: Mapping[str, FieldValue], items: Sequence[str], lang: str
+    ) -> list[Verdict]:
+        """Judge each item against the shared fields; one verdict per item, in order.
+
+        Args:
+            task: Prompt name (``"supported"``, ``"useful"``, ``"relevant"``...).
+            shared: The fields every item is judged against (``{"premise": contexts}``).
+            items: The texts to judge one by one (claims, contexts...).
+            lang: ``"en"`` or ``"zh"``: the language of the prompt.
+
+        Raises:
+            ContextTooLong: The shared fields and an item do not fit the window.
+            JudgeError: No usable answer.
+        """
+
+    @abstractmethod
+    async def scale(self, task: str, shared: Mapping[str, FieldValue], options: Sequence[str], lang: str) -> dict[str, float]:
+        """Probability of each option (``"1"`` ... ``"5"``), summing to 1."""
+
+    @abstractmethod
+    async def generate(self, task: str, fields: Mapping[str, FieldValue], schema: Mapping[str, Any], lang: str) -> dict[str, Any]:
+        """A JSON object following ``schema`` (a JSON Schema object), from the prompt ``task``."""
+
+    @abstractmethod
+    def count_tokens(self, text: str) -> int:
+        """Tokens ``text`` takes for this model (exact or estimated)."""
+
+    def describe(self) -> dict[str, Any]:
+        """Settings for reports; never includes a secret."""
+        return {"backend": self.backend, "model": self.model, "context_window": self.context_window}
+
+    async def aclose(self) -> None:
+        """Release connections or model memory."""

