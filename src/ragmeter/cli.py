@@ -16,8 +16,15 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ragmeter.config import load_config
 from ragmeter.engine import DEFAULT_CONCURRENCY, Evaluator, applicable_metrics, resolve_metrics
 from ragmeter.io import InputError, InputIssue, load_dataset
+from ragmeter.judges import BatchingEmbedder, JudgeError, Judges
+from ragmeter.judges.cache import CachingJudge, EmbeddingStore
+from ragmeter.judges.config import JudgeConfig
+from ragmeter.judges.dry_run import DryRunJudge, estimated_local_seconds
+from ragmeter.judges.embeddings import USEEncoder
+from ragmeter.metering import PriceTable, Usage
 from ragmeter.metrics.base import Needs, metric_classes
 from ragmeter.report import REPORT_HTML, REPORT_MD, write_reports
 from ragmeter.result import RESULTS_FILE, SUMMARY_FILE, Result
@@ -54,9 +61,19 @@ def _print_issues(issues: list[InputIssue], limit: int = 12) -> None:
         console.print(f"  {source}, {where}{field_text}: {message} [dim]({action})[/]", highlight=False, markup=True)
 
 
-def _choose_metrics(spec: str, dataset) -> list:
-    if spec == "auto":
-        chosen = applicable_metrics(dataset)
+def _choose_metrics(spec: str | None, configured: list | None, dataset, judge_available: str | None) -> list:
+    """The metrics to run: --metrics, else the config file's, else automatic selection.
+
+    ``judge_available`` is ``None`` when an LLM judge can run, else the reason it cannot.
+    """
+    if spec is None and configured is not None:
+        return configured
+    spec = spec or "auto"
+    if spec in ("auto", "model-free"):
+        llm = spec == "auto" and judge_available is None
+        if spec == "auto" and judge_available is not None:
+            console.print(f"[yellow]LLM metrics skipped[/]: {escape(judge_available)}", highlight=False)
+        chosen = applicable_metrics(dataset, llm=llm)
         if not chosen:
             raise _fail("no metric applies: the samples lack the fields every metric requires (see `ragmeter metrics`)")
         return chosen
@@ -106,15 +123,36 @@ def _written(out: Path) -> str:
 def eval_command(
     data: Annotated[list[Path], typer.Argument(help="Sample files: .jsonl, .json, .csv or .parquet (several allowed).")],
     metrics: Annotated[
-        str,
+        Optional[str],
         typer.Option(
             "--metrics",
             "-m",
             help="Comma-separated metric names (`ragmeter metrics` lists them; add @k to rank metrics: ndcg@5). "
-            "'auto': every model-free metric the data has fields for; 'all': every model-free metric.",
+            "'auto' (default): every model-free metric the data has fields for, plus the core LLM metrics when a "
+            "judge is available; 'model-free': without LLM metrics; 'all': every model-free metric.",
         ),
-    ] = "auto",
+    ] = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="Output directory for results, journal and reports.")] = Path("ragmeter-out"),
+    config: Annotated[
+        Optional[Path], typer.Option("--config", "-c", help="YAML config file: judge settings, metrics with parameters, prices.")
+    ] = None,
+    judge: Annotated[Optional[str], typer.Option(help="Judge backend: 'local' (embedded model) or 'openai' (any compatible endpoint).")] = None,
+    judge_base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1.")] = None,
+    judge_model: Annotated[Optional[str], typer.Option(help="Model name at the endpoint.")] = None,
+    judge_api_key_env: Annotated[
+        Optional[str], typer.Option(help="Environment variable holding the API key (default RAGMETER_JUDGE_API_KEY, then OPENAI_API_KEY).")
+    ] = None,
+    judge_concurrency: Annotated[Optional[int], typer.Option(min=1, help="Most requests in flight to the endpoint (default 8).")] = None,
+    judge_rpm: Annotated[Optional[int], typer.Option(min=1, help="Requests per minute allowed to the endpoint.")] = None,
+    judge_timeout: Annotated[Optional[float], typer.Option(min=1, help="Seconds per request (default 60).")] = None,
+    judge_context_window: Annotated[Optional[int], typer.Option(min=256, help="Tokens per prompt (default 4096 local, 128000 endpoint).")] = None,
+    verdict_mode: Annotated[
+        Optional[str], typer.Option(help="Endpoint verdicts: 'batch' (all items in one request) or 'single' (one per item, with logprobs).")
+    ] = None,
+    gguf: Annotated[Optional[Path], typer.Option(help="GGUF model for the local judge instead of the packaged one.")] = None,
+    prices: Annotated[Optional[Path], typer.Option(help="Price table (JSON or YAML) overriding the packaged one.")] = None,
+    cache: Annotated[bool, typer.Option("--cache/--no-cache", help="Reuse judge answers and embeddings from the disk cache.")] = True,
+    dry_run: Annotated[bool, typer.Option(help="Estimate LLM calls, tokens and cost; call no model and write nothing.")] = False,
     concurrency: Annotated[int, typer.Option(min=1, help="Most (sample, metric) pairs scored at once.")] = DEFAULT_CONCURRENCY,
     strict: Annotated[bool, typer.Option(help="Stop on the first bad row or missing field instead of skipping it.")] = False,
     fresh: Annotated[bool, typer.Option(help="Ignore scores journalled by an earlier run in --out; recompute all.")] = False,
@@ -128,6 +166,30 @@ def eval_command(
     journalled in --out are reused; only missing or failed ones are computed.
     """
     try:
+        run_config = load_config(config) if config else None
+        judge_config = (
+            JudgeConfig.from_env()
+            .updated(**(run_config.judge if run_config else {}))
+            .updated(
+                backend=judge,
+                base_url=judge_base_url,
+                model=judge_model,
+                api_key_env=judge_api_key_env,
+                concurrency=judge_concurrency,
+                requests_per_minute=judge_rpm,
+                timeout=judge_timeout,
+                context_window=judge_context_window,
+                verdict_mode=verdict_mode,
+                gguf=str(gguf) if gguf else None,
+                prices=str(prices) if prices else None,
+            )
+        )
+        if not cache:
+            judge_config = judge_config.updated(cache=False)
+        judge_config.validate()
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+    try:
         dataset = load_dataset(*data, strict=strict)
     except InputError as exc:
         _print_issues(exc.issues)
@@ -137,9 +199,23 @@ def eval_command(
         _print_issues(dataset.issues)
     if not dataset.samples:
         raise _fail("no valid samples to evaluate")
-    chosen = _choose_metrics(metrics, dataset)
-    evaluator = Evaluator(chosen, concurrency=concurrency, out_dir=out, resume=not fresh, progress=progress, strict=strict)
-    console.print(f"Evaluating {len(dataset)} samples with {len(evaluator.metrics)} metrics → {out}", highlight=False)
+    disk_cache = judge_config.open_cache()
+    llm_judge, unavailable = None, None
+    try:
+        llm_judge = judge_config.build(disk_cache)
+    except JudgeError as exc:
+        unavailable = str(exc)
+    chosen = _choose_metrics(metrics, run_config.metrics if run_config else None, dataset, unavailable)
+    if any(m.needs == Needs.LLM for m in chosen) and llm_judge is None:
+        raise _fail(f"LLM metrics need a judge: {unavailable}")
+    store = EmbeddingStore(disk_cache, USEEncoder.model_name) if disk_cache is not None else None
+    judges = Judges(embedder=BatchingEmbedder(store=store), llm=llm_judge)
+    if dry_run:
+        _dry_run(dataset, chosen, judges, judge_config, concurrency)
+        return
+    evaluator = Evaluator(chosen, judges=judges, concurrency=concurrency, out_dir=out, resume=not fresh, progress=progress, strict=strict)
+    judge_text = f"; judge {llm_judge.backend}: {llm_judge.model}" if any(m.needs == Needs.LLM for m in chosen) else ""
+    console.print(f"Evaluating {len(dataset)} samples with {len(evaluator.metrics)} metrics → {out}{judge_text}", highlight=False)
     try:
         result = evaluator.run(dataset)
     except InputError as exc:
@@ -155,6 +231,7 @@ def eval_command(
     result.save(out)
     summary = write_reports(result, out)
     _print_scores(result)
+    _print_usage(result)
     _print_diagnosis(summary["diagnosis"])
     run = result.run
     console.print(
@@ -162,6 +239,64 @@ def eval_command(
         highlight=False,
     )
     console.print(f"Wrote {_written(out)}; open {out / REPORT_HTML} for the full report.", highlight=False)
+
+
+def _usage_table(title: str, rows: list[tuple[str, Usage]], local: bool) -> Table:
+    table = Table(title=title, title_justify="left")
+    columns = ["metric", "calls", "cached", "prompt tokens", "completion tokens", "retries", "cost"]
+    for column in columns:
+        table.add_column(column, justify="left" if column == "metric" else "right")
+    for name, usage in rows:
+        if local:
+            cost = "0 (local)"
+        elif usage.cost_usd is None:
+            cost = "unknown price"
+        else:
+            cost = f"${usage.cost_usd:.4f}"
+        table.add_row(
+            name, str(usage.calls), str(usage.cached_calls), f"{usage.prompt_tokens:,}", f"{usage.completion_tokens:,}", str(usage.retries), cost
+        )
+    return table
+
+
+def _print_usage(result: Result) -> None:
+    rows = []
+    for metric in result.metrics:
+        if metric["needs"] == Needs.LLM.value:
+            rows.append((metric["id"], Usage.from_dict(result.aggregates[metric["id"]]["usage"]["total"])))
+    if rows:
+        local = (result.run.get("judge") or {}).get("backend") == "local"
+        console.print(_usage_table("LLM judge usage", rows, local))
+
+
+def _dry_run(dataset, chosen, judges: Judges, judge_config: JudgeConfig, concurrency: int) -> None:
+    """Run the LLM metrics against a stand-in judge and print the estimate."""
+    llm_metrics = [m for m in chosen if m.needs == Needs.LLM]
+    if not llm_metrics:
+        console.print("No LLM metric chosen: nothing would be spent on a judge.")
+        return
+    target = judges.llm.judge if isinstance(judges.llm, CachingJudge) else judges.llm
+    local = target.backend == "local"
+    price = None
+    if local:
+        price = (0.0, 0.0)
+    else:
+        found = PriceTable(judge_config.prices).price(target.model)
+        price = (found.input_per_million, found.output_per_million) if found else None
+    stand_in = DryRunJudge(target, per_item=local or judge_config.verdict_mode == "single", price=price)
+    estimate = Evaluator(llm_metrics, judges=Judges(embedder=judges.embedder, llm=stand_in), concurrency=concurrency, progress=False)
+    result = estimate.run(dataset)
+    rows = [(m.id, Usage.from_dict(result.aggregates[m.id]["usage"]["total"])) for m in llm_metrics]
+    total = Usage()
+    for _, usage in rows:
+        total.add(usage)
+    rows.append(("total", total))
+    console.print(_usage_table(f"Estimate for {len(dataset)} samples (no model was called)", rows, local))
+    if local:
+        minutes = estimated_local_seconds(total) / 60
+        console.print(f"The local judge would need roughly {minutes:.0f} min on 2 CPU cores (before cache hits).", highlight=False)
+    elif total.cost_usd is None:
+        console.print(f"No price known for model '{target.model}': pass --prices to get a cost.", highlight=False)
 
 
 @app.command("metrics")

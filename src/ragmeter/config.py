@@ -1,0 +1,82 @@
+"""The ``--config`` file: judge settings, metrics with their parameters, and prices.
+
+Example (YAML)::
+
+    judge:
+      base_url: https://api.deepseek.com/v1
+      model: deepseek-chat
+      api_key_env: DEEPSEEK_API_KEY     # the key stays in the environment
+      requests_per_minute: 60
+    prices: my-prices.yaml
+    metrics:
+      - faithfulness
+      - ndcg@5
+      - name: aspect_critic
+        aspect: concise
+        definition: The response answers in as few words as possible.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ragmeter.judges.config import JudgeConfig
+from ragmeter.metrics.base import Metric, create_metric
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Settings read from a config file.
+
+    Attributes:
+        judge: The judge settings the file gives (command-line options override them).
+        metrics: Metrics with their parameters, or ``None`` when the file lists none.
+    """
+
+    judge: dict[str, Any]
+    metrics: list[Metric] | None
+
+
+def load_config(path: str | Path) -> RunConfig:
+    """Read a YAML or JSON config file.
+
+    Raises:
+        ValueError: The file is not a mapping, or a section or metric is invalid; the
+            message names the file and the entry.
+    """
+    path = Path(path)
+    source = str(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ValueError(f"{source}: cannot read the config file: {exc}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{source}: expected a mapping with judge, metrics and prices sections")
+    unknown = sorted(set(data) - {"judge", "metrics", "prices"})
+    if unknown:
+        raise ValueError(f"{source}: unknown section(s) {', '.join(unknown)}; known: judge, metrics, prices")
+    judge = dict(data.get("judge") or {})
+    JudgeConfig.from_mapping(judge, source)  # validates the names
+    if data.get("prices"):
+        prices = Path(data["prices"])
+        judge["prices"] = str(prices if prices.is_absolute() else path.parent / prices)
+    metrics = None
+    if data.get("metrics") is not None:
+        metrics = [_metric(entry, f"{source}, metrics[{i}]") for i, entry in enumerate(data["metrics"])]
+    return RunConfig(judge=judge, metrics=metrics)
+
+
+def _metric(entry: Any, where: str) -> Metric:
+    try:
+        if isinstance(entry, str):
+            return create_metric(entry)
+        if isinstance(entry, dict) and isinstance(entry.get("name"), str):
+            params = {k: v for k, v in entry.items() if k != "name"}
+            return create_metric(entry["name"], **params)
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None
+    raise ValueError(f"{where}: expected a metric name or a mapping with 'name' and its parameters")
