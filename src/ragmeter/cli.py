@@ -25,7 +25,7 @@ from ragmeter.judges.config import JudgeConfig
 from ragmeter.judges.dry_run import DryRunJudge, estimated_local_seconds
 from ragmeter.judges.embeddings import USEEncoder
 from ragmeter.metering import PriceTable, Usage
-from ragmeter.metrics.base import Needs, metric_classes
+from ragmeter.metrics.base import FAMILIES, Needs, metric_classes
 from ragmeter.report import REPORT_HTML, REPORT_MD, write_reports
 from ragmeter.result import RESULTS_FILE, SUMMARY_FILE, Result
 
@@ -304,7 +304,8 @@ def metrics_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
     """List every metric: its family, what it needs, the fields it requires, and what it measures."""
-    infos = [cls().info() for cls in metric_classes().values()]
+    order = list(FAMILIES)
+    infos = sorted((cls().info() for cls in metric_classes().values()), key=lambda info: order.index(info["family"]))
     if as_json:
         typer.echo(json.dumps(infos, ensure_ascii=False, indent=1))
         return

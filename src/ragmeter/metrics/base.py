@@ -38,7 +38,8 @@ FAMILIES: dict[str, str] = {
     "correctness": "Correctness: does the response agree with the reference answer?",
     "relevance": "Relevance: does the response address the question?",
     "lexical": "Lexical overlap between response and reference",
-    "robustness": "Robustness: refusals, citations, expected documents",
+    "robustness": "Robustness: refusals, noise, citations, expected documents",
+    "criteria": "Custom criteria: aspects and rubrics you define",
     "efficiency": "Efficiency: latency, tokens and cost",
 }
 
@@ -215,4 +216,4 @@ def create_metric(spec: str, **params: Any) -> Metric:
 
 def _load_builtin_metrics() -> None:
     # Importing the family modules runs their @register decorators.
-    from ragmeter.metrics import checks, embedding, lexical, retrieval  # noqa: F401
+    from ragmeter.metrics import checks, context, correctness, embedding, faithfulness, lexical, relevance, retrieval, robustness, rubric  # noqa: F401

@@ -1,0 +1,337 @@
+"""Retrieved contexts judged by an LLM: useful, relevant, covering the reference, used.
+
+Every metric here makes one verdicts call for all the chunks (or all the claims) of a
+sample. Blank retrieved contexts are never sent to the judge: they count as not useful /
+not relevant where the metric ranks or counts chunks, and are left out of premises.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from rapidfuzz import fuzz
+
+from ragmeter import ranking
+from ragmeter.judges.base import Verdict
+from ragmeter.metrics.base import Score, register
+from ragmeter.metrics.llm_support import (
+    LLMMetric,
+    blank,
+    check_claims_mode,
+    check_threshold,
+    chunks_of,
+    claims_of,
+    clip,
+    decide,
+    item_verdicts,
+    judged,
+    string_list,
+    supported,
+)
+from ragmeter.schema import Sample
+from ragmeter.text import normalize
+
+ENTITIES_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"entities": {"type": "array", "items": {"type": "string"}}},
+    "required": ["entities"],
+}
+
+#: rapidfuzz partial_ratio (0-100) from which an entity counts as found in a context.
+ENTITY_MATCH = 90
+
+
+def _judged_chunks(sample: Sample) -> tuple[list[str], list[int]]:
+    """All retrieved contexts, and the positions of those that are not blank."""
+    retrieved = [c if isinstance(c, str) else "" for c in (sample.retrieved_contexts or [])]
+    return retrieved, [i for i, c in enumerate(retrieved) if c.strip()]
+
+
+def _per_chunk(retrieved: list[str], asked: list[int], verdicts: list[Verdict], threshold: float, yes: str) -> list[dict]:
+    """Details per retrieved context, blank ones included (never asked, decided no)."""
+    by_position = dict(zip(asked, verdicts))
+    out = []
+    for i, text in enumerate(retrieved):
+        verdict = by_position.get(i)
+        entry: dict[str, Any] = {"rank": i + 1, "context": clip(text, 100)}
+        if verdict is None:
+            entry.update({"p_yes": None, yes: False, "blank": True})
+        else:
+            entry.update({"p_yes": round(verdict.p_yes, 4), yes: verdict.p_yes >= threshold})
+            if verdict.reason:
+                entry["reason"] = verdict.reason
+        out.append(entry)
+    return out
+
+
+@dataclass(frozen=True)
+class _UsefulPrecision(LLMMetric):
+    family = "retrieval"
+    threshold: float = 0.5
+    answer_field = "reference"
+
+    def __post_init__(self) -> None:
+        check_threshold(self.name, self.threshold)
+
+    async def judge(self, sample: Sample, judges, lang: str) -> Score:
+        answer = sample.get(self.answer_field)
+        if blank(sample.user_input):
+            return Score.unscored("question is empty")
+        if blank(answer):
+            return Score.unscored(f"{self.answer_field} is empty")
+        retrieved, asked = _judged_chunks(sample)
+        if not asked:
+            return Score.unscored("nothing was retrieved, so precision is undefined")
+        verdicts, strategy = await item_verdicts(
+            judges.llm, "useful", {"question": sample.user_input, "answer": answer}, [retrieved[i] for i in asked], lang
+        )
+        contexts = _per_chunk(retrieved, asked, verdicts, self.threshold, "useful")
+        useful = [c["useful"] for c in contexts]
+        details = {"contexts": contexts, "strategy": strategy, "threshold": self.threshold}
+        n_useful = sum(useful)
+        if n_useful == 0:
+            return Score(0.0, f"none of the {len(useful)} retrieved contexts is useful for the {self.answer_field}", details=details)
+        ranks = [c["rank"] for c in contexts if c["useful"]]
+        return Score(
+            ranking.average_precision(useful, n_useful),
+            f"{n_useful} of {len(useful)} retrieved contexts are useful for the {self.answer_field}, at rank(s) {', '.join(map(str, ranks))}",
+            details=details,
+        )
+
+
+@register
+@dataclass(frozen=True)
+class ContextPrecision(_UsefulPrecision):
+    """Rank-aware precision of the retrieved contexts judged useful for arriving at the
+    reference answer: Σ_k precision@k · v_k / (number of useful contexts), where v_k is 1
+    when the context at rank k is useful; 0 when none is.
+
+    One verdicts call judges every retrieved context against the question and the
+    reference; a context is useful when p(yes) reaches ``threshold``. Useful contexts
+    ranked first score higher. Unscored when nothing was retrieved.
+    """
+
+    name = "context_precision"
+    required = ("user_input", "retrieved_contexts", "reference")
+
+
+@register
+@dataclass(frozen=True)
+class ContextPrecisionWithoutReference(_UsefulPrecision):
+    """Rank-aware precision of the retrieved contexts judged useful for arriving at the
+    response (no reference needed): Σ_k precision@k · v_k / (number of useful contexts);
+    0 when none is useful.
+
+    Like ``context_precision`` with the response in place of the reference answer: it
+    measures whether the contexts the generator could use were ranked first, not whether
+    the response is right.
+    """
+
+    name = "context_precision_without_reference"
+    required = ("user_input", "retrieved_contexts", "response")
+    answer_field = "response"
+
+
+@register
+@dataclass(frozen=True)
+class ContextRecall(LLMMetric):
+    """Share of the reference answer's claims that the retrieved contexts support:
+    supported reference claims / reference claims.
+
+    Claims are the reference's sentences (``claims="llm"``: judge-written statements), all
+    checked in one verdicts call against all retrieved contexts. 0 when nothing was
+    retrieved (none of the reference is covered).
+    """
+
+    name = "context_recall"
+    family = "retrieval"
+    required = ("user_input", "retrieved_contexts", "reference")
+    threshold: float = 0.5
+    claims: str = "sentences"
+
+    def __post_init__(self) -> None:
+        check_threshold(self.name, self.threshold)
+        check_claims_mode(self.name, self.claims)
+
+    async def judge(self, sample: Sample, judges, lang: str) -> Score:
+        if blank(sample.reference):
+            return Score.unscored("reference is empty")
+        claims = await claims_of(sample.reference, sample.user_input, judges, lang, self.claims)
+        if not claims:
+            return Score.unscored(f"the reference has no claims (claims mode '{self.claims}')")
+        contexts = chunks_of(sample)
+        if not contexts:
+            return Score(0.0, f"nothing was retrieved: none of the {len(claims)} reference claims is covered", details={"claims": claims})
+        verdicts, strategy = await supported(judges, contexts, claims, lang)
+        decisions = decide(verdicts, self.threshold)
+        n = sum(decisions)
+        details = {"claims": judged(claims, verdicts, self.threshold), "strategy": strategy, "threshold": self.threshold}
+        missing = [c for c, ok in zip(claims, decisions) if not ok]
+        explanation = f"{n} of {len(claims)} reference claims are supported by the retrieved contexts"
+        if missing:
+            explanation += f"; missing: {clip(missing[0])}"
+        return Score(n / len(claims), explanation, details=details)
+
+
+@register
+@dataclass(frozen=True)
+class ContextRelevance(LLMMetric):
+    """Share of the retrieved contexts that contain information helping to answer the
+    question: relevant contexts / retrieved contexts.
+
+    One verdicts call judges every context against the question (no reference needed); a
+    context is relevant when p(yes) reaches ``threshold``. Blank contexts count as not
+    relevant. Unscored when nothing was retrieved.
+    """
+
+    name = "context_relevance"
+    family = "retrieval"
+    required = ("user_input", "retrieved_contexts")
+    threshold: float = 0.5
+
+    def __post_init__(self) -> None:
+        check_threshold(self.name, self.threshold)
+
+    async def judge(self, sample: Sample, judges, lang: str) -> Score:
+        if blank(sample.user_input):
+            return Score.unscored("question is empty")
+        retrieved, asked = _judged_chunks(sample)
+        if not asked:
+            return Score.unscored("nothing was retrieved, so relevance is undefined")
+        verdicts, strategy = await item_verdicts(judges.llm, "relevant", {"question": sample.user_input}, [retrieved[i] for i in asked], lang)
+        contexts = _per_chunk(retrieved, asked, verdicts, self.threshold, "relevant")
+        n = sum(c["relevant"] for c in contexts)
+        return Score(
+            n / len(contexts),
+            f"{n} of {len(contexts)} retrieved contexts are relevant to the question",
+            details={"contexts": contexts, "strategy": strategy, "threshold": self.threshold},
+        )
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"\s+", "", normalize(text))
+
+
+def entity_found(entity: str, contexts: list[str]) -> tuple[bool, float, int | None]:
+    """Is ``entity`` in one of ``contexts``? Found, best match score (0-100), context rank.
+
+    Exact match of the normalised entity (NFKC, lower case) inside a normalised context,
+    with or without whitespace ("12 本" matches "12本"); else rapidfuzz ``partial_ratio``
+    (best alignment of the entity with a substring of the context) of at least
+    :data:`ENTITY_MATCH`. For entities under ten characters that is in effect an exact match.
+    """
+    wanted, squashed = normalize(entity), _squash(entity)
+    best, where = 0.0, None
+    for rank, context in enumerate(contexts, start=1):
+        text = normalize(context)
+        if wanted in text or (squashed and squashed in _squash(context)):
+            return True, 100.0, rank
+        score = fuzz.partial_ratio(wanted, text, score_cutoff=ENTITY_MATCH)
+        if score > best:
+            best, where = score, rank
+    return best >= ENTITY_MATCH, best, where
+
+
+@register
+@dataclass(frozen=True)
+class ContextEntityRecall(LLMMetric):
+    """Share of the reference answer's entities (names, places, dates, numbers...) found in
+    the retrieved contexts: found entities / entities.
+
+    One generate call lists the reference's entities; each is then looked up in the
+    contexts by string match, without any model call over the long contexts: exact match
+    of the normalised entity (NFKC, lower case, optionally ignoring whitespace), else
+    rapidfuzz partial_ratio >= 90. Unscored when the judge finds no entity.
+    """
+
+    name = "context_entity_recall"
+    family = "retrieval"
+    required = ("retrieved_contexts", "reference")
+
+    async def judge(self, sample: Sample, judges, lang: str) -> Score:
+        if blank(sample.reference):
+            return Score.unscored("reference is empty")
+        reply = await judges.llm.generate("entities", {"text": sample.reference}, ENTITIES_SCHEMA, lang)
+        # Entities that differ only in case or width are one entity.
+        unique: dict[str, str] = {}
+        for entity in string_list(reply, "entities", "entities"):
+            unique.setdefault(normalize(entity), entity)
+        entities = list(unique.values())
+        if not entities:
+            return Score.unscored("the judge found no entities in the reference", {"entities": []})
+        contexts = chunks_of(sample)
+        found = []
+        for entity in entities:
+            ok, score, rank = entity_found(entity, contexts)
+            found.append({"entity": entity, "found": ok, "match": round(score, 1), "context_rank": rank if ok else None})
+        n = sum(f["found"] for f in found)
+        missing = [f["entity"] for f in found if not f["found"]]
+        explanation = f"{n} of {len(entities)} reference entities found in the retrieved contexts"
+        if not contexts:
+            explanation = f"nothing was retrieved: none of the {len(entities)} reference entities is found"
+        elif missing:
+            explanation += f"; missing: {', '.join(missing[:5])}"
+        return Score(n / len(entities), explanation, details={"entities": found, "match_threshold": ENTITY_MATCH})
+
+
+@register
+@dataclass(frozen=True)
+class ContextUtilization(LLMMetric):
+    """How much of the useful retrieved information the response uses (RAGChecker):
+    reference claims supported by the contexts AND by the response / reference claims
+    supported by the contexts.
+
+    Two verdicts calls: the reference claims against the contexts (the same call as
+    ``context_recall``, so a cached judge answers it once for both) and against the
+    response. Unscored when no reference claim is in the contexts: there was nothing
+    useful to use.
+    """
+
+    name = "context_utilization"
+    family = "groundedness"
+    required = ("user_input", "retrieved_contexts", "response", "reference")
+    threshold: float = 0.5
+    claims: str = "sentences"
+
+    def __post_init__(self) -> None:
+        check_threshold(self.name, self.threshold)
+        check_claims_mode(self.name, self.claims)
+
+    async def judge(self, sample: Sample, judges, lang: str) -> Score:
+        if blank(sample.response):
+            return Score.unscored("response is empty")
+        if blank(sample.reference):
+            return Score.unscored("reference is empty")
+        contexts = chunks_of(sample)
+        if not contexts:
+            return Score.unscored("nothing was retrieved: there is no context to utilise")
+        claims = await claims_of(sample.reference, sample.user_input, judges, lang, self.claims)
+        if not claims:
+            return Score.unscored(f"the reference has no claims (claims mode '{self.claims}')")
+        (in_context, strategy), (in_response, _) = await asyncio.gather(
+            supported(judges, contexts, claims, lang), supported(judges, sample.response, claims, lang)
+        )
+        ctx, used = decide(in_context, self.threshold), decide(in_response, self.threshold)
+        details = {
+            "claims": [
+                {"claim": c, "p_in_contexts": round(a.p_yes, 4), "in_contexts": x, "p_in_response": round(b.p_yes, 4), "in_response": y}
+                for c, a, b, x, y in zip(claims, in_context, in_response, ctx, used)
+            ],
+            "strategy": strategy,
+            "threshold": self.threshold,
+        }
+        available = sum(ctx)
+        if available == 0:
+            return Score.unscored(
+                f"none of the {len(claims)} reference claims is in the retrieved contexts: there was nothing useful to utilise",
+                details,
+            )
+        n = sum(x and y for x, y in zip(ctx, used))
+        return Score(
+            n / available,
+            f"the response uses {n} of the {available} reference claims found in the retrieved contexts",
+            details=details,
+        )

@@ -1,0 +1,207 @@
+"""Correctness judged by an LLM: claims of the response checked against the reference, and
+claims of the reference checked against the response.
+
+Counts, shared by both metrics (a claim counts when p(yes) reaches ``threshold``):
+
+- TP: response claims the reference supports; FP: response claims it does not.
+- reference claims the response covers; FN: reference claims it does not.
+- precision = TP / (TP + FP); recall = covered reference claims / reference claims;
+  F-beta = (1 + β²) · P · R / (β² · P + R), 0 when P and R are both 0.
+
+Recall is counted over reference claims. RAGAS computes TP / (TP + FN), mixing a count of
+response claims with a count of reference claims: ten supported response sentences and a
+reference of two facts, one of them missing, give it a recall of 10/11 where the reference
+is half covered; the two agree when the texts are split alike.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ragmeter.metrics.base import Score, register
+from ragmeter.metrics.llm_support import (
+    LLMMetric,
+    blank,
+    check_claims_mode,
+    check_threshold,
+    claims_of,
+    clip,
+    decide,
+    judged,
+    supported,
+)
+from ragmeter.schema import Sample
+
+MODES = ("precision", "recall", "f1")
+
+
+def f_beta(precision: float, recall: float, beta: float = 1.0) -> float:
+    """Weighted harmonic mean of precision and recall; recall counts β times as much."""
+    b2 = beta * beta
+    denominator = b2 * precision + recall
+    return 0.0 if denominator == 0 else (1 + b2) * precision * recall / denominator
+
+
+def _check_beta(name: str, beta: float) -> None:
+    if isinstance(beta, bool) or not isinstance(beta, (int, float)) or not math.isfinite(beta) or beta <= 0:
+        raise ValueError(f"{name}: beta must be a positive number, got {beta!r}")
+
+
+async def _claim_verdicts(metric, sample: Sample, judges, lang: str, precision: bool, recall: bool) -> dict[str, Any] | Score:
+    """Claims and verdicts for the sides asked for, or why the sample cannot be scored."""
+    if blank(sample.response):
+        return Score.unscored("response is empty")
+    if blank(sample.reference):
+        return Score.unscored("reference is empty")
+    out: dict[str, Any] = {}
+    jobs = []
+    if precision:
+        response_claims = await claims_of(sample.response, sample.user_input, judges, lang, metric.claims)
+        if not response_claims:
+            return Score.unscored(f"the response has no claims to check (claims mode '{metric.claims}')")
+        out["response_claims"] = response_claims
+        jobs.append(supported(judges, sample.reference, response_claims, lang))
+    if recall:
+        reference_claims = await claims_of(sample.reference, sample.user_input, judges, lang, metric.claims)
+        if not reference_claims:
+            return Score.unscored(f"the reference has no claims to check (claims mode '{metric.claims}')")
+        out["reference_claims"] = reference_claims
+        jobs.append(supported(judges, sample.response, reference_claims, lang))
+    results = await asyncio.gather(*jobs)
+    details: dict[str, Any] = {"threshold": metric.threshold}
+    if precision:
+        verdicts, _ = results[0]
+        supported_by_reference = decide(verdicts, metric.threshold)
+        out["tp"], out["fp"] = sum(supported_by_reference), len(verdicts) - sum(supported_by_reference)
+        out["precision"] = out["tp"] / len(verdicts)
+        details["response_claims"] = judged(out["response_claims"], verdicts, metric.threshold, yes="in_reference")
+        details.update(tp=out["tp"], fp=out["fp"], precision=round(out["precision"], 4))
+        out["unsupported"] = [c for c, ok in zip(out["response_claims"], supported_by_reference) if not ok]
+    if recall:
+        verdicts, _ = results[-1]
+        covered = decide(verdicts, metric.threshold)
+        out["covered"], out["fn"] = sum(covered), len(verdicts) - sum(covered)
+        out["recall"] = out["covered"] / len(verdicts)
+        details["reference_claims"] = judged(out["reference_claims"], verdicts, metric.threshold, yes="in_response")
+        details.update(reference_covered=out["covered"], fn=out["fn"], recall=round(out["recall"], 4))
+        out["missing"] = [c for c, ok in zip(out["reference_claims"], covered) if not ok]
+    out["details"] = details
+    return out
+
+
+def _summary(counts: dict[str, Any]) -> str:
+    parts = []
+    if "precision" in counts:
+        parts.append(f"{counts['tp']} of {counts['tp'] + counts['fp']} response claims are in the reference")
+    if "recall" in counts:
+        parts.append(f"{counts['covered']} of {counts['covered'] + counts['fn']} reference claims are in the response")
+    text = "; ".join(parts)
+    if counts.get("unsupported"):
+        text += f"; not in the reference: {clip(counts['unsupported'][0], 60)}"
+    if counts.get("missing"):
+        text += f"; missing: {clip(counts['missing'][0], 60)}"
+    return text
+
+
+@register
+@dataclass(frozen=True)
+class AnswerCorrectness(LLMMetric):
+    """Agreement of the response with the reference: w_f · F-beta(claims) + w_sim · cosine
+    similarity (clipped at 0); weights 0.75 and 0.25 by default.
+
+    F-beta combines precision (response claims the reference supports / response claims)
+    and recall (reference claims the response covers / reference claims); two verdicts
+    calls and one embedding of the two texts. Parameters: ``beta`` (recall weight, 1),
+    ``weights`` (F-beta and similarity, summing to 1), ``threshold``, ``claims``.
+    """
+
+    name = "answer_correctness"
+    family = "correctness"
+    required = ("user_input", "response", "reference")
+    weights: tuple[float, float] = (0.75, 0.25)
+    beta: float = 1.0
+    threshold: float = 0.5
+    claims: str = "sentences"
+
+    def __post_init__(self) -> None:
+        check_threshold(self.name, self.threshold)
+        check_claims_mode(self.name, self.claims)
+        _check_beta(self.name, self.beta)
+        weights = tuple(self.weights) if isinstance(self.weights, (list, tuple)) else ()
+        if (
+            len(weights) != 2
+            or not all(isinstance(w, (int, float)) and not isinstance(w, bool) and math.isfinite(w) and w >= 0 for w in weights)
+            or not math.isclose(sum(weights), 1.0, abs_tol=1e-9)
+        ):
+            raise ValueError(f"{self.name}: weights must be two non-negative numbers summing to 1 (F-beta, similarity), got {self.weights!r}")
+        object.__setattr__(self, "weights", tuple(float(w) for w in weights))
+
+    async def judge(self, sample: Sample, judges, lang: str) -> Score:
+        counts = await _claim_verdicts(self, sample, judges, lang, precision=True, recall=True)
+        if isinstance(counts, Score):
+            return counts
+        f = f_beta(counts["precision"], counts["recall"], self.beta)
+        w_f, w_sim = self.weights
+        details = counts["details"]
+        details.update(f_beta=round(f, 4), beta=self.beta, weights=list(self.weights))
+        similarity = 0.0
+        if w_sim > 0:
+            vectors = np.asarray(await judges.embedder.embed([sample.response, sample.reference]), dtype=np.float64)
+            norms = np.linalg.norm(vectors, axis=1)
+            similarity = 0.0 if not norms.all() else float(np.clip(vectors[0] @ vectors[1] / (norms[0] * norms[1]), 0.0, 1.0))
+            details["similarity"] = round(similarity, 4)
+        value = w_f * f + w_sim * similarity
+        explanation = f"F{self.beta:g} {f:.2f}" + (f", similarity {similarity:.2f}" if w_sim > 0 else "") + f": {_summary(counts)}"
+        return Score(min(max(value, 0.0), 1.0), explanation, details=details)
+
+
+@register
+@dataclass(frozen=True)
+class FactualCorrectness(LLMMetric):
+    """Claim-level agreement of the response with the reference: precision (response claims
+    the reference supports / response claims), recall (reference claims the response covers
+    / reference claims) or their F-beta, by ``mode`` (default ``f1``); no embeddings.
+
+    One verdicts call for ``precision`` or ``recall``, two for ``f1``. The metric's id
+    names a non-default mode: ``factual_correctness(recall)``.
+    """
+
+    name = "factual_correctness"
+    family = "correctness"
+    required = ("user_input", "response", "reference")
+    mode: str = "f1"
+    beta: float = 1.0
+    threshold: float = 0.5
+    claims: str = "sentences"
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"{self.name}: mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+        check_threshold(self.name, self.threshold)
+        check_claims_mode(self.name, self.claims)
+        _check_beta(self.name, self.beta)
+
+    @property
+    def id(self) -> str:
+        return self.name if self.mode == "f1" else f"{self.name}({self.mode})"
+
+    async def judge(self, sample: Sample, judges, lang: str) -> Score:
+        counts = await _claim_verdicts(
+            self, sample, judges, lang, precision=self.mode != "recall", recall=self.mode != "precision"
+        )
+        if isinstance(counts, Score):
+            return counts
+        details = counts["details"]
+        if self.mode == "precision":
+            value, label = counts["precision"], "precision"
+        elif self.mode == "recall":
+            value, label = counts["recall"], "recall"
+        else:
+            value, label = f_beta(counts["precision"], counts["recall"], self.beta), f"F{self.beta:g}"
+            details.update(f_beta=round(value, 4), beta=self.beta)
+        return Score(value, f"{label} {value:.2f}: {_summary(counts)}", details=details)

@@ -1,0 +1,92 @@
+"""Answer relevance judged by an LLM: does the response address the question?"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ragmeter.metrics.base import Score, register
+from ragmeter.metrics.llm_support import LLMMetric, MalformedOutput, blank, string_list
+from ragmeter.schema import Sample
+
+#: Questions the judge writes from the response (RAGAS calls this "strictness").
+N_QUESTIONS = 3
+
+QUESTIONS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "questions": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 3},
+        "noncommittal": {"type": "boolean"},
+    },
+    "required": ["questions", "noncommittal"],
+}
+
+
+def _flag(reply: dict, key: str) -> bool:
+    value = reply.get(key)
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if key not in reply:
+        raise MalformedOutput(f"the 'questions' answer has no '{key}' flag")
+    raise MalformedOutput(f"'{key}' in the 'questions' answer is {value!r}, not true or false")
+
+
+@register
+@dataclass(frozen=True)
+class AnswerRelevancy(LLMMetric):
+    """Mean cosine similarity (clipped at 0) between the question and 3 questions the judge
+    writes from the response alone; 0 when the judge finds the response noncommittal.
+
+    One generate call writes the questions and the noncommittal flag (evasive, vague or a
+    refusal); the embedder compares them with the user's question. A response that answers
+    the question lets the judge recover it; an off-topic or partial answer does not.
+    """
+
+    name = "answer_relevancy"
+    family = "relevance"
+    required = ("user_input", "response")
+
+    async def judge(self, sample: Sample, judges, lang: str) -> Score:
+        if blank(sample.user_input):
+            return Score.unscored("question is empty")
+        if blank(sample.response):
+            return Score.unscored("response is empty")
+        reply = await judges.llm.generate("questions", {"response": sample.response}, QUESTIONS_SCHEMA, lang)
+        questions = string_list(reply, "questions", "questions")
+        noncommittal = _flag(reply, "noncommittal")
+        details: dict[str, Any] = {"questions": questions[:N_QUESTIONS], "noncommittal": noncommittal}
+        if len(questions) > N_QUESTIONS:
+            details["extra_questions_ignored"] = questions[N_QUESTIONS:]
+            questions = questions[:N_QUESTIONS]
+        if not questions:
+            if noncommittal:
+                return Score(0.0, "the judge finds the response noncommittal (evasive, vague or a refusal)", details=details)
+            return Score.unscored("the judge wrote no question from the response", details, failed=True)
+        vectors = np.asarray(await judges.embedder.embed([sample.user_input, *questions]), dtype=np.float64)
+        norms = np.linalg.norm(vectors, axis=1)
+        norms[norms == 0] = 1.0
+        vectors = vectors / norms[:, None]
+        similarities = np.clip(vectors[1:] @ vectors[0], 0.0, 1.0)
+        details["similarities"] = [round(float(s), 4) for s in similarities]
+        mean = float(similarities.mean())
+        details["mean_similarity"] = round(mean, 4)
+        if noncommittal:
+            return Score(
+                0.0,
+                f"the judge finds the response noncommittal (evasive, vague or a refusal); "
+                f"question similarity would be {mean:.2f}",
+                details=details,
+            )
+        best = int(similarities.argmax())
+        return Score(
+            mean,
+            f"mean similarity {mean:.2f} of {len(questions)} questions written from the response to the question; "
+            f"closest: {questions[best][:80]}",
+            details=details,
+        )

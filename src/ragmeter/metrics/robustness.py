@@ -1,0 +1,175 @@
+"""Robustness judged by an LLM: does noise in the contexts end up in the response, and does
+the system decline when the contexts do not hold the answer?"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+from ragmeter.metrics.base import Score, register
+from ragmeter.metrics.checks import refusal_phrase
+from ragmeter.metrics.llm_support import (
+    LLMMetric,
+    ask,
+    blank,
+    check_claims_mode,
+    check_threshold,
+    chunks_of,
+    claims_of,
+    clip,
+    decide,
+    premise_verdicts,
+    supported,
+)
+from ragmeter.schema import Sample
+
+NOISE_MODES = ("relevant", "irrelevant")
+
+
+@register
+@dataclass(frozen=True)
+class NoiseSensitivity(LLMMetric):
+    """Share of the response's claims that are wrong (not supported by the reference) and
+    taken from a relevant retrieved chunk (``mode="relevant"``, default) or from an
+    irrelevant one (``mode="irrelevant"``): such claims / response claims. Lower is better.
+
+    As in RAGAS: a chunk is relevant when it supports at least one reference claim; a
+    claim supported by both kinds of chunk counts as coming from a relevant one. Each chunk
+    is read once: one verdicts call per chunk judges the reference claims and the response
+    claims together, plus one call checking the response claims against the reference.
+    The id names a non-default mode: ``noise_sensitivity(irrelevant)``.
+    """
+
+    name = "noise_sensitivity"
+    family = "robustness"
+    required = ("user_input", "response", "reference", "retrieved_contexts")
+    higher_is_better = False
+    mode: str = "relevant"
+    threshold: float = 0.5
+    claims: str = "sentences"
+
+    def __post_init__(self) -> None:
+        if self.mode not in NOISE_MODES:
+            raise ValueError(f"{self.name}: mode must be one of {', '.join(NOISE_MODES)}, got {self.mode!r}")
+        check_threshold(self.name, self.threshold)
+        check_claims_mode(self.name, self.claims)
+
+    @property
+    def id(self) -> str:
+        return self.name if self.mode == "relevant" else f"{self.name}({self.mode})"
+
+    async def judge(self, sample: Sample, judges, lang: str) -> Score:
+        if blank(sample.response):
+            return Score.unscored("response is empty")
+        if blank(sample.reference):
+            return Score.unscored("reference is empty")
+        contexts = chunks_of(sample)
+        if not contexts:
+            return Score.unscored("nothing was retrieved: there is no retrieved chunk, relevant or not, to be sensitive to")
+        response_claims = await claims_of(sample.response, sample.user_input, judges, lang, self.claims)
+        if not response_claims:
+            return Score.unscored(f"the response has no claims (claims mode '{self.claims}')")
+        reference_claims = await claims_of(sample.reference, sample.user_input, judges, lang, self.claims)
+        if not reference_claims:
+            return Score.unscored(f"the reference has no claims (claims mode '{self.claims}')")
+        items = list(dict.fromkeys(reference_claims + response_claims))
+        (correct_verdicts, _), *per_chunk = await asyncio.gather(
+            supported(judges, sample.reference, response_claims, lang),
+            *(supported(judges, chunk, items, lang) for chunk in contexts),
+        )
+        correct = decide(correct_verdicts, self.threshold)
+        chunk_details, relevant_sources, irrelevant_sources = [], [set() for _ in response_claims], [set() for _ in response_claims]
+        strategies = set()
+        for rank, (verdicts, strategy) in enumerate(per_chunk, start=1):
+            strategies.add(strategy)
+            by_item = {item: v.p_yes >= self.threshold for item, v in zip(items, verdicts)}
+            relevant = any(by_item[c] for c in reference_claims)
+            chunk_details.append(
+                {"rank": rank, "relevant": relevant, "reference_claims_supported": sum(by_item[c] for c in reference_claims)}
+            )
+            for j, claim in enumerate(response_claims):
+                if by_item[claim]:
+                    (relevant_sources if relevant else irrelevant_sources)[j].add(rank)
+        claims: list[dict[str, Any]] = []
+        counted = 0
+        for j, claim in enumerate(response_claims):
+            from_relevant = bool(relevant_sources[j])
+            from_irrelevant = bool(irrelevant_sources[j]) and not from_relevant
+            hit = not correct[j] and (from_relevant if self.mode == "relevant" else from_irrelevant)
+            counted += hit
+            claims.append(
+                {
+                    "claim": claim,
+                    "p_correct": round(correct_verdicts[j].p_yes, 4),
+                    "correct": correct[j],
+                    "relevant_chunks": sorted(relevant_sources[j]),
+                    "irrelevant_chunks": sorted(irrelevant_sources[j]),
+                    "counted": hit,
+                }
+            )
+        details = {
+            "mode": self.mode,
+            "claims": claims,
+            "chunks": chunk_details,
+            "strategy": "whole" if strategies == {"whole"} else ("windows" if "windows" in strategies else "per_chunk"),
+            "threshold": self.threshold,
+        }
+        n_relevant_chunks = sum(c["relevant"] for c in chunk_details)
+        kind = "relevant" if self.mode == "relevant" else "irrelevant"
+        explanation = (
+            f"{counted} of {len(response_claims)} response claims are wrong and come from a {kind} chunk "
+            f"({n_relevant_chunks} of {len(contexts)} chunks are relevant)"
+        )
+        wrong = [c["claim"] for c in claims if c["counted"]]
+        if wrong:
+            explanation += f"; e.g. {clip(wrong[0], 60)}"
+        return Score(counted / len(response_claims), explanation, details=details)
+
+
+@register
+@dataclass(frozen=True)
+class NegativeRejection(LLMMetric):
+    """When the retrieved contexts do not contain the answer: 1 if the response declines to
+    answer, else 0 (RGB's negative rejection).
+
+    First one verdict: do the contexts contain the answer to the question? If they do, the
+    sample is unscored (negative rejection does not apply); if not, a second verdict says
+    whether the response declines (p(yes) at least ``threshold``). With nothing retrieved
+    only the second verdict is asked.
+    """
+
+    name = "negative_rejection"
+    family = "robustness"
+    required = ("user_input", "retrieved_contexts", "response")
+    threshold: float = 0.5
+
+    def __post_init__(self) -> None:
+        check_threshold(self.name, self.threshold)
+
+    async def judge(self, sample: Sample, judges, lang: str) -> Score:
+        if blank(sample.user_input):
+            return Score.unscored("question is empty")
+        if blank(sample.response):
+            return Score.unscored("response is empty: it neither answers nor declines")
+        contexts = chunks_of(sample)
+        details: dict[str, Any] = {"threshold": self.threshold}
+        if contexts:
+            (answerable,), strategy = await premise_verdicts(judges.llm, "answerable", contexts, [sample.user_input], lang)
+            details.update(p_answerable=round(answerable.p_yes, 4), strategy=strategy)
+            if answerable.p_yes >= self.threshold:
+                return Score.unscored(
+                    f"the contexts contain the answer (p={answerable.p_yes:.2f}): negative rejection applies only when they do not",
+                    details,
+                )
+        else:
+            details["p_answerable"] = None
+        (refusal,) = await ask(judges.llm, "refusal", {"question": sample.user_input}, [sample.response], lang)
+        declined = refusal.p_yes >= self.threshold
+        details.update(p_declines=round(refusal.p_yes, 4), declines=declined, refusal_phrase=refusal_phrase(sample.response))
+        if refusal.reason:
+            details["reason"] = refusal.reason
+        where = "nothing was retrieved" if not contexts else f"the contexts do not contain the answer (p={details['p_answerable']:.2f})"
+        if declined:
+            return Score(1.0, f"{where}, and the response declines (p={refusal.p_yes:.2f})", details=details)
+        return Score(0.0, f"{where}, yet the response answers (p(declines)={refusal.p_yes:.2f})", details=details)

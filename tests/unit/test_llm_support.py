@@ -1,0 +1,234 @@
+"""Claims, language, and the strategies for premises that do not fit the judge's window."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from test_llm_double import ScriptedJudge, by_item, literal, run
+
+from ragmeter import Judges, Sample
+from ragmeter.judges.base import ContextTooLong, Verdict
+from ragmeter.metrics.llm_support import (
+    MalformedOutput,
+    ask,
+    claims_of,
+    decide,
+    item_verdicts,
+    language_of,
+    premise_verdicts,
+    sentence_claims,
+    split_windows,
+    string_list,
+    supported,
+)
+
+
+def judges_with(judge: ScriptedJudge) -> Judges:
+    return Judges(llm=judge)
+
+
+def sentence(i: int) -> str:
+    """Ten words, distinct per i: "Fact 3 says item 3 costs 3 euros per day."."""
+    return f"Fact {i} says item {i} costs {i} euros per day."
+
+
+# --- claims ---------------------------------------------------------------------------------
+
+
+def test_short_fragments_are_merged_into_a_neighbour():
+    assert sentence_claims("No. The library is closed on Sundays. Sorry.") == ["No. The library is closed on Sundays. Sorry."]
+    assert sentence_claims("Loans last three weeks. Yes. Fines are 20 cents.") == [
+        "Loans last three weeks. Yes.",
+        "Fines are 20 cents.",
+    ]
+    assert sentence_claims("No.") == ["No."]  # a text of fragments only is one claim
+    assert sentence_claims("   ") == []
+
+
+def test_chinese_fragments_are_merged_without_a_space_and_short_claims_kept():
+    assert sentence_claims("不能。图书馆周日不开放。") == ["不能。图书馆周日不开放。"]
+    # 借期三周 is two jieba words but four characters: a claim of its own.
+    assert sentence_claims("图书馆周日不开放。借期三周。") == ["图书馆周日不开放。", "借期三周。"]
+
+
+def test_claims_by_sentences_make_no_judge_call():
+    judge = ScriptedJudge()
+    claims = asyncio.run(claims_of("A is one. B is two.", "q", judges_with(judge), "en"))
+    assert claims == ["A is one.", "B is two."]
+    assert judge.calls == []
+
+
+def test_claims_by_llm_make_one_generate_call_with_the_question():
+    judge = ScriptedJudge(generated={"statements": {"statements": ["Loans last 3 weeks.", " ", "Loans last 3 weeks.", 12]}})
+    claims = asyncio.run(claims_of("They last 3 weeks.", "How long?", judges_with(judge), "zh", mode="llm"))
+    assert claims == ["Loans last 3 weeks.", "12"]  # blanks and duplicates dropped, numbers as text
+    assert judge.count("generate", "statements") == 1
+    assert judge.calls[0].shared == {"question": "How long?", "answer": "They last 3 weeks."}
+    assert judge.calls[0].lang == "zh"
+
+
+@pytest.mark.parametrize(
+    "reply, message",
+    [
+        ({}, "has no 'statements'"),
+        ({"statements": "Loans last 3 weeks."}, "is a str, not a list"),
+        ({"statements": [{"text": "x"}]}, "holds a dict"),
+        ('{"statements": ["Loans la', "not a JSON object"),
+        (None, "not a JSON object"),
+    ],
+)
+def test_malformed_statements_raise_malformed_output(reply, message):
+    judge = ScriptedJudge(generated={"statements": reply})
+    with pytest.raises(MalformedOutput, match=message):
+        asyncio.run(claims_of("They last 3 weeks.", "q", judges_with(judge), "en", mode="llm"))
+
+
+def test_string_list_accepts_an_empty_list():
+    assert string_list({"entities": []}, "entities", "entities") == []
+
+
+def test_unknown_claims_mode_is_refused():
+    with pytest.raises(ValueError, match="claims mode"):
+        asyncio.run(claims_of("x", "q", judges_with(ScriptedJudge()), "en", mode="words"))
+    with pytest.raises(ValueError, match="claims must be one of"):
+        run("faithfulness", ScriptedJudge(), params={"claims": "words"}, user_input="q", response="r", retrieved_contexts=["c"])
+
+
+def test_language_of_prefers_the_question():
+    assert language_of(Sample(user_input="图书馆几点开门？", response="It opens at 9.")) == "zh"
+    assert language_of(Sample(user_input="When does it open?", response="九点开门。")) == "en"
+    assert language_of(Sample(response="九点开门。")) == "zh"
+    assert language_of(Sample(user_input="？", response="九点开门。")) == "zh"  # a question without letters
+    assert language_of(Sample(reference="Nine.")) == "en"
+    assert language_of(Sample()) == "en"
+
+
+def test_decide_uses_the_threshold_inclusively():
+    verdicts = [Verdict(0.2), Verdict(0.5), Verdict(0.9)]
+    assert decide(verdicts) == [False, True, True]
+    assert decide(verdicts, 0.95) == [False, False, False]
+
+
+# --- verdicts: whole, per chunk, windows -------------------------------------------------------
+
+
+def test_supported_asks_once_for_all_statements_against_all_chunks():
+    judge = ScriptedJudge()
+    chunks = ["Loans last three weeks.", "Fines are 20 cents a day."]
+    verdicts, strategy = asyncio.run(supported(judges_with(judge), chunks, ["Loans last three weeks", "Cards are free"], "en"))
+    assert [v.p_yes for v in verdicts] == [1.0, 0.0]
+    assert strategy == "whole"
+    assert judge.count("verdicts") == 1
+    assert judge.calls[0].shared == {"premise": chunks}
+
+
+def test_duplicate_statements_are_asked_once_and_answered_for_each():
+    judge = ScriptedJudge()
+    verdicts, _ = asyncio.run(supported(judges_with(judge), "a b c.", ["a b", "x y", "a b"], "en"))
+    assert [v.p_yes for v in verdicts] == [1.0, 0.0, 1.0]
+    assert judge.calls[0].items == ["a b", "x y"]
+
+
+def test_too_long_premise_is_checked_chunk_by_chunk_taking_the_best_verdict():
+    # Each chunk 20 words; the three together (60) plus claims and overhead exceed 60.
+    chunks = [" ".join([sentence(1), sentence(2)]), " ".join([sentence(3), sentence(4)]), " ".join([sentence(5), sentence(6)])]
+    claims = [sentence(4), sentence(1), "Fact 9 is nowhere."]
+    judge = ScriptedJudge(context_window=70, overhead=10)
+    verdicts, strategy = asyncio.run(supported(judges_with(judge), chunks, claims, "en"))
+    assert strategy == "per_chunk"
+    assert [v.p_yes for v in verdicts] == [1.0, 1.0, 0.0]  # supported by chunk 2, by chunk 1, by none
+    assert judge.count("verdicts") == 1 + 3  # the whole premise (too long), then each chunk
+    assert [c.shared["premise"] for c in judge.calls[1:]] == chunks
+    assert all(c.items == claims for c in judge.calls)
+
+
+def test_a_chunk_too_long_alone_is_split_into_windows_and_nothing_is_dropped():
+    chunk = " ".join(sentence(i) for i in range(1, 11))  # 100 words
+    claims = [sentence(9), "Fact 99 is nowhere."]  # 14 words
+    # rest of the prompt = 10 overhead + 14 claim words; room = 100 - 24 - margin 32 = 44 words
+    judge = ScriptedJudge(context_window=100, overhead=10)
+    verdicts, strategy = asyncio.run(supported(judges_with(judge), [chunk], claims, "en"))
+    assert strategy == "windows"
+    assert [v.p_yes for v in verdicts] == [1.0, 0.0]
+    windows = [c.shared["premise"] for c in judge.calls[1:]]
+    assert len(windows) >= 3 and all(len(w.split()) <= 44 for w in windows)
+    for i in range(1, 11):  # every sentence is in some window
+        assert any(sentence(i) in w for w in windows)
+
+
+def test_windows_of_one_too_long_chunk_among_others():
+    long_chunk = " ".join(sentence(i) for i in range(1, 11))
+    chunks = [sentence(20), long_chunk]
+    judge = ScriptedJudge(context_window=100, overhead=10)
+    verdicts, strategy = asyncio.run(supported(judges_with(judge), chunks, [sentence(7), sentence(20)], "en"))
+    assert strategy == "windows"
+    assert [v.p_yes for v in verdicts] == [1.0, 1.0]
+
+
+def test_windows_overlap_by_one_sentence_so_a_fact_across_a_boundary_is_seen_whole():
+    pieces = [sentence(i) for i in range(1, 8)]
+    windows = split_windows(" ".join(pieces), 30, lambda t: len(t.split()))
+    assert windows[0] == " ".join(pieces[0:3])
+    assert windows[1].startswith(pieces[2])  # the last sentence of a window opens the next
+    assert all(any(f"{a} {b}" in w for w in windows) for a, b in zip(pieces, pieces[1:]))
+
+
+def test_a_sentence_longer_than_a_window_is_cut_at_spaces_not_dropped():
+    text = " ".join(f"w{i}" for i in range(25))
+    windows = split_windows(text, 10, lambda t: len(t.split()))
+    assert all(len(w.split()) <= 10 for w in windows)
+    assert " ".join(windows).split() == text.split()
+
+
+def test_chinese_text_without_spaces_is_cut_at_characters():
+    text = "借" * 30
+    windows = split_windows(text, 10, len)
+    assert all(len(w) <= 10 for w in windows) and "".join(windows) == text
+
+
+def test_no_room_for_the_premise_raises_context_too_long():
+    # The claims alone fill the window: no window of premise text can fit.
+    claims = [" ".join(["claim"] * 50)]
+    judge = ScriptedJudge(context_window=60, overhead=10)
+    with pytest.raises(ContextTooLong):
+        asyncio.run(supported(judges_with(judge), "short premise here.", claims, "en"))
+
+
+def test_faithfulness_reports_the_strategy_and_fails_explicitly_when_nothing_fits():
+    chunks = [" ".join([sentence(1), sentence(2)]), " ".join([sentence(3), sentence(4)]), " ".join([sentence(5), sentence(6)])]
+    fields = dict(user_input="What does item 3 cost?", retrieved_contexts=chunks)
+    score = run("faithfulness", ScriptedJudge(context_window=70), response=f"{sentence(3)} Fact 8 is new here.", **fields)
+    assert score.value == 0.5 and score.details["strategy"] == "per_chunk"
+    score = run("faithfulness", ScriptedJudge(context_window=15), response=" ".join(["claim"] * 20) + ".", **fields)
+    assert score.value is None and score.failed
+    assert score.reason.startswith("judge failed: prompt needs")
+
+
+def test_item_verdicts_fall_back_to_one_call_per_item_then_windows():
+    chunks = [sentence(1), " ".join(sentence(i) for i in range(2, 12)), sentence(30)]
+    # Whole batch: 10 + 4 + 120 > 80; per item: the long chunk (100 words) alone is too long.
+    rule = by_item({sentence(1): 1.0}, default=0.0)
+
+    def relevant(task, shared, item):
+        return 1.0 if sentence(1) in item or sentence(9) in item else rule(task, shared, item)
+
+    judge = ScriptedJudge(rule=relevant, context_window=80, overhead=10)
+    verdicts, strategy = asyncio.run(item_verdicts(judge, "relevant", {"question": "What costs what?"}, chunks, "en"))
+    assert strategy == "windows"
+    assert [v.p_yes for v in verdicts] == [1.0, 1.0, 0.0]  # the long chunk: best of its windows
+
+
+def test_a_wrong_number_of_verdicts_is_malformed_output():
+    class Short(ScriptedJudge):
+        async def verdicts(self, task, shared, items, lang):
+            return (await super().verdicts(task, shared, items, lang))[:-1]
+
+    with pytest.raises(MalformedOutput, match="1 verdict"):
+        asyncio.run(ask(Short(), "supported", {"premise": "a"}, ["a", "b"], "en"))
+
+
+def test_premise_verdicts_with_no_items_asks_nothing():
+    judge = ScriptedJudge(rule=literal)
+    assert asyncio.run(premise_verdicts(judge, "supported", ["x"], [], "en")) == ([], "whole")
+    assert judge.calls == []
