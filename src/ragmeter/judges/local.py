@@ -23,6 +23,7 @@ How it judges:
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import hashlib
 import importlib
 import importlib.util
@@ -154,7 +155,7 @@ class LocalJudge(LLMJudge):
         self._vocab = None
         self._load_lock = threading.Lock()
         self._segments: list[tuple[int, ...]] = []  # what the model's memory holds now
-        self._states: OrderedDict[tuple, Any] = OrderedDict()
+        self._states: OrderedDict[tuple, bytes] = OrderedDict()
         self._state_bytes = 0
         self._answer_ids: dict[tuple[str, ...], list[list[int]]] = {}
         self._grammars: dict[str, Any] = {}
@@ -264,19 +265,34 @@ class LocalJudge(LLMJudge):
         if state is None:
             return False
         self._states.move_to_end(key)
-        self._llm.load_state(state)
+        import llama_cpp
+
+        buffer = (ctypes.c_uint8 * len(state)).from_buffer_copy(state)
+        if llama_cpp.llama_state_set_data(self._llm._ctx.ctx, buffer, len(state)) != len(state):
+            raise JudgeError("llama.cpp could not restore a saved model state")
+        tokens = [t for segment in key for t in segment]
+        self._llm.input_ids[: len(tokens)] = tokens
+        self._llm.n_tokens = len(tokens)
         self._segments = list(key)
         return True
 
     def _save(self, key: tuple) -> None:
+        """Keep the model's memory (KV cache) for ``key``. Llama.save_state would also copy
+        llama-cpp-python's logits buffer, up to 300 MB a state, which verdicts never read."""
         if key in self._states:
             return
-        state = self._llm.save_state()
+        import llama_cpp
+
+        context = self._llm._ctx.ctx
+        size = llama_cpp.llama_state_get_size(context)
+        buffer = (ctypes.c_uint8 * size)()
+        written = llama_cpp.llama_state_get_data(context, buffer, size)
+        state = bytes(buffer[:written])
         self._states[key] = state
-        self._state_bytes += state.llama_state_size
+        self._state_bytes += len(state)
         while self._state_bytes > self.state_cache_bytes and len(self._states) > 1:
             _, old = self._states.popitem(last=False)
-            self._state_bytes -= old.llama_state_size
+            self._state_bytes -= len(old)
 
     def _reach(self, prefix: list[tuple[int, ...]]) -> int:
         """Bring the model's memory to exactly ``prefix``; return the tokens evaluated."""
@@ -334,11 +350,13 @@ class LocalJudge(LLMJudge):
         prompt = book.verdict(task, shared)
         tag = book.item_tag(task)
         self._model()
+        # Check every item fits before spending time on any of them.
+        prompts = [self._segments_of(prompt, prompt.item(item, tag)) for item in items]
+        for segments in prompts:
+            self._check_fits(*segments)
         verdicts = []
-        for item in items:
+        for head, shared_tokens, item_tokens in prompts:
             started = time.perf_counter()
-            head, shared_tokens, item_tokens = self._segments_of(prompt, prompt.item(item, tag))
-            self._check_fits(head, shared_tokens, item_tokens)
             evaluated = self._reach([head, shared_tokens])
             evaluated += self._evaluate(item_tokens)
             p_yes = float(self._option_probabilities(self._next_token_logits(), prompt.answers)[0])

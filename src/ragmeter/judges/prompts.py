@@ -25,6 +25,26 @@ import yaml
 from ragmeter.judges.base import FieldValue
 
 LANGUAGES = ("en", "zh")
+
+#: JSON schema of the reply to :meth:`PromptBook.batch_messages`.
+BATCH_VERDICTS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "verdicts": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "id": {"type": "integer"},
+                    "reason": {"type": "string"},
+                    "verdict": {"type": "string", "enum": ["yes", "no"]},
+                },
+                "required": ["id", "reason", "verdict"],
+            },
+        }
+    },
+    "required": ["verdicts"],
+}
 _MARKER = re.compile(r"<\|")  # chat-template special tokens: <|im_start|>, <|endoftext|>...
 
 
@@ -64,11 +84,15 @@ class VerdictPrompt:
         return self.asks.format(item=fence(tag, item))
 
     def messages(self, item: str, tag: str) -> list[dict[str, str]]:
-        """The whole prompt as chat messages (for backends without prefix reuse)."""
+        """The whole prompt for one item as chat messages (for backends without prefix reuse)."""
+        return self.chat(self.item(item, tag))
+
+    def chat(self, rest: str) -> list[dict[str, str]]:
+        """Chat messages whose last user turn is the shared fields followed by ``rest``."""
         messages = [{"role": "system", "content": self.system}]
         for user, assistant in self.examples:
             messages += [{"role": "user", "content": user}, {"role": "assistant", "content": assistant}]
-        messages.append({"role": "user", "content": self.shared + self.item(item, tag)})
+        messages.append({"role": "user", "content": self.shared + rest})
         return messages
 
 
@@ -116,8 +140,8 @@ class PromptBook:
         return VerdictPrompt(self._system(spec), tuple(examples), self._shared(spec, shared), asks)
 
     def batch_messages(self, task: str, shared: Mapping[str, FieldValue], items: Sequence[str]) -> list[dict[str, str]]:
-        """Chat messages judging all ``items`` in one call; the reply is JSON:
-        ``{"verdicts": [{"id": 1, "reason": "...", "verdict": "yes"}, ...]}``."""
+        """Chat messages judging all ``items`` in one call; the reply is JSON following
+        :data:`BATCH_VERDICTS_SCHEMA`: ``{"verdicts": [{"id": 1, "reason": "...", "verdict": "yes"}]}``."""
         spec = self.task(task)
         instruction = self._data["batch"].strip()
         messages = [{"role": "system", "content": self._system(spec)}]
@@ -146,6 +170,11 @@ class PromptBook:
             for example in spec.get("examples", [])
         )
         return VerdictPrompt(self._system(spec), examples, self._shared(spec, shared), spec["ask"].strip() + "\n")
+
+    def reask(self, kind: str, **values: str) -> str:
+        """The instruction that asks again after an unusable reply: ``"json"`` (with
+        ``problem``), ``"yes_no"`` or ``"option"`` (with ``options``)."""
+        return self._data["reask"][kind].format(**values)
 
     def generation_messages(self, task: str, fields: Mapping[str, FieldValue]) -> list[dict[str, str]]:
         """Chat messages asking for a JSON object (the task's ``ask`` says which)."""
