@@ -243,9 +243,9 @@ def eval_command(
 
 def _usage_table(title: str, rows: list[tuple[str, Usage]], local: bool) -> Table:
     table = Table(title=title, title_justify="left")
-    columns = ["metric", "calls", "cached", "prompt tokens", "completion tokens", "retries", "cost"]
-    for column in columns:
-        table.add_column(column, justify="left" if column == "metric" else "right")
+    table.add_column("metric", no_wrap=True, min_width=max(len(name) for name, _ in rows))
+    for column in ("calls", "cached", "prompt tok.", "output tok.", "retries", "cost"):
+        table.add_column(column, justify="right")
     for name, usage in rows:
         if local:
             cost = "0 (local)"

@@ -158,7 +158,8 @@ class LocalJudge(LLMJudge):
         self._states: OrderedDict[tuple, bytes] = OrderedDict()
         self._state_bytes = 0
         self._answer_ids: dict[tuple[str, ...], list[list[int]]] = {}
-        self._grammars: dict[str, Any] = {}
+        self._formatter = None
+        self._head_tokens: dict[str, tuple[int, ...]] = {}
 
     # ---- model -----------------------------------------------------------------------
 
@@ -212,17 +213,19 @@ class LocalJudge(LLMJudge):
 
     def _render(self, messages: list[dict[str, str]]) -> str:
         """The prompt text in the model's chat template (ChatML when the GGUF has none)."""
-        llm = self._model()
-        template = llm.metadata.get("tokenizer.chat_template")
-        if not template:
-            text = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)
-            return text + "<|im_start|>assistant\n"
-        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+        if self._formatter is None:
+            llm = self._model()
+            template = llm.metadata.get("tokenizer.chat_template")
+            if template:
+                from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
-        eos = llm.detokenize([llm.token_eos()], special=True).decode("utf-8", errors="ignore")
-        bos = llm.detokenize([llm.token_bos()], special=True).decode("utf-8", errors="ignore") if llm.token_bos() >= 0 else ""
-        formatter = Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos, add_generation_prompt=True)
-        return formatter(messages=messages).prompt
+                eos = llm.detokenize([llm.token_eos()], special=True).decode("utf-8", errors="ignore")
+                bos = llm.detokenize([llm.token_bos()], special=True).decode("utf-8", errors="ignore") if llm.token_bos() >= 0 else ""
+                jinja = Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos, add_generation_prompt=True)
+                self._formatter = lambda m: jinja(messages=m).prompt
+            else:
+                self._formatter = lambda m: "".join(f"<|im_start|>{x['role']}\n{x['content']}<|im_end|>\n" for x in m) + "<|im_start|>assistant\n"
+        return self._formatter(messages)
 
     def _segments_of(self, prompt: VerdictPrompt, item_text: str) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
         """Head, shared and item tokens. Data is tokenized without special tokens, so text
@@ -240,8 +243,10 @@ class LocalJudge(LLMJudge):
         def tokens(piece: str, special: bool, bos: bool = False) -> tuple[int, ...]:
             return tuple(llm.tokenize(piece.encode("utf-8"), add_bos=bos, special=special)) if piece else ()
 
+        if head not in self._head_tokens:  # the same few-shot head for every item of a task
+            self._head_tokens[head] = tokens(head, special=True, bos=True)
         return (
-            tokens(head, special=True, bos=True),
+            self._head_tokens[head],
             tokens(prompt.shared, special=False),
             tokens(item_text, special=False) + tokens(template_tail, special=True),
         )
