@@ -16,6 +16,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ragmeter.bench.report import write as write_bench
+from ragmeter.bench.runner import run_task
+from ragmeter.bench.suites import DEFAULT_DATA_DIR, SUITES, labelled_file
 from ragmeter.config import load_config
 from ragmeter.engine import DEFAULT_CONCURRENCY, Evaluator, applicable_metrics, resolve_metrics
 from ragmeter.io import InputError, InputIssue, load_dataset
@@ -25,7 +28,7 @@ from ragmeter.judges.config import JudgeConfig
 from ragmeter.judges.dry_run import DryRunJudge, estimated_local_seconds
 from ragmeter.judges.embeddings import USEEncoder
 from ragmeter.metering import PriceTable, Usage
-from ragmeter.metrics.base import FAMILIES, Needs, metric_classes
+from ragmeter.metrics.base import FAMILIES, Needs, create_metric, metric_classes
 from ragmeter.report import REPORT_HTML, REPORT_MD, write_reports
 from ragmeter.result import RESULTS_FILE, SUMMARY_FILE, Result
 
@@ -167,26 +170,21 @@ def eval_command(
     """
     try:
         run_config = load_config(config) if config else None
-        judge_config = (
-            JudgeConfig.from_env()
-            .updated(**(run_config.judge if run_config else {}))
-            .updated(
-                backend=judge,
-                base_url=judge_base_url,
-                model=judge_model,
-                api_key_env=judge_api_key_env,
-                concurrency=judge_concurrency,
-                requests_per_minute=judge_rpm,
-                timeout=judge_timeout,
-                context_window=judge_context_window,
-                verdict_mode=verdict_mode,
-                gguf=str(gguf) if gguf else None,
-                prices=str(prices) if prices else None,
-            )
+        judge_config = _judge_config(
+            run_config,
+            backend=judge,
+            base_url=judge_base_url,
+            model=judge_model,
+            api_key_env=judge_api_key_env,
+            concurrency=judge_concurrency,
+            requests_per_minute=judge_rpm,
+            timeout=judge_timeout,
+            context_window=judge_context_window,
+            verdict_mode=verdict_mode,
+            gguf=str(gguf) if gguf else None,
+            prices=str(prices) if prices else None,
+            cache=cache,
         )
-        if not cache:
-            judge_config = judge_config.updated(cache=False)
-        judge_config.validate()
     except ValueError as exc:
         raise _fail(str(exc)) from None
     try:
@@ -239,6 +237,15 @@ def eval_command(
         highlight=False,
     )
     console.print(f"Wrote {_written(out)}; open {out / REPORT_HTML} for the full report.", highlight=False)
+
+
+def _judge_config(run_config, *, cache: bool, **options) -> JudgeConfig:
+    """Judge settings: the environment, then the config file, then the options given."""
+    settings = JudgeConfig.from_env().updated(**(run_config.judge if run_config else {})).updated(**options)
+    if not cache:
+        settings = settings.updated(cache=False)
+    settings.validate()
+    return settings
 
 
 def _usage_table(title: str, rows: list[tuple[str, Usage]], local: bool) -> Table:
@@ -297,6 +304,88 @@ def _dry_run(dataset, chosen, judges: Judges, judge_config: JudgeConfig, concurr
         console.print(f"The local judge would need roughly {minutes:.0f} min on 2 CPU cores (before cache hits).", highlight=False)
     elif total.cost_usd is None:
         console.print(f"No price known for model '{target.model}': pass --prices to get a cost.", highlight=False)
+
+
+@app.command("bench")
+def bench_command(
+    suites: Annotated[
+        Optional[list[str]], typer.Argument(help="Labelled sets to measure against: qags, ragchecker, clapnq, msmarco, rgb (default: all).")
+    ] = None,
+    data_dir: Annotated[Path, typer.Option(help="Folder of the labelled sets.")] = DEFAULT_DATA_DIR,
+    limit: Annotated[Optional[int], typer.Option(min=1, help="Units drawn from each set (seeded); default: all.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the draw.")] = 0,
+    labelled: Annotated[Optional[Path], typer.Option(help="Your own labelled samples instead of the built-in sets.")] = None,
+    metric: Annotated[Optional[str], typer.Option(help="With --labelled: the metric to measure.")] = None,
+    label_field: Annotated[str, typer.Option(help="With --labelled: the column holding the human label.")] = "label",
+    out: Annotated[Path, typer.Option(help="Folder for the results (Markdown and JSON).")] = Path("benchmarks/results"),
+    name: Annotated[Optional[str], typer.Option(help="File name of the results (default: meta_eval_<judge backend>).")] = None,
+    config: Annotated[Optional[Path], typer.Option("--config", "-c", help="YAML config file with judge settings.")] = None,
+    judge: Annotated[Optional[str], typer.Option(help="Judge backend: 'local' or 'openai'.")] = None,
+    judge_base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible endpoint.")] = None,
+    judge_model: Annotated[Optional[str], typer.Option(help="Model name at the endpoint.")] = None,
+    judge_api_key_env: Annotated[Optional[str], typer.Option(help="Environment variable holding the API key.")] = None,
+    verdict_mode: Annotated[Optional[str], typer.Option(help="Endpoint verdicts: 'batch' or 'single'.")] = None,
+    gguf: Annotated[Optional[Path], typer.Option(help="GGUF model for the local judge.")] = None,
+    cache: Annotated[bool, typer.Option("--cache/--no-cache", help="Reuse judge answers from the disk cache.")] = True,
+    concurrency: Annotated[int, typer.Option(min=1, help="Most (sample, metric) pairs scored at once.")] = 8,
+) -> None:
+    """Measure metrics against human labels: agreement with 95% intervals, and cost per sample.
+
+    Reads the labelled sets by path (never copies them) and writes Markdown and JSON
+    results with the date, commit, judge and settings.
+    """
+    import shlex
+    import sys
+
+    try:
+        settings = _judge_config(
+            load_config(config) if config else None,
+            backend=judge,
+            base_url=judge_base_url,
+            model=judge_model,
+            api_key_env=judge_api_key_env,
+            verdict_mode=verdict_mode,
+            gguf=str(gguf) if gguf else None,
+            cache=cache,
+        )
+        if labelled is not None:
+            if not metric:
+                raise ValueError("--labelled needs --metric")
+            resolve_metrics([metric])
+            tasks = [labelled_file(labelled, metric, label_field, limit, seed)]
+        else:
+            unknown = sorted(set(suites or []) - set(SUITES))
+            if unknown:
+                raise ValueError(f"unknown set(s) {', '.join(unknown)}; use {', '.join(SUITES)}")
+            tasks = [task for suite in (suites or list(SUITES)) for task in SUITES[suite](data_dir, limit, seed)]
+    except (ValueError, FileNotFoundError, InputError) as exc:
+        raise _fail(str(exc)) from None
+    needs_llm = any(create_metric(t.metric).needs == Needs.LLM for t in tasks)
+    llm_judge = None
+    if needs_llm:
+        try:
+            llm_judge = settings.build()
+        except JudgeError as exc:
+            raise _fail(f"the benchmark needs an LLM judge: {exc}") from None
+    disk_cache = settings.open_cache()
+    store = EmbeddingStore(disk_cache, USEEncoder.model_name) if disk_cache is not None else None
+    judges = Judges(embedder=BatchingEmbedder(store=store), llm=llm_judge)
+    results = []
+    for task in tasks:
+        console.print(f"{task.name}: {len(task.dataset)} samples, {len(task.units)} labelled units …", highlight=False)
+        results.append(run_task(task, judges, concurrency=concurrency))
+        for statistic, value in results[-1].statistics.items():
+            console.print(f"  {statistic} {value['value']:.3f} [{value['ci_low']}, {value['ci_high']}]", highlight=False)
+    described = llm_judge.describe() if llm_judge is not None else {"backend": "none", "model": "-"}
+    run_settings = {
+        "judge": described,
+        "limit": limit,
+        "seed": seed,
+        "data_dir": str(data_dir),
+        "command": "ragmeter " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
+    }
+    json_path, md_path = write_bench(results, run_settings, out, name or f"meta_eval_{described['backend']}")
+    console.print(f"Wrote {md_path} and {json_path}", highlight=False)
 
 
 @app.command("metrics")

@@ -62,3 +62,106 @@ def describe(values: Sequence[float], confidence: float = 0.95) -> dict[str, flo
         "ci_low": interval[0] if interval else None,
         "ci_high": interval[1] if interval else None,
     }
+
+
+def balanced_accuracy(labels: Sequence[int], decisions: Sequence[int]) -> float:
+    """Mean of the true-positive rate and the true-negative rate (0.5 for chance).
+
+    Raises:
+        ValueError: ``labels`` lacks one of the two classes.
+    """
+    y, d = np.asarray(labels, dtype=int), np.asarray(decisions, dtype=int)
+    positives, negatives = y == 1, y == 0
+    if not positives.any() or not negatives.any():
+        raise ValueError("balanced accuracy needs both classes among the labels")
+    return float(((d[positives] == 1).mean() + (d[negatives] == 0).mean()) / 2)
+
+
+def roc_auc(labels: Sequence[int], scores: Sequence[float]) -> float:
+    """Area under the ROC curve: the probability that a random positive scores higher than a
+    random negative, ties counting half (the Mann-Whitney statistic).
+
+    Raises:
+        ValueError: ``labels`` lacks one of the two classes.
+    """
+    from scipy.stats import rankdata
+
+    y, s = np.asarray(labels, dtype=int), np.asarray(scores, dtype=float)
+    n_pos, n_neg = int((y == 1).sum()), int((y == 0).sum())
+    if n_pos == 0 or n_neg == 0:
+        raise ValueError("ROC-AUC needs both classes among the labels")
+    ranks = rankdata(s)
+    return float((ranks[y == 1].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+def pearson(x: Sequence[float], y: Sequence[float]) -> float:
+    """Pearson correlation; ``nan`` when either side is constant."""
+    from scipy.stats import pearsonr
+
+    if np.std(x) == 0 or np.std(y) == 0:
+        return float("nan")
+    return float(pearsonr(x, y).statistic)
+
+
+def spearman(x: Sequence[float], y: Sequence[float]) -> float:
+    """Spearman rank correlation; ``nan`` when either side is constant."""
+    from scipy.stats import spearmanr
+
+    if np.std(x) == 0 or np.std(y) == 0:
+        return float("nan")
+    return float(spearmanr(x, y).statistic)
+
+
+def bootstrap_statistic(
+    statistic,
+    *columns: Sequence[float],
+    groups: Sequence[object] | None = None,
+    confidence: float = 0.95,
+    n_resamples: int = 1000,
+    seed: int = 0,
+) -> dict[str, float | int | None]:
+    """A statistic of paired columns and its percentile bootstrap interval.
+
+    Args:
+        statistic: Function of the columns (e.g. :func:`roc_auc`).
+        columns: Equal-length columns, resampled together by row.
+        groups: Optional cluster of each row (an article, a question): whole clusters are
+            resampled, so rows that are not independent do not narrow the interval.
+        confidence: Coverage of the interval.
+        n_resamples: Bootstrap resamples; a resample where the statistic is undefined
+            (one class only, a constant column) is skipped.
+        seed: Seed of the random generator.
+
+    Returns:
+        ``{"value", "ci_low", "ci_high", "n"}``; the interval is ``None`` when fewer than
+        half of the resamples gave a value.
+    """
+    data = [np.asarray(c) for c in columns]
+    n = len(data[0])
+    value = statistic(*data)
+    rng = np.random.default_rng(seed)
+    if groups is None:
+        clusters = [np.array([i]) for i in range(n)]
+    else:
+        index: dict[object, list[int]] = {}
+        for row, group in enumerate(groups):
+            index.setdefault(group, []).append(row)
+        clusters = [np.array(rows) for rows in index.values()]
+    estimates = []
+    for _ in range(n_resamples):
+        picked = np.concatenate([clusters[i] for i in rng.integers(0, len(clusters), len(clusters))])
+        try:
+            estimate = statistic(*(c[picked] for c in data))
+        except ValueError:
+            continue
+        if np.isfinite(estimate):
+            estimates.append(estimate)
+    alpha = (1 - confidence) / 2
+    enough = len(estimates) >= n_resamples / 2
+    low, high = np.quantile(estimates, [alpha, 1 - alpha]) if enough else (None, None)
+    return {
+        "value": float(value),
+        "ci_low": None if low is None else float(low),
+        "ci_high": None if high is None else float(high),
+        "n": n,
+    }

@@ -1,0 +1,1 @@
+"""Meta-evaluation: how well metrics agree with human labels (`ragmeter bench`)."""

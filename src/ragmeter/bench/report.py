@@ -1,0 +1,73 @@
+"""Benchmark results as JSON and Markdown, with the date, commit, judge and settings."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ragmeter.bench.runner import TaskResult
+
+_STATISTIC_NAMES = {
+    "balanced_accuracy": "balanced acc.",
+    "roc_auc": "ROC-AUC",
+    "pearson": "Pearson",
+    "spearman": "Spearman",
+}
+
+
+def git_commit() -> str:
+    """The checkout's short commit, or ``"unknown"``."""
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def _interval(statistic: dict[str, Any]) -> str:
+    if statistic["ci_low"] is None:
+        return f"{statistic['value']:.3f}"
+    return f"{statistic['value']:.3f} [{statistic['ci_low']:.3f}, {statistic['ci_high']:.3f}]"
+
+
+def write(results: list[TaskResult], settings: dict[str, Any], out_dir: Path, name: str) -> tuple[Path, Path]:
+    """Write ``<name>.json`` and ``<name>.md`` into ``out_dir``; return their paths."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    document = {
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "commit": git_commit(),
+        "settings": settings,
+        "tasks": [r.to_dict() for r in results],
+    }
+    json_path, md_path = out_dir / f"{name}.json", out_dir / f"{name}.md"
+    json_path.write_text(json.dumps(document, ensure_ascii=False, indent=1), encoding="utf-8")
+    judge = settings.get("judge") or {}
+    lines = [
+        f"# Agreement with human labels: {name}",
+        "",
+        f"{document['date']}, commit {document['commit']}; judge {judge.get('backend', '-')} `{judge.get('model', '-')}`; "
+        f"limit {settings.get('limit')} per set, seed {settings.get('seed')}.",
+        f"Command: `{settings.get('command', '')}`",
+        "",
+        "Intervals are 95% bootstrap intervals over the compared units (clustered by article or question).",
+        "",
+        "| task | units (unscored) | agreement | calls / sample | prompt tok. / sample | output tok. / sample | s / sample | reference |",
+        "|---|---:|---|---:|---:|---:|---:|---|",
+    ]
+    for result in results:
+        agreement = "<br>".join(f"{_STATISTIC_NAMES[k]} {_interval(v)}" for k, v in result.statistics.items()) or "–"
+        cost = result.cost_per_sample
+        lines.append(
+            f"| {result.task.name} | {result.n_units} ({result.n_unscored}) | {agreement} | {cost['calls']:.1f} | "
+            f"{cost['prompt_tokens']:.0f} | {cost['completion_tokens']:.0f} | {cost['seconds']:.1f} | {result.task.reference} |"
+        )
+    unscored = [r for r in results if r.unscored_reasons]
+    if unscored:
+        lines += ["", "Unscored units:", ""]
+        for result in unscored:
+            for reason, count in result.unscored_reasons.items():
+                lines.append(f"- {result.task.name}: {count} × {reason}")
+    md_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return json_path, md_path

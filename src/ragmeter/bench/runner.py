@@ -1,0 +1,135 @@
+"""Run benchmark tasks and measure agreement with the human labels.
+
+For each unit a task compares, the metric's result gives a continuous score (for ROC-AUC
+and correlations) and a decision (for balanced accuracy):
+
+- a whole sample: the metric's value; decision ``value >= 0.5``;
+- faithfulness: the mean p(yes) of the claims as the continuous score;
+- a chunk (``part``): that chunk's p(yes) and the metric's own decision for it;
+- negative rejection: the judge's p(the contexts contain the answer), kept in the details
+  even when the sample itself is unscored.
+
+Units whose score is missing are left out of the statistics and counted, with reasons.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from ragmeter.bench.suites import Task
+from ragmeter.engine import Evaluator
+from ragmeter.judges import Judges
+from ragmeter.metrics.base import Score
+from ragmeter.result import Result
+from ragmeter.stats import balanced_accuracy, bootstrap_statistic, pearson, roc_auc, spearman
+
+
+@dataclass
+class TaskResult:
+    """Agreement of one task's metric with the human labels, and what it cost."""
+
+    task: Task
+    statistics: dict[str, dict[str, Any]]
+    n_units: int
+    n_unscored: int
+    unscored_reasons: dict[str, int]
+    cost_per_sample: dict[str, float]
+    n_samples: int
+    units: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "task": self.task.name,
+            "metric": self.task.metric,
+            "kind": self.task.kind,
+            "reference": self.task.reference,
+            "n_samples": self.n_samples,
+            "n_units": self.n_units,
+            "n_unscored": self.n_unscored,
+            "unscored_reasons": self.unscored_reasons,
+            "statistics": self.statistics,
+            "cost_per_sample": self.cost_per_sample,
+        }
+
+
+def unit_score(metric: str, score: Score | None, part: int | None) -> tuple[float | None, int | None, str | None]:
+    """Continuous score, decision and (when missing) the reason, for one unit."""
+    if score is None:
+        return None, None, "not evaluated"
+    details = score.details or {}
+    if part is not None:
+        contexts = details.get("contexts") or []
+        if part >= len(contexts) or contexts[part].get("p_yes") is None:
+            return None, None, score.reason or "no verdict for this context"
+        entry = contexts[part]
+        decision = next((v for k, v in entry.items() if isinstance(v, bool) and k != "blank"), None)
+        return float(entry["p_yes"]), None if decision is None else int(decision), None
+    if metric == "negative_rejection":
+        p = details.get("p_answerable")
+        if p is None:
+            return None, None, score.reason or "no answerability verdict"
+        return float(p), int(p >= details.get("threshold", 0.5)), None
+    if score.value is None:
+        return None, None, score.reason
+    if metric == "faithfulness" and details.get("claims"):
+        p_values = [c["p_yes"] for c in details["claims"]]
+        return sum(p_values) / len(p_values), int(score.value >= 0.5), None
+    return float(score.value), int(score.value >= 0.5), None
+
+
+def measure(task: Task, result: Result) -> TaskResult:
+    """Compare a task's evaluated result with its labels."""
+    by_key = {s.key: s for s in result.samples}
+    metric_id = result.metric_ids[0]
+    scores, decisions, labels, groups = [], [], [], []
+    reasons: Counter[str] = Counter()
+    for unit in task.units:
+        own = by_key.get(unit["sample"])
+        value, decision, reason = unit_score(task.metric, own.scores.get(metric_id) if own else None, unit["part"])
+        if "versus" in unit and value is not None:
+            other = by_key.get(unit["versus"])
+            other_value, _, reason = unit_score(task.metric, other.scores.get(metric_id) if other else None, None)
+            value = None if other_value is None else value - other_value
+        if value is None:
+            reasons[reason or "unscored"] += 1
+            continue
+        scores.append(value)
+        decisions.append(decision)
+        labels.append(unit["label"])
+        groups.append(unit["group"])
+    statistics: dict[str, dict[str, Any]] = {}
+    if task.kind == "binary" and len(set(labels)) == 2:
+        statistics["roc_auc"] = bootstrap_statistic(roc_auc, labels, scores, groups=groups)
+        if all(d is not None for d in decisions):
+            statistics["balanced_accuracy"] = bootstrap_statistic(balanced_accuracy, labels, decisions, groups=groups)
+    elif task.kind in ("graded", "preference") and len(scores) > 2:
+        statistics["pearson"] = bootstrap_statistic(pearson, scores, labels, groups=groups)
+        statistics["spearman"] = bootstrap_statistic(spearman, scores, labels, groups=groups)
+    usage = result.aggregates[metric_id]["usage"]
+    n = max(1, len(result.samples))
+    cost = {
+        "calls": usage["per_sample"]["calls"],
+        "prompt_tokens": usage["per_sample"]["prompt_tokens"],
+        "completion_tokens": usage["per_sample"]["completion_tokens"],
+        "seconds": usage["per_sample"]["seconds"],
+        "cached_calls": usage["total"]["cached_calls"] / n,
+    }
+    return TaskResult(
+        task=task,
+        statistics={k: v for k, v in statistics.items() if not math.isnan(v["value"])},
+        n_units=len(task.units),
+        n_unscored=sum(reasons.values()),
+        unscored_reasons=dict(reasons.most_common(5)),
+        cost_per_sample=cost,
+        n_samples=len(result.samples),
+        units=[{"score": s, "decision": d, "label": y} for s, d, y in zip(scores, decisions, labels)],
+    )
+
+
+def run_task(task: Task, judges: Judges, concurrency: int = 8, progress: bool | None = None) -> TaskResult:
+    """Evaluate a task's samples with its metric and measure the agreement."""
+    result = Evaluator([task.metric], judges=judges, concurrency=concurrency, progress=progress).run(task.dataset)
+    return measure(task, result)

@@ -1,0 +1,245 @@
+"""Human-labelled sets turned into ragmeter samples, with the labels to compare against.
+
+Each suite reads its file from the data folder (by default ``../shared/data``; nothing is
+copied) and builds one or more :class:`Task`: samples for a metric, the human label of
+each judged unit, and how to compare them. Sampling (``limit``) is seeded, so the same
+command always measures the same units.
+
+The sets (see the data folder's README for their provenance and licences):
+
+- ``qags``: summary sentences judged faithful or not to their article (faithfulness).
+- ``ragchecker``: two responses to a question, human preference on correctness
+  (answer and factual correctness).
+- ``clapnq``: questions with a gold passage, annotator-selected answer sentences and a
+  human answer; half are unanswerable (context precision and recall, answer correctness,
+  recognising unanswerable questions).
+- ``msmarco``: query and passage, relevant or hard negative (context relevance).
+- ``rgb``: Chinese queries with passages that contain the answer or only look related
+  (Chinese context relevance).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import random
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ragmeter.io import Dataset, load_dataset
+
+DEFAULT_DATA_DIR = Path("../shared/data")
+
+
+@dataclass
+class Task:
+    """One comparison of a metric with human labels.
+
+    Attributes:
+        name: Short name (``"qags/faithfulness"``).
+        metric: The metric spec to run (``"faithfulness"``).
+        dataset: The samples.
+        units: What is compared, one entry per judged unit: ``{"sample", "label", "group",
+            "part"}``; ``part`` picks a sub-score (a chunk's index) or is ``None`` for the
+            sample's score; ``group`` clusters units that are not independent (an article).
+        kind: ``"binary"`` (labels 0/1: balanced accuracy and ROC-AUC), ``"graded"``
+            (continuous truth: Pearson and Spearman) or ``"preference"`` (labels are
+            preferences between two samples: Pearson and Spearman of the score difference).
+        reference: Published reference points to print beside the result.
+    """
+
+    name: str
+    metric: str
+    dataset: Dataset
+    units: list[dict[str, Any]]
+    kind: str
+    reference: str = ""
+
+
+def _jsonl(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        raise FileNotFoundError(f"{path} not found: pass --data-dir with the folder of the labelled sets")
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _sample(rows: list, limit: int | None, seed: int) -> list:
+    rows = list(rows)
+    random.Random(seed).shuffle(rows)
+    return rows if limit is None else rows[:limit]
+
+
+def qags(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
+    """Faithfulness of summary sentences (``limit``: claims). Each claim is a one-sentence
+    response judged against its article as the only retrieved context."""
+    rows = _sample(_jsonl(data_dir / "qags_sentences.jsonl"), limit, seed)
+    samples = [
+        {"id": r["id"], "user_input": "Summarise the article.", "retrieved_contexts": [r["context"]], "response": r["claim"]}
+        for r in rows
+    ]
+    units = [{"sample": r["id"], "label": int(r["faithful_majority"]), "group": r["context"][:200], "part": None} for r in rows]
+    dataset = load_dataset(samples)
+    reference = "HHEM-2.1-Open 0.74-0.77 BA on comparable claim-level sets; GPT-4 zero-shot 0.74"
+    return [
+        Task("qags/faithfulness", "faithfulness", dataset, units, "binary", reference),
+        Task("qags/embedding_groundedness", "embedding_groundedness", dataset, units, "binary", "embedding baseline"),
+    ]
+
+
+def ragchecker(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
+    """Correctness preferences (``limit``: response pairs). Both responses of a pair are
+    scored against the reference; the score difference (response 2 minus response 1) is
+    compared with each annotator's preference (-2..2, positive: response 2 better)."""
+    rows = _jsonl(data_dir / "ragchecker_meta_eval.jsonl")
+    pairs: dict[int, dict[str, Any]] = {}
+    for row in rows:
+        pair = pairs.setdefault(row["instance_id"], {**row, "preferences": []})
+        pair["preferences"].append(row["correctness_pref"])
+    chosen = _sample(list(pairs.values()), limit, seed)
+    samples, units = [], []
+    for pair in chosen:
+        for side in (1, 2):
+            samples.append(
+                {"id": f"rc-{pair['instance_id']}-{side}", "user_input": pair["question"], "response": pair[f"response_{side}"], "reference": pair["reference"]}
+            )
+        for preference in pair["preferences"]:
+            units.append(
+                {"sample": f"rc-{pair['instance_id']}-2", "versus": f"rc-{pair['instance_id']}-1", "label": float(preference), "group": pair["instance_id"], "part": None}
+            )
+    dataset = load_dataset(samples)
+    reference = "RAGChecker's own correctness metric 0.497 Pearson; two human annotators agree at 0.637"
+    return [
+        Task(f"ragchecker/{m}", m, dataset, units, "preference", reference)
+        for m in ("answer_correctness", "factual_correctness", "semantic_similarity")
+    ]
+
+
+def clapnq(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
+    """ClapNQ (``limit``: questions, half answerable, half not).
+
+    Answerable questions get as retrieved contexts the gold passage's sentences mixed with
+    as many sentences from other questions' passages (shuffled, seeded):
+
+    - context precision: each sentence's usefulness against the annotators' selection;
+    - context recall: some gold sentences are left out at random, and the metric is
+      compared with the share of annotator-selected sentences that remain;
+    - answer correctness: the annotator-selected sentences as a response (correct) and
+      another question's human answer (wrong), against the human answer.
+
+    All questions (answerable and not) test whether the judge sees that the passage holds
+    no answer: the answerable-vs-unanswerable verdict of negative rejection.
+    """
+    rows = _jsonl(data_dir / "clapnq_dev.jsonl")
+    answerable = _sample([r for r in rows if r["answerable"]], None if limit is None else limit - limit // 2, seed)
+    unanswerable = _sample([r for r in rows if not r["answerable"]], None if limit is None else limit // 2, seed)
+    rng = random.Random(seed)
+    noise_pool = [s for r in rows for s in r["passage_sentences"]]
+    precision_samples, precision_units = [], []
+    recall_samples, recall_units = [], []
+    correctness_samples, correctness_units = [], []
+    for number, row in enumerate(answerable):
+        gold = [s for s in row["passage_sentences"] if s in set(row["gold_sentences"])]
+        if not gold:
+            continue
+        others = [s for s in noise_pool if s not in set(row["passage_sentences"])]
+        noise = rng.sample(others, min(len(row["passage_sentences"]), 8))
+        contexts = row["passage_sentences"][:8] + noise
+        rng.shuffle(contexts)
+        sample_id = f"cq-{row['id']}"
+        precision_samples.append({"id": sample_id, "user_input": row["question"], "retrieved_contexts": contexts, "reference": row["reference_answer"]})
+        for index, context in enumerate(contexts):
+            precision_units.append({"sample": sample_id, "label": int(context in set(gold)), "group": sample_id, "part": index})
+        kept = [s for s in gold if rng.random() < 0.5] if len(gold) > 1 else gold[: rng.randint(0, 1)]
+        recall_contexts = kept + rng.sample(others, 4)
+        rng.shuffle(recall_contexts)
+        recall_samples.append({"id": sample_id, "user_input": row["question"], "retrieved_contexts": recall_contexts, "reference": row["reference_answer"]})
+        recall_units.append({"sample": sample_id, "label": len(kept) / len(gold), "group": sample_id, "part": None})
+        wrong = answerable[(number + 1) % len(answerable)]["reference_answer"]
+        for suffix, response, label in (("right", " ".join(gold), 1), ("wrong", wrong, 0)):
+            correctness_samples.append({"id": f"{sample_id}-{suffix}", "user_input": row["question"], "response": response, "reference": row["reference_answer"]})
+            correctness_units.append({"sample": f"{sample_id}-{suffix}", "label": label, "group": sample_id, "part": None})
+    answerability_samples, answerability_units = [], []
+    for row in answerable + unanswerable:
+        sample_id = f"cq-{row['id']}"
+        answerability_samples.append(
+            {"id": sample_id, "user_input": row["question"], "retrieved_contexts": row["passage_sentences"], "response": "I cannot find the answer in the documents."}
+        )
+        answerability_units.append({"sample": sample_id, "label": int(row["answerable"]), "group": sample_id, "part": None})
+    return [
+        Task("clapnq/context_precision", "context_precision", load_dataset(precision_samples), precision_units, "binary", "per sentence vs annotator selection"),
+        Task("clapnq/context_recall", "context_recall", load_dataset(recall_samples), recall_units, "graded", "vs share of gold sentences kept"),
+        Task("clapnq/answer_correctness", "answer_correctness", load_dataset(correctness_samples), correctness_units, "binary", "gold sentences vs another question's answer"),
+        Task("clapnq/answerability", "negative_rejection", load_dataset(answerability_samples), answerability_units, "binary", "answerable vs unanswerable questions"),
+    ]
+
+
+def msmarco(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
+    """Context relevance (``limit``: passages). Passages of one query are the retrieved
+    contexts of one sample, each judged against the query."""
+    path = data_dir / "msmarco_context_relevance.csv"
+    if not path.exists():
+        raise FileNotFoundError(f"{path} not found: pass --data-dir with the folder of the labelled sets")
+    with path.open(encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    return [_relevance_task("msmarco/context_relevance", [(r["query"], r["expected_response"], int(float(r["expected_score"]))) for r in rows], limit, seed, "ms")]
+
+
+def rgb(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
+    """Chinese context relevance (``limit``: passages): positive passages contain the
+    answer, negative ones are related but do not."""
+    triples = []
+    for row in _jsonl(data_dir / "rgb_zh_refine.jsonl"):
+        triples += [(row["query"], p, 1) for p in row["positive"]] + [(row["query"], p, 0) for p in row["negative"]]
+    return [_relevance_task("rgb/context_relevance", triples, limit, seed, "rgb")]
+
+
+def _relevance_task(name: str, triples: list[tuple[str, str, int]], limit: int | None, seed: int, prefix: str) -> Task:
+    chosen = _sample(triples, limit, seed)
+    by_query: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    for query, passage, label in chosen:
+        if passage not in {p for p, _ in by_query[query]}:
+            by_query[query].append((passage, label))
+    samples, units = [], []
+    for number, (query, passages) in enumerate(sorted(by_query.items())):
+        sample_id = f"{prefix}-{number}"
+        samples.append({"id": sample_id, "user_input": query, "retrieved_contexts": [p for p, _ in passages]})
+        units += [{"sample": sample_id, "label": label, "group": sample_id, "part": index} for index, (_, label) in enumerate(passages)]
+    return Task(name, "context_relevance", load_dataset(samples), units, "binary", "ROC-AUC target 0.85")
+
+
+def labelled_file(path: Path, metric: str, label_field: str, limit: int | None, seed: int) -> Task:
+    """A user's own labelled samples: any file ``load_dataset`` reads, with a human label
+    per sample in ``label_field`` (a column, so it lands in ``metadata``). Labels that are
+    all 0 or 1 make a binary task (balanced accuracy, ROC-AUC); others a graded one
+    (Pearson, Spearman).
+
+    Raises:
+        ValueError: A sample has no numeric label; the message names it.
+    """
+    dataset = load_dataset(path)
+    chosen = _sample(dataset.samples, limit, seed)
+    units = []
+    for loaded in chosen:
+        label = loaded.sample.metadata.get(label_field)
+        if isinstance(label, bool):
+            label = int(label)
+        if not isinstance(label, (int, float)):
+            raise ValueError(f"{loaded.source}, {loaded.location}: field '{label_field}' must be a number, got {label!r}")
+        units.append({"sample": loaded.key, "label": label, "group": loaded.key, "part": None})
+    kind = "binary" if {u["label"] for u in units} <= {0, 1} else "graded"
+    subset = load_dataset([loaded.sample for loaded in chosen])
+    keys = {loaded.sample.id: loaded.key for loaded in chosen}
+    if any(sample_id is None for sample_id in keys):
+        raise ValueError(f"{path}: every sample needs an 'id' to be benchmarked")
+    return Task(f"{path.name}/{metric}", metric, subset, units, kind, f"labels from '{label_field}'")
+
+
+SUITES: dict[str, Callable[[Path, int | None, int], list[Task]]] = {
+    "qags": qags,
+    "ragchecker": ragchecker,
+    "clapnq": clapnq,
+    "msmarco": msmarco,
+    "rgb": rgb,
+}

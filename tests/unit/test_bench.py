@@ -1,0 +1,175 @@
+"""The meta-evaluation: building tasks from labelled sets, and measuring agreement.
+
+Fixture files follow the formats of the shared labelled sets but hold text written here.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from ragmeter import Result, Sample, SampleResult, Score
+from ragmeter.bench import suites
+from ragmeter.bench.runner import measure, unit_score
+from ragmeter.bench.suites import Task
+from ragmeter.cli import app
+from ragmeter.io import load_dataset
+
+
+def write_jsonl(path, rows):
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+
+
+@pytest.fixture
+def data_dir(tmp_path):
+    articles = [f"Article {i}: the library lends {i} books and opens at {8 + i}:00." for i in range(4)]
+    write_jsonl(
+        tmp_path / "qags_sentences.jsonl",
+        [
+            {"id": f"q-{i}-{j}", "source": "cnndm", "context": articles[i], "claim": f"Claim {j} about article {i}.", "votes": [], "faithful_majority": (i + j) % 2}
+            for i in range(4)
+            for j in range(2)
+        ],
+    )
+    write_jsonl(
+        tmp_path / "ragchecker_meta_eval.jsonl",
+        [
+            {"instance_id": i, "annotator_slot": slot, "question": f"Q{i}?", "reference": f"R{i}.", "response_1": f"A{i}.", "response_2": f"B{i}.",
+             "correctness_pref": (i % 5) - 2, "completeness_pref": 0, "overall_pref": 0}
+            for i in range(5)
+            for slot in (0, 1)
+        ],
+    )
+    clap = []
+    for i in range(6):
+        sentences = [f"Topic {i} sentence {k}." for k in range(4)]
+        clap.append(
+            {"id": f"c{i}", "question": f"What about topic {i}?", "passage": " ".join(sentences), "passage_sentences": sentences,
+             "gold_sentences": sentences[:2] if i < 3 else [], "reference_answer": f"Topic {i} answer.", "answerable": i < 3}
+        )
+    write_jsonl(tmp_path / "clapnq_dev.jsonl", clap)
+    with (tmp_path / "msmarco_context_relevance.csv").open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["query", "expected_response", "expected_score"])
+        for i in range(3):
+            writer.writerow([f"query {i}", f"relevant passage {i}", 1])
+            writer.writerow([f"query {i}", f"near miss {i}", 0])
+    write_jsonl(tmp_path / "rgb_zh_refine.jsonl", [{"id": i, "query": f"问题{i}", "answer": ["答"], "positive": [f"正例{i}"], "negative": [f"负例{i}", f"负例{i}乙"]} for i in range(3)])
+    return tmp_path
+
+
+def test_qags_makes_one_claim_per_sample_grouped_by_article(data_dir):
+    faithfulness, embedding = suites.qags(data_dir, None, 0)
+    assert faithfulness.metric == "faithfulness" and embedding.metric == "embedding_groundedness"
+    assert len(faithfulness.dataset) == 8 and len(faithfulness.units) == 8
+    sample = faithfulness.dataset.samples[0].sample
+    assert sample.retrieved_contexts and sample.response.startswith("Claim")
+    assert len({u["group"] for u in faithfulness.units}) == 4
+
+
+def test_limit_draws_the_same_seeded_subset_every_time(data_dir):
+    first = [u["sample"] for u in suites.qags(data_dir, 3, seed=7)[0].units]
+    again = [u["sample"] for u in suites.qags(data_dir, 3, seed=7)[0].units]
+    other = [u["sample"] for u in suites.qags(data_dir, 3, seed=8)[0].units]
+    assert len(first) == 3 and first == again and first != other
+
+
+def test_ragchecker_pairs_both_responses_and_keeps_each_annotator(data_dir):
+    task = suites.ragchecker(data_dir, 2, 0)[0]
+    assert len(task.dataset) == 4 and len(task.units) == 4, "2 pairs x 2 responses; 2 pairs x 2 annotators"
+    unit = task.units[0]
+    assert unit["sample"].endswith("-2") and unit["versus"].endswith("-1") and unit["versus"][:-2] == unit["sample"][:-2]
+
+
+def test_clapnq_builds_precision_recall_correctness_and_answerability(data_dir):
+    precision, recall, correctness, answerability = suites.clapnq(data_dir, None, 0)
+    assert {u["label"] for u in precision.units} == {0, 1}
+    assert all(0 <= u["label"] <= 1 for u in recall.units)
+    assert sorted(u["label"] for u in correctness.units) == [0, 0, 0, 1, 1, 1]
+    assert sorted(u["label"] for u in answerability.units) == [0, 0, 0, 1, 1, 1]
+    for loaded in precision.dataset:
+        gold = [u for u in precision.units if u["sample"] == loaded.key and u["label"] == 1]
+        assert len(gold) == 2, "both annotator-selected sentences are among the contexts"
+
+
+def test_relevance_sets_group_passages_by_query(data_dir):
+    (ms,) = suites.msmarco(data_dir, None, 0)
+    (zh,) = suites.rgb(data_dir, None, 0)
+    assert len(ms.dataset) == 3 and len(ms.units) == 6 and ms.kind == "binary"
+    assert len(zh.dataset) == 3 and sorted(u["label"] for u in zh.units) == [0] * 6 + [1] * 3
+    for task in (ms, zh):
+        for unit in task.units:
+            sample = next(s.sample for s in task.dataset if s.key == unit["sample"])
+            assert unit["part"] < len(sample.retrieved_contexts)
+
+
+def test_a_missing_file_says_where_to_point(tmp_path):
+    with pytest.raises(FileNotFoundError, match="--data-dir"):
+        suites.qags(tmp_path, None, 0)
+
+
+def _result(metric, scores):
+    samples = [SampleResult(key, Sample(id=key), "<list>", f"row {i}", {metric: score}) for i, (key, score) in enumerate(scores.items())]
+    info = {"id": metric, "name": metric, "family": "groundedness", "unit": None, "higher_is_better": True}
+    return Result(samples=samples, metrics=[info])
+
+
+def test_measure_binary_agreement_and_unscored_units():
+    units = [{"sample": k, "label": y, "group": k, "part": None} for k, y in (("a", 1), ("b", 1), ("c", 0), ("d", 0), ("e", 1))]
+    task = Task("t", "token_f1", load_dataset([{"id": u["sample"]} for u in units]), units, "binary")
+    scores = {"a": Score(0.9), "b": Score(0.6), "c": Score(0.2), "d": Score(0.55), "e": Score.unscored("reference is empty")}
+    measured = measure(task, _result("token_f1", scores))
+    assert measured.statistics["roc_auc"]["value"] == 1.0
+    assert measured.statistics["balanced_accuracy"]["value"] == pytest.approx(0.75), "0.55 is decided positive"
+    assert measured.n_unscored == 1 and measured.unscored_reasons == {"reference is empty": 1}
+
+
+def test_measure_preference_uses_the_score_difference():
+    units = [{"sample": f"p{i}-2", "versus": f"p{i}-1", "label": float(d), "group": i, "part": None} for i, d in enumerate((2, 1, -1, -2))]
+    values = {"p0-2": 0.9, "p0-1": 0.1, "p1-2": 0.6, "p1-1": 0.5, "p2-2": 0.4, "p2-1": 0.6, "p3-2": 0.1, "p3-1": 0.8}
+    task = Task("t", "answer_correctness", load_dataset([{"id": k} for k in values]), units, "preference")
+    measured = measure(task, _result("answer_correctness", {k: Score(v) for k, v in values.items()}))
+    assert measured.statistics["spearman"]["value"] == pytest.approx(1.0)
+    assert measured.statistics["pearson"]["value"] > 0.9
+
+
+def test_unit_scores_read_chunks_claims_and_answerability():
+    chunks = Score(0.5, details={"contexts": [{"rank": 1, "p_yes": 0.8, "useful": True}, {"rank": 2, "p_yes": 0.1, "useful": False}]})
+    assert unit_score("context_precision", chunks, 1) == (0.1, 0, None)
+    claims = Score(0.5, details={"claims": [{"claim": "x", "p_yes": 0.9}, {"claim": "y", "p_yes": 0.3}]})
+    assert unit_score("faithfulness", claims, None) == (pytest.approx(0.6), 1, None)
+    answerable = Score.unscored("the contexts contain the answer (p=0.93)", {"p_answerable": 0.93, "threshold": 0.5})
+    assert unit_score("negative_rejection", answerable, None) == (0.93, 1, None)
+    assert unit_score("token_f1", Score.unscored("reference is empty"), None) == (None, None, "reference is empty")
+
+
+def test_bench_on_your_own_labelled_file_writes_results(tmp_path):
+    rows = [
+        {"id": f"s{i}", "response": r, "reference": "Loans last three weeks.", "human": label}
+        for i, (r, label) in enumerate(
+            [("Loans last three weeks.", 1), ("Loans last three weeks and renew twice.", 1), ("The library opens at nine.", 0), ("Cards are free.", 0)]
+        )
+    ]
+    labelled = tmp_path / "mine.jsonl"
+    write_jsonl(labelled, rows)
+    outcome = CliRunner().invoke(
+        app, ["bench", "--labelled", str(labelled), "--metric", "token_f1", "--label-field", "human", "--out", str(tmp_path), "--name", "mine"]
+    )
+    assert outcome.exit_code == 0, outcome.output
+    document = json.loads((tmp_path / "mine.json").read_text())
+    (task,) = document["tasks"]
+    assert task["statistics"]["roc_auc"]["value"] == 1.0 and task["n_units"] == 4
+    assert document["settings"]["judge"]["backend"] == "none"
+    assert "roc_auc" not in (tmp_path / "mine.md").read_text() and "ROC-AUC 1.000" in (tmp_path / "mine.md").read_text()
+
+
+def test_bench_rejects_unknown_sets_and_labels_that_are_not_numbers(tmp_path):
+    runner = CliRunner()
+    assert runner.invoke(app, ["bench", "nosuchset", "--data-dir", str(tmp_path)]).exit_code == 2
+    labelled = tmp_path / "bad.jsonl"
+    write_jsonl(labelled, [{"id": "a", "response": "x", "reference": "y", "label": "good"}])
+    outcome = runner.invoke(app, ["bench", "--labelled", str(labelled), "--metric", "token_f1"])
+    assert outcome.exit_code == 2 and "line 1" in outcome.output and "'label' must be a number" in outcome.output
