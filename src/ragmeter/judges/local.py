@@ -292,7 +292,7 @@ class LocalJudge(LLMJudge):
         size = llama_cpp.llama_state_get_size(context)
         buffer = (ctypes.c_uint8 * size)()
         written = llama_cpp.llama_state_get_data(context, buffer, size)
-        state = bytes(buffer[:written])
+        state = ctypes.string_at(buffer, written)  # a slice of a ctypes array would build a list of ints
         self._states[key] = state
         self._state_bytes += len(state)
         while self._state_bytes > self.state_cache_bytes and len(self._states) > 1:
