@@ -388,6 +388,192 @@ def bench_command(
     console.print(f"Wrote {md_path} and {json_path}", highlight=False)
 
 
+def _measure_table(title: str, rows: list[tuple[str, str]]) -> Table:
+    table = Table(title=title, title_justify="left")
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    for label, value in rows:
+        table.add_row(escape(label), escape(value))
+    return table
+
+
+@app.command("pairwise")
+def pairwise_command(
+    a: Annotated[Path, typer.Argument(help="System A: a sample file (.jsonl, .json, .csv, .parquet) or a run directory.")],
+    b: Annotated[Path, typer.Argument(help="System B: same questions (matched by id, else by question).")],
+    criterion: Annotated[str, typer.Option(help="What 'better' means, e.g. 'Factually correct and answers the question.'")] = (
+        "Factually correct and answers the question."
+    ),
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for pairwise.json and pairwise.md.")] = Path("ragmeter-pairwise"),
+    margin: Annotated[float, typer.Option(min=0.0, max=0.49, help="P(first better) within 0.5 ± margin counts as no preference.")] = 0.0,
+    reference_metric: Annotated[
+        Optional[str], typer.Option(help="Reference for length bias: a metric of both run directories (or a numeric metadata field).")
+    ] = None,
+    labels: Annotated[Optional[Path], typer.Option(help='Reference labels, JSONL: {"id": ..., "better": "A" | "B" | "tie"}.')] = None,
+    concurrency: Annotated[int, typer.Option(min=1, help="Pairs judged at once.")] = 4,
+    config: Annotated[Optional[Path], typer.Option("--config", "-c", help="YAML config file with judge settings.")] = None,
+    judge: Annotated[Optional[str], typer.Option(help="Judge backend: 'local' or 'openai'.")] = None,
+    judge_base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible endpoint.")] = None,
+    judge_model: Annotated[Optional[str], typer.Option(help="Model name at the endpoint.")] = None,
+    judge_api_key_env: Annotated[Optional[str], typer.Option(help="Environment variable holding the API key.")] = None,
+    judge_concurrency: Annotated[Optional[int], typer.Option(min=1, help="Most requests in flight to the endpoint.")] = None,
+    judge_rpm: Annotated[Optional[int], typer.Option(min=1, help="Requests per minute allowed to the endpoint.")] = None,
+    gguf: Annotated[Optional[Path], typer.Option(help="GGUF model for the local judge.")] = None,
+    cache: Annotated[bool, typer.Option("--cache/--no-cache", help="Reuse judge answers from the disk cache.")] = True,
+) -> None:
+    """Judge which of two systems' responses to the same questions is better, in both orders.
+
+    Reports the win rate of B over A (95% Wilson interval, ties count half), the tie rate,
+    the judge's position consistency and its length bias; writes pairwise.json and pairwise.md.
+    """
+    from ragmeter import pairwise
+
+    try:
+        settings = _judge_config(
+            load_config(config) if config else None,
+            backend=judge,
+            base_url=judge_base_url,
+            model=judge_model,
+            api_key_env=judge_api_key_env,
+            concurrency=judge_concurrency,
+            requests_per_minute=judge_rpm,
+            gguf=str(gguf) if gguf else None,
+            cache=cache,
+        )
+        side_a, side_b = pairwise.load_side(a), pairwise.load_side(b)
+        reference, label_problems = pairwise.read_labels(labels) if labels else (None, [])
+    except InputError as exc:
+        _print_issues(exc.issues)
+        raise _fail("input is not usable; nothing was judged") from None
+    except (ValueError, OSError, KeyError) as exc:
+        raise _fail(str(exc)) from None
+    pairs, matching = pairwise.match_samples(side_a, side_b, reference_metric=reference_metric, labels=reference)
+    matching["label_issues"] = label_problems
+    for problem in label_problems:
+        console.print(f"  {problem}", highlight=False, markup=False)
+    if not pairs:
+        raise _fail(f"no question has a response on both sides ({a}, {b}); matched by {matching['matched_by']}")
+    try:
+        llm = settings.build()
+    except JudgeError as exc:
+        raise _fail(f"pairwise judging needs an LLM judge: {exc}") from None
+    console.print(f"Judging {len(pairs)} pairs in both orders ({2 * len(pairs)} judge calls); judge {llm.backend}: {llm.model}", highlight=False)
+    report = pairwise.judge_pairs(pairs, llm, criterion, margin=margin, concurrency=concurrency, close=True)
+    report.matching = matching
+    report.settings.update(a=str(a), b=str(b))
+    json_path, md_path = pairwise.write_report(report, out)
+    console.print(_measure_table(f"B ({b}) vs A ({a})", pairwise.summary_rows(report.statistics)))
+    for title, keys in (("in A only", matching["unmatched_a"]), ("in B only", matching["unmatched_b"]), ("unusable", matching["unusable"])):
+        if keys:
+            shown = ", ".join(k if isinstance(k, str) else f"{k['side']} {k['key']} ({k['reason']})" for k in keys[:10])
+            console.print(f"[yellow]{len(keys)} sample(s) {title}:[/] {escape(shown)}{' …' if len(keys) > 10 else ''}", highlight=False)
+    console.print(f"Wrote {json_path} and {md_path}", highlight=False)
+
+
+@app.command("calibrate")
+def calibrate_command(
+    run_dir: Annotated[Path, typer.Argument(help="A directory written by `ragmeter eval`.")],
+    labels: Annotated[Path, typer.Option(help='Human labels, JSONL: {"id": ..., "label": 0/1 or a score in [0, 1]}.')],
+    metric: Annotated[str, typer.Option(help="The metric to calibrate (its id in the run, e.g. faithfulness).")],
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Folder for calibration.json and .md (default: RUN_DIR/calibration_<metric>).")] = None,
+    confidence: Annotated[float, typer.Option(min=0.5, max=0.999, help="Coverage of the intervals.")] = 0.95,
+) -> None:
+    """Agreement of a metric with a few human labels, and the true mean by prediction-powered inference.
+
+    Accuracy, Cohen's kappa, Pearson, Spearman and Kendall tau with bootstrap intervals on the
+    labelled samples; the PPI mean over the whole run next to the labels-only mean.
+    """
+    from ragmeter import calibrate
+
+    try:
+        report = calibrate.calibrate_run(run_dir, labels, metric, confidence=confidence)
+    except KeyError as exc:
+        raise _fail(str(exc.args[0] if exc.args else exc)) from None
+    except (ValueError, OSError) as exc:
+        raise _fail(str(exc)) from None
+    json_path, md_path = calibrate.write_report(report, out or calibrate.default_out(run_dir, metric))
+    console.print(_measure_table(f"{metric}: {report.n_used} labelled of {report.n_scored} scored samples", calibrate.summary_rows(report)))
+    for warning in report.warnings:
+        console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
+    console.print(f"Wrote {json_path} and {md_path}", highlight=False)
+
+
+@app.command("compare")
+def compare_command(
+    a: Annotated[Path, typer.Argument(help="Run A (the reference): a directory written by `ragmeter eval`.")],
+    b: Annotated[Path, typer.Argument(help="Run B (the candidate): differences are B - A.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for compare.md, compare.json and compare.html.")] = Path("compare-out"),
+    alpha: Annotated[float, typer.Option(min=0.0001, max=0.5, help="Family-wise significance level (Holm across the metrics).")] = 0.05,
+    permutations: Annotated[
+        int, typer.Option(min=100, help="Random sign flips of the permutation test (exact enumeration up to 16 non-zero differences).")
+    ] = 10_000,
+    seed: Annotated[int, typer.Option(help="Seed of the permutations and of the bootstrap.")] = 0,
+) -> None:
+    """Compare two runs on their matched samples: mean difference with a paired bootstrap CI,
+    paired permutation p-value with Holm correction across metrics, and the largest regressions.
+
+    Samples are matched by id, else by question; unmatched and duplicate samples are listed.
+    Writes compare.md, compare.json and compare.html to --out. Exit code 0 (a report, not a gate).
+    """
+    from ragmeter import compare
+
+    try:
+        comparison = compare.compare_runs(a, b, alpha=alpha, n_permutations=permutations, seed=seed)
+    except (FileNotFoundError, json.JSONDecodeError, KeyError, ValueError) as exc:
+        raise _fail(f"cannot compare {a} and {b}: {exc}") from None
+    paths = compare.write_comparison(comparison, out)
+    console.print(compare.rich_table(comparison))
+    for line in compare.summary_lines(comparison):
+        console.print(line, highlight=False, markup=False)
+    console.print(f"Wrote {', '.join(str(p) for p in paths)}", highlight=False, markup=False)
+
+
+@app.command("gate")
+def gate_command(
+    run_dir: Annotated[Path, typer.Argument(help="The run to check: a directory written by `ragmeter eval`.")],
+    thresholds: Annotated[
+        Optional[Path], typer.Option("--thresholds", "-t", help="YAML: metric id -> minimum mean, or {min|max: x, on: mean|ci_low|ci_high}.")
+    ] = None,
+    baseline: Annotated[Optional[Path], typer.Option(help="A baseline run directory to check against (e.g. the main branch's last run).")] = None,
+    max_drop: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            help="With --baseline: fail a [0, 1] metric whose mean drops by more than this and significantly, "
+            "or whose share of matched samples scored (coverage) drops by more than this.",
+        ),
+    ] = 0.02,
+    alpha: Annotated[float, typer.Option(min=0.0001, max=0.5, help="Significance level of the baseline test (Holm across metrics).")] = 0.05,
+    junit: Annotated[Optional[Path], typer.Option(help="Write the checks as JUnit XML to this file.")] = None,
+    permutations: Annotated[int, typer.Option(min=100, help="Random sign flips of the baseline permutation test.")] = 10_000,
+    seed: Annotated[int, typer.Option(help="Seed of the permutations and of the bootstrap.")] = 0,
+) -> None:
+    """Fail (exit 1) when the run misses a threshold or drops significantly below a baseline.
+
+    A baseline check fails when the mean drop over matched samples exceeds --max-drop and the
+    paired permutation test (Holm-adjusted across metrics) says the drop is real. A second
+    baseline check per metric fails when the share of matched samples it scored is lower than
+    the baseline's by more than --max-drop. Exit codes: 0 every check passed, 1 a check
+    failed, 2 usage or input error.
+    """
+    from ragmeter import gate
+
+    try:
+        report = gate.run_gate(
+            run_dir, thresholds=thresholds, baseline=baseline, max_drop=max_drop, alpha=alpha, n_permutations=permutations, seed=seed
+        )
+    except gate.GateInputError as exc:
+        raise _fail(escape(str(exc))) from None
+    console.print(gate.rich_table(report))
+    for line in gate.summary_lines(report):
+        console.print(line, highlight=False, markup=False)
+    if junit is not None:
+        junit.parent.mkdir(parents=True, exist_ok=True)
+        junit.write_text(report.to_junit(), encoding="utf-8")
+        console.print(f"Wrote {junit}", highlight=False, markup=False)
+    raise typer.Exit(report.exit_code)
+
+
 @app.command("metrics")
 def metrics_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,

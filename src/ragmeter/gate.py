@@ -1,0 +1,576 @@
+"""Quality gate: pass or fail a run against thresholds and against a baseline run.
+
+Thresholds file (YAML): a mapping from metric id to a rule::
+
+    token_f1: 0.6                      # mean >= 0.6
+    faithfulness: {min: 0.8, on: ci_low}   # the lower end of the 95% CI >= 0.8
+    latency_ms: {max: 1500}            # lower is better: mean <= 1500
+    cost_usd: {max: 0.002, on: ci_high}
+
+A bare number is a minimum of the mean. ``min`` is for metrics where higher is better and
+``on`` is ``mean`` (default) or ``ci_low``; ``max`` is for metrics where lower is better
+(``latency_ms``, ``total_tokens``, ``cost_usd``, ``first_relevant_rank``,
+``noise_sensitivity``) and ``on`` is ``mean`` or ``ci_high``. A metric with no scored sample
+fails its threshold.
+
+Baseline (``--baseline DIR --max-drop X``): the run is compared with the baseline over their
+matched samples (:mod:`ragmeter.compare`). For each quality metric (a score in [0, 1])
+present in both, with ``improvement_i = current_i - baseline_i`` (negated for metrics where
+lower is better) over the pairs scored in both runs and ``drop = -mean(improvement)``:
+
+    the check **fails when drop > max_drop and the paired permutation test says the drop is
+    real**: its Holm-adjusted p-value (Holm across the metrics checked against the baseline)
+    is below ``alpha``.
+
+A drop within ``max_drop`` never fails, however certain; a larger drop that the test cannot
+tell from noise does not fail either (the table shows it with its interval). Measurements
+with a unit (ms, tokens, USD, rank) are not checked against the baseline (``max_drop`` is on
+the [0, 1] scale): give them a threshold. A metric that the current run no longer scores on
+matched samples that the baseline scored, leaving fewer than two pairs, fails.
+
+Unscored samples leave the mean comparison, so a run that stops scoring samples (a judge
+that fails, a field gone missing) could keep its mean. Each of these metrics therefore has a
+second baseline check, on its **coverage**: the share of the matched samples that the metric
+scored, ``coverage = n_scored / n_matched`` in each run (the same matched samples, so the same
+denominator). It
+
+    **fails when coverage_baseline - coverage_run > max_drop** (the same ``max_drop``; counts,
+    not an estimate, so no test of significance),
+
+and the message gives both shares with their counts and the commonest reasons the run gave
+for the samples it did not score.
+"""
+
+from __future__ import annotations
+
+import math
+import xml.etree.ElementTree as ET
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ragmeter.compare import Comparison, MetricComparison, compare_results, format_p, format_signed
+from ragmeter.report.formatting import format_number
+from ragmeter.result import Result, SampleResult
+
+PASS, FAIL, SKIPPED = "pass", "fail", "skipped"
+
+#: Unscored reasons named in a failed coverage check, commonest first.
+MAX_REASONS_SHOWN = 3
+
+
+class GateInputError(ValueError):
+    """A thresholds file or option that cannot be used; the message names file and key."""
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """One threshold rule: ``on`` (mean, ci_low or ci_high) must be >= ``value`` (bound
+    ``min``) or <= ``value`` (bound ``max``)."""
+
+    metric: str
+    bound: str
+    value: float
+    on: str = "mean"
+
+    def holds(self, observed: float) -> bool:
+        return observed >= self.value if self.bound == "min" else observed <= self.value
+
+    def versus(self, observed: float, unit: str | None) -> str:
+        """``observed`` next to the bound, e.g. "0.412 < min 0.500"; with more digits when
+        the two would print alike."""
+        if self.bound == "min":
+            relation = "≥" if observed >= self.value else "<"
+        else:
+            relation = "≤" if observed <= self.value else ">"
+        shown, limit = format_number(observed, unit), format_number(self.value, unit)
+        if shown == limit and observed != self.value:
+            shown, limit = f"{observed:.6g}", f"{self.value:.6g}"
+        return f"{shown} {relation} {self.bound} {limit}"
+
+
+def parse_threshold(spec: Any, info: dict[str, Any], *, allow_on: bool = True) -> Threshold:
+    """A rule from its YAML value.
+
+    Args:
+        spec: A number (a minimum of the mean) or a mapping with ``min`` or ``max`` and,
+            with ``allow_on``, ``on`` (``mean``, ``ci_low`` for ``min``, ``ci_high`` for ``max``).
+        info: The metric's description (:meth:`ragmeter.metrics.base.Metric.info`): its
+            ``id``, ``unit`` and ``higher_is_better``.
+        allow_on: False for a single sample, which has no mean or interval.
+
+    Raises:
+        ValueError: The value is not a valid rule for this metric (the message says why
+            and what to write instead; it does not name the file).
+    """
+    metric, unit = info["id"], info.get("unit")
+    higher_is_better = bool(info.get("higher_is_better", True))
+    direction = "higher" if higher_is_better else "lower"
+    bound_key = "min" if higher_is_better else "max"
+    allowed_on = ("mean", "ci_low") if higher_is_better else ("mean", "ci_high")
+    if _is_number(spec):
+        if not higher_is_better:
+            raise ValueError(f"{direction} is better for this metric: write {{max: {spec}}} (a bare number is a minimum)")
+        spec = {"min": spec}
+    if not isinstance(spec, dict):
+        raise ValueError(f"expected a number or a mapping like {{{bound_key}: 0.7, on: mean}}, got {_describe(spec)}")
+    unknown = sorted(str(k) for k in spec if k not in ("min", "max", "on"))
+    if unknown:
+        raise ValueError(f"unknown key(s) {', '.join(unknown)}; use {bound_key}" + (" and on" if allow_on else ""))
+    bounds = [k for k in ("min", "max") if k in spec]
+    if len(bounds) != 1:
+        raise ValueError(f"give exactly one of min or max ({direction} is better for this metric: use {bound_key})")
+    bound = bounds[0]
+    if bound != bound_key:
+        raise ValueError(f"{direction} is better for this metric: use {bound_key}, not {bound}")
+    value = spec[bound]
+    if not _is_number(value):
+        raise ValueError(f"{bound} must be a number, got {_describe(value)}")
+    if unit is None and not 0 <= value <= 1:
+        raise ValueError(f"{metric} scores are in [0, 1]; got {bound} {value:g}")
+    on = spec.get("on", "mean")
+    if "on" in spec and not allow_on:
+        raise ValueError("'on' does not apply to a single sample")
+    if on not in allowed_on:
+        raise ValueError(f"on must be {' or '.join(allowed_on)}, got {_describe(on)}")
+    return Threshold(metric, bound, float(value), on)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _describe(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def load_thresholds(path: str | Path, result: Result) -> list[Threshold]:
+    """Read and validate a thresholds file against the metrics of ``result``.
+
+    Only ``true`` and ``false`` are booleans in the file (``on``, ``yes``, ``off`` are
+    plain words, as in YAML 1.2), and a metric given twice is an error, not a silent override.
+
+    Raises:
+        GateInputError: The file is missing, not YAML, not a mapping, repeats a key, names
+            a metric the run does not have, or gives an invalid rule; the message names the
+            file and key (and the line, for YAML errors).
+    """
+    import yaml
+
+    from ragmeter.metrics.base import metric_classes
+
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise GateInputError(f"{path}: file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise GateInputError(f"{path}: cannot read: {exc}") from None
+    try:
+        data = yaml.load(text, Loader=_thresholds_loader())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f", line {mark.line + 1}" if mark is not None else ""
+        raise GateInputError(f"{path}{where}: not valid YAML: {getattr(exc, 'problem', None) or exc}") from None
+    if not isinstance(data, dict) or not data:
+        raise GateInputError(f"{path}: expected a mapping of metric id to threshold (e.g. 'token_f1: 0.6'), got {_describe(data)}")
+    known = {m["id"]: m for m in result.metrics}
+    rules = []
+    for key, spec in data.items():
+        metric = str(key)
+        if metric not in known:
+            name = metric.split("@")[0]
+            what = "was not evaluated in this run" if name in metric_classes() else "is not a ragmeter metric"
+            raise GateInputError(f"{path}: key '{metric}': unknown metric: '{metric}' {what}; the run has {', '.join(known) or 'no metric'}")
+        try:
+            rules.append(parse_threshold(spec, known[metric]))
+        except ValueError as exc:
+            raise GateInputError(f"{path}: key '{metric}': {exc}") from None
+    return rules
+
+
+def _thresholds_loader() -> type:
+    """A safe YAML loader with YAML 1.2 booleans (``{min: 0.8, on: ci_low}`` keeps its
+    ``on`` key) that rejects a key repeated in one mapping."""
+    import re
+
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        def construct_mapping(self, node, deep=False):
+            first_line: dict[str, int] = {}
+            for key_node, _ in node.value:
+                if isinstance(key_node, yaml.ScalarNode):
+                    line = key_node.start_mark.line + 1
+                    if key_node.value in first_line:
+                        raise yaml.constructor.ConstructorError(
+                            None, None, f"key '{key_node.value}' is repeated (first on line {first_line[key_node.value]})", key_node.start_mark
+                        )
+                    first_line[key_node.value] = line
+            return super().construct_mapping(node, deep)
+
+    bool_tag = "tag:yaml.org,2002:bool"
+    Loader.yaml_implicit_resolvers = {
+        first: [(tag, regexp) for tag, regexp in resolvers if tag != bool_tag]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+    Loader.add_implicit_resolver(bool_tag, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
+    return Loader
+
+
+@dataclass
+class Check:
+    """One line of the gate: a rule on a metric, what was observed, and the verdict."""
+
+    metric: str
+    kind: str  # "threshold" or "baseline"
+    rule: str
+    observed: str
+    verdict: str
+    message: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return f"{self.metric}: {self.rule}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "metric": self.metric,
+            "kind": self.kind,
+            "rule": self.rule,
+            "observed": self.observed,
+            "verdict": self.verdict,
+            "message": self.message,
+            "details": self.details,
+        }
+
+
+@dataclass
+class GateReport:
+    """Every check of a gate run."""
+
+    run: str
+    checks: list[Check]
+    comparison: Comparison | None = None
+
+    @property
+    def failed(self) -> list[Check]:
+        return [c for c in self.checks if c.verdict == FAIL]
+
+    @property
+    def passed(self) -> bool:
+        return not self.failed
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.failed else 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run": self.run,
+            "passed": self.passed,
+            "n_checks": len(self.checks),
+            "n_failed": len(self.failed),
+            "checks": [c.to_dict() for c in self.checks],
+            "baseline_matching": self.comparison.matching.to_dict() if self.comparison else None,
+        }
+
+    def to_junit(self) -> str:
+        """JUnit XML: one test case per check, ``<failure>`` for failed and ``<skipped>``
+        for skipped checks, in one test suite named after the run (timestamp in UTC)."""
+        failures = len(self.failed)
+        skipped = sum(1 for c in self.checks if c.verdict == SKIPPED)
+        attributes = {"tests": str(len(self.checks)), "failures": str(failures), "errors": "0", "skipped": str(skipped)}
+        suites = ET.Element("testsuites", {"name": "ragmeter gate", **attributes})
+        suite = ET.SubElement(
+            suites,
+            "testsuite",
+            {"name": f"ragmeter gate {self.run}", **attributes, "timestamp": datetime.now(timezone.utc).replace(tzinfo=None).isoformat(timespec="seconds")},
+        )
+        for check in self.checks:
+            case = ET.SubElement(suite, "testcase", {"classname": f"ragmeter.gate.{check.kind}", "name": check.name, "time": "0"})
+            if check.verdict == FAIL:
+                failure = ET.SubElement(case, "failure", {"message": check.message, "type": f"{check.kind} check failed"})
+                failure.text = f"{check.metric}: {check.rule}\nobserved: {check.observed}\n{check.message}"
+            elif check.verdict == SKIPPED:
+                ET.SubElement(case, "skipped", {"message": check.message})
+            ET.SubElement(case, "system-out").text = f"observed: {check.observed}"
+        ET.indent(suites)
+        return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+
+
+def threshold_checks(result: Result, rules: list[Threshold]) -> list[Check]:
+    """Check each rule against the run's aggregates (mean and 95% bootstrap CI)."""
+    checks = []
+    for rule in rules:
+        info = result.metric(rule.metric)
+        unit = info.get("unit")
+        a = result.aggregates[rule.metric]
+        rule_text = f"{rule.on} {'≥' if rule.bound == 'min' else '≤'} {format_number(rule.value, unit) if unit else f'{rule.value:g}'}"
+        observed_value = a.get(rule.on)
+        shown = _aggregate_text(a, unit)
+        details = {"bound": rule.bound, "threshold": rule.value, "on": rule.on, "observed": observed_value, "n_scored": a["n_scored"]}
+        if observed_value is None:
+            why = "no scored sample" if a["n_scored"] == 0 else "no interval (fewer than 2 scored samples)"
+            checks.append(Check(rule.metric, "threshold", rule_text, shown, FAIL, f"{rule.metric}: {why}; the threshold cannot hold", details))
+            continue
+        ok = rule.holds(observed_value)
+        message = f"{rule.metric} {rule.on} {rule.versus(observed_value, unit)}"
+        if a["n_unscored"]:
+            message += f" ({a['n_unscored']} sample(s) unscored)"
+        checks.append(Check(rule.metric, "threshold", rule_text, shown, PASS if ok else FAIL, message, details))
+    return checks
+
+
+def _aggregate_text(a: dict[str, Any], unit: str | None) -> str:
+    if a.get("mean") is None:
+        return f"no scored sample ({a['n_unscored']} unscored)"
+    text = f"{format_number(a['mean'], unit)}"
+    if a.get("ci_low") is not None:
+        text += f" [{format_number(a['ci_low'], unit)}, {format_number(a['ci_high'], unit)}]"
+    text += f", n={a['n_scored']}"
+    if a["n_unscored"]:
+        text += f", {a['n_unscored']} unscored"
+    return text
+
+
+def baseline_checks(
+    result: Result,
+    baseline: Result,
+    max_drop: float,
+    *,
+    alpha: float = 0.05,
+    n_permutations: int = 10_000,
+    seed: int = 0,
+    run_label: str = "current",
+    baseline_label: str = "baseline",
+) -> tuple[list[Check], Comparison]:
+    """Check each quality metric present in both runs against the baseline: its mean, then
+    its coverage (two checks per metric; see the module docstring for the rules). Returns the
+    checks and the comparison (baseline = A, run = B).
+
+    Raises:
+        GateInputError: ``max_drop`` is negative, or no sample of the run matches one of
+            the baseline.
+    """
+    if not (math.isfinite(max_drop) and max_drop >= 0):
+        raise GateInputError(f"--max-drop must be a number >= 0, got {max_drop}")
+    common = [m for m in baseline.metric_ids if m in result.metric_ids]
+    quality = [m for m in common if result.metric(m).get("unit") is None]
+    comparison = compare_results(
+        baseline,
+        result,
+        metrics=quality,
+        alpha=alpha,
+        n_permutations=n_permutations,
+        seed=seed,
+        label_a=baseline_label,
+        label_b=run_label,
+    )
+    if not comparison.matching.pairs:
+        raise GateInputError(
+            f"no sample of {run_label} matches one of the baseline {baseline_label} (by id or question): is it the same dataset?"
+        )
+    checks = []
+    rule = f"drop ≤ {max_drop:g}, or not significant (Holm, α={alpha:g})"
+    for m in comparison.metrics:
+        checks.append(_mean_check(m, rule, max_drop, alpha))
+        checks.append(_coverage_check(m, comparison, max_drop))
+    for metric in common:
+        if metric not in quality:
+            unit = result.metric(metric).get("unit")
+            checks.append(
+                Check(metric, "baseline", "drop vs baseline", "–", SKIPPED, f"{metric} is a measurement in {unit}: --max-drop applies to [0, 1] scores; set a threshold instead")
+            )
+    for metric in baseline.metric_ids:
+        if metric not in result.metric_ids:
+            checks.append(Check(metric, "baseline", "drop vs baseline", "–", SKIPPED, f"{metric} is in the baseline but was not evaluated in this run"))
+    return checks, comparison
+
+
+def _mean_check(m: MetricComparison, rule: str, max_drop: float, alpha: float) -> Check:
+    """The baseline check of one metric's mean over the pairs scored in both runs."""
+    excluded = m.excluded
+    details = {**m.to_dict(), "check": "mean", "max_drop": max_drop, "alpha": alpha}
+    details.pop("top_regressions", None)
+    if m.mean_diff is None or m.n_pairs < 2:
+        lost = excluded["unscored_in_b"]
+        observed = f"{m.n_pairs} scored pair(s); {lost} matched sample(s) scored by the baseline are unscored now"
+        if lost:
+            message = f"{m.metric}: the run no longer scores {lost} matched sample(s) the baseline scored; nothing left to compare"
+            return Check(m.metric, "baseline", rule, observed, FAIL, message, details)
+        return Check(m.metric, "baseline", rule, observed, SKIPPED, f"{m.metric}: fewer than 2 samples scored in both runs", details)
+    improvement = m.improvement() or 0.0
+    drop = -improvement
+    observed = (
+        f"{format_signed(m.mean_diff, None)} [{format_signed(m.ci_low, None)}, {format_signed(m.ci_high, None)}], "
+        f"{_p(m.p_permutation)}, Holm {_p(m.p_holm)}, n={m.n_pairs}"
+    )
+    if excluded["count"]:
+        observed += f", {excluded['count']} pair(s) unscored"
+    significant = m.p_holm is not None and m.p_holm < alpha
+    failed = drop > max_drop and significant
+    if failed:
+        message = (
+            f"{m.metric} dropped by {drop:.3f} (> {max_drop:g}) versus the baseline "
+            f"({m.mean_a:.3f} → {m.mean_b:.3f}); significant: Holm-adjusted {_p(m.p_holm)} < α = {alpha:g}"
+        )
+    elif drop > max_drop:
+        message = f"{m.metric} dropped by {drop:.3f} (> {max_drop:g}) but not significantly (Holm-adjusted {_p(m.p_holm)} ≥ α = {alpha:g})"
+    elif drop > 0:
+        message = f"{m.metric} dropped by {drop:.3f}, within {max_drop:g}"
+    else:
+        message = f"{m.metric} changed by {format_signed(improvement, None)} (no drop)"
+    return Check(m.metric, "baseline", rule, observed, FAIL if failed else PASS, message, details)
+
+
+def _coverage_check(m: MetricComparison, comparison: Comparison, max_drop: float) -> Check:
+    """The baseline check of one metric's coverage: the share of the matched samples it
+    scored, in the run against the baseline (see the module docstring)."""
+    n = len(comparison.matching.pairs)
+    excluded = m.excluded
+    # Every matched pair is scored in both runs (m.n_pairs) or excluded for one side or both.
+    n_baseline = m.n_pairs + excluded["unscored_in_b"]
+    n_run = m.n_pairs + excluded["unscored_in_a"]
+    share_baseline, share_run = n_baseline / n, n_run / n
+    drop = (n_baseline - n_run) / n  # one division, so a drop of exactly max_drop is not above it
+    reasons: Counter[tuple[str, bool]] = Counter()
+    for _, sample_result in comparison.matching.pairs:
+        reason, failed_to_score = _unscored_reason(sample_result, m.metric)
+        if reason is not None:
+            reasons[reason, failed_to_score] += 1
+    unscored_reasons = [{"reason": r, "count": c, "failed": f} for (r, f), c in reasons.most_common(MAX_REASONS_SHOWN)]
+    rule = f"coverage ≥ baseline's − {max_drop:g}"
+    observed = f"{share_run:.1%} ({n_run}/{n}); baseline {share_baseline:.1%} ({n_baseline}/{n})"
+    details = {
+        "check": "coverage",
+        "n_matched": n,
+        "n_scored_baseline": n_baseline,
+        "n_scored_run": n_run,
+        "coverage_baseline": share_baseline,
+        "coverage_run": share_run,
+        "drop": drop,
+        "max_drop": max_drop,
+        "unscored_reasons_run": unscored_reasons,
+    }
+    shares = (
+        f"{m.metric} scored {n_run} of {n} matched samples ({share_run:.1%}) vs "
+        f"{n_baseline} of {n} ({share_baseline:.1%}) in the baseline"
+    )
+    failed = drop > max_drop
+    if failed:
+        message = f"{shares}: coverage dropped by {drop:.3f} (> {max_drop:g})"
+        if unscored_reasons:
+            message += "; commonest reason(s) unscored in the run: " + ", ".join(
+                f'"{r["reason"]}" ({r["count"]})' for r in unscored_reasons
+            )
+    elif drop > 0:
+        message = f"{shares}: coverage dropped by {drop:.3f}, within {max_drop:g}"
+    else:
+        message = f"{shares}: no coverage drop"
+    return Check(m.metric, "baseline", rule, observed, FAIL if failed else PASS, message, details)
+
+
+def _unscored_reason(sample_result: SampleResult, metric: str) -> tuple[str | None, bool]:
+    """Why ``metric`` has no usable value for this sample, and whether scoring failed;
+    ``(None, False)`` when it has one (the rule of :mod:`ragmeter.compare`: no score, no
+    value, or a value that is not finite)."""
+    score = sample_result.scores.get(metric)
+    if score is None:
+        return "not evaluated", False
+    if score.value is None:
+        return score.reason or "no reason given", score.failed
+    if not math.isfinite(score.value):
+        return f"value is {score.value}", score.failed
+    return None, False
+
+
+def _p(p: float | None) -> str:
+    text = format_p(p)
+    return f"p {text[0]} {text[1:]}" if text.startswith("<") else f"p = {text}"
+
+
+def run_gate(
+    run_dir: str | Path,
+    *,
+    thresholds: str | Path | None = None,
+    baseline: str | Path | None = None,
+    max_drop: float = 0.02,
+    alpha: float = 0.05,
+    n_permutations: int = 10_000,
+    seed: int = 0,
+) -> GateReport:
+    """Load the run (and baseline) and perform every check asked for.
+
+    Raises:
+        GateInputError: Nothing to check, an unreadable run directory, or a bad
+            thresholds file (the message names the file and key).
+    """
+    if thresholds is None and baseline is None:
+        raise GateInputError("nothing to check: give --thresholds FILE and/or --baseline DIR")
+    if not 0 < alpha < 1:
+        raise GateInputError(f"--alpha must be between 0 and 1, got {alpha}")
+    result = _load(run_dir)
+    checks: list[Check] = []
+    if thresholds is not None:
+        checks += threshold_checks(result, load_thresholds(thresholds, result))
+    comparison = None
+    if baseline is not None:
+        baseline_checks_, comparison = baseline_checks(
+            result,
+            _load(baseline),
+            max_drop,
+            alpha=alpha,
+            n_permutations=n_permutations,
+            seed=seed,
+            run_label=str(run_dir),
+            baseline_label=str(baseline),
+        )
+        checks += baseline_checks_
+    return GateReport(str(run_dir), checks, comparison)
+
+
+def _load(directory: str | Path) -> Result:
+    import json
+
+    try:
+        return Result.load(directory)
+    except (FileNotFoundError, json.JSONDecodeError, KeyError, ValueError) as exc:
+        raise GateInputError(f"cannot read run directory {directory}: {exc}") from None
+
+
+def rich_table(report: GateReport):
+    """Every check as a rich table for the terminal."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title=f"Quality gate: {escape(report.run)}", title_justify="left")
+    for column in ("metric", "check", "rule", "observed", "verdict"):
+        table.add_column(column, no_wrap=column in ("metric", "verdict"))
+    styles = {PASS: "[green]pass[/]", FAIL: "[bold red]FAIL[/]", SKIPPED: "[yellow]skipped[/]"}
+    for check in report.checks:
+        table.add_row(escape(check.metric), check.kind, escape(check.rule), escape(check.observed), styles[check.verdict])
+    return table
+
+
+def summary_lines(report: GateReport) -> list[str]:
+    """Plain-text lines (no markup): each failure and skip with its message, then the outcome."""
+    lines = [f"FAIL {c.metric} ({c.kind}): {c.message}" for c in report.failed]
+    lines += [f"skipped {c.metric} ({c.kind}): {c.message}" for c in report.checks if c.verdict == SKIPPED]
+    if report.comparison is not None:
+        match = report.comparison.matching.to_dict()
+        lines.append(
+            f"Baseline: {match['n_matched']} samples matched by {match['by']}; {match['n_unmatched_b']} of the run and "
+            f"{match['n_unmatched_a']} of the baseline unmatched; "
+            f"{match['n_duplicate_samples_b'] + match['n_duplicate_samples_a']} duplicates left out."
+        )
+    n_failed = len(report.failed)
+    lines.append(
+        f"Gate {'FAILED' if n_failed else 'passed'}: {len(report.checks)} check(s), {n_failed} failed, "
+        f"{sum(1 for c in report.checks if c.verdict == SKIPPED)} skipped."
+    )
+    return lines
