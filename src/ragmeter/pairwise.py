@@ -1,0 +1,596 @@
+"""Pairwise judging: which of two responses to the same question is better for a criterion.
+
+Each pair is judged twice, with the responses in both orders (A shown first, then B shown
+first), through the judge's ``pairwise`` prompt: ``judge.scale("pairwise", shared,
+["1", "2"], lang)`` gives P(the response shown first is better).
+
+Definitions:
+
+- **Verdict of one order**: the first response when P(first) > 0.5 + margin, the second
+  when P(first) < 0.5 - margin, no preference inside [0.5 - margin, 0.5 + margin]
+  (with the default margin 0, only P = 0.5 exactly is no preference).
+- **Winner of a pair**: the response both orders prefer; a tie otherwise (the orders
+  disagree, so the verdict depends on position, or one or both orders have no
+  preference).
+- **Position consistency**: share of judged pairs whose two orders give the same verdict
+  about the underlying responses (both A, both B, or both no preference).
+- **First-position rate**: share of order verdicts with a preference that chose the
+  response shown first (0.5 for a judge without position bias).
+- **Win rate of B over A**: (B wins + ties / 2) / judged pairs, with a Wilson score
+  interval on that proportion (ties counting half a success). A tie varies less than a
+  coin flip, so with ties the interval is slightly conservative.
+- **Length bias**: among pairs the judge decided whose responses differ in length (in
+  words; Chinese segmented), the share the longer response won (X); among pairs a
+  reference signal decided (a label, or a metric score), the share where the longer
+  response is the better one (Y). Length bias = X - Y: how much more often the judge
+  picks the longer response than it deserves.
+
+Pairs that cannot be judged (a judge error) are kept with the error and left out of the
+statistics, and counted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ragmeter.judges.base import LLMJudge
+from ragmeter.schema import Sample
+
+TASK = "pairwise"
+OPTIONS = ("1", "2")
+DEFAULT_CRITERION = "Factually correct and answers the question."
+DEFAULT_CONCURRENCY = 4
+JSON_FILE = "pairwise.json"
+MARKDOWN_FILE = "pairwise.md"
+_SIDES = ("a", "b")
+
+
+# ---- pairs and verdicts --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Two responses to the same question.
+
+    Attributes:
+        key: Identifier of the pair (the sample id, or side A's key).
+        question: The question both responses answer.
+        response_a: Response of system A.
+        response_b: Response of system B.
+        reference: Which response a reference signal says is better: ``"a"``, ``"b"``,
+            ``"tie"``, or ``None`` when there is no reference.
+        lang: Prompt language (``"en"``/``"zh"``); ``None`` detects it from the question.
+    """
+
+    key: str
+    question: str
+    response_a: str
+    response_b: str
+    reference: str | None = None
+    lang: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.reference not in (None, "a", "b", "tie"):
+            raise ValueError(f"pair {self.key}: reference must be 'a', 'b', 'tie' or None, got {self.reference!r}")
+
+
+@dataclass
+class PairVerdict:
+    """The judge's verdicts on one pair.
+
+    Attributes:
+        key, question, reference, lang: From the :class:`Pair`.
+        p_a_first: P(A is better) with A shown first.
+        p_b_first: P(B is better) with B shown first.
+        order_ab: Verdict with A first: ``"a"``, ``"b"`` or ``None`` (no preference).
+        order_ba: Verdict with B first, about the same underlying responses.
+        winner: ``"a"``, ``"b"`` or ``"tie"``; ``None`` when the pair was not judged.
+        consistent: Both orders gave the same verdict.
+        length_a, length_b: Lengths of the responses in words.
+        error: Why the pair was not judged.
+    """
+
+    key: str
+    question: str
+    length_a: int
+    length_b: int
+    reference: str | None = None
+    lang: str = "en"
+    p_a_first: float | None = None
+    p_b_first: float | None = None
+    order_ab: str | None = None
+    order_ba: str | None = None
+    winner: str | None = None
+    consistent: bool | None = None
+    error: str | None = None
+
+    @property
+    def judged(self) -> bool:
+        return self.winner is not None
+
+    @property
+    def longer(self) -> str | None:
+        """``"a"`` or ``"b"``, whichever response is longer; ``None`` for equal lengths."""
+        if self.length_a == self.length_b:
+            return None
+        return "a" if self.length_a > self.length_b else "b"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def order_verdict(p_first: float, margin: float = 0.0) -> str | None:
+    """``"first"``, ``"second"`` or ``None``: the preference of one order, from P(first is
+    better); inside [0.5 - margin, 0.5 + margin] there is no preference."""
+    if p_first > 0.5 + margin:
+        return "first"
+    if p_first < 0.5 - margin:
+        return "second"
+    return None
+
+
+def combine(order_ab: str | None, order_ba: str | None) -> tuple[str, bool]:
+    """Winner (``"a"``, ``"b"`` or ``"tie"``) and consistency from the two orders' verdicts,
+    both expressed about the underlying responses (``"a"``, ``"b"`` or ``None``)."""
+    consistent = order_ab == order_ba
+    if consistent and order_ab is not None:
+        return order_ab, True
+    return "tie", consistent
+
+
+def _check_margin(margin: float) -> None:
+    if not 0.0 <= margin < 0.5:
+        raise ValueError(f"margin must be in [0, 0.5), got {margin}")
+
+
+def _length(text: str) -> int:
+    from ragmeter.text import tokenize
+
+    return len(tokenize(text))
+
+
+def _lang(pair: Pair) -> str:
+    if pair.lang:
+        return pair.lang
+    from ragmeter.metrics.llm_support import language_of
+
+    return language_of(Sample(user_input=pair.question, response=pair.response_a))
+
+
+async def _p_first(judge: LLMJudge, question: str, criterion: str, first: str, second: str, lang: str) -> float:
+    shared = {"question": question, "criterion": criterion, "response_1": first, "response_2": second}
+    probabilities = await judge.scale(TASK, shared, list(OPTIONS), lang)
+    p1, p2 = float(probabilities.get("1", 0.0)), float(probabilities.get("2", 0.0))
+    if not (math.isfinite(p1) and math.isfinite(p2)) or p1 < 0 or p2 < 0 or p1 + p2 <= 0:
+        raise ValueError(f"the judge gave no usable probabilities for options 1 and 2: {probabilities}")
+    return p1 / (p1 + p2)
+
+
+async def judge_pair(judge: LLMJudge, pair: Pair, criterion: str = DEFAULT_CRITERION, margin: float = 0.0) -> PairVerdict:
+    """Judge one pair in both orders. A judge error is recorded in ``error``, never raised."""
+    _check_margin(margin)
+    verdict = PairVerdict(
+        key=pair.key,
+        question=pair.question,
+        length_a=_length(pair.response_a),
+        length_b=_length(pair.response_b),
+        reference=pair.reference,
+    )
+    try:
+        verdict.lang = _lang(pair)
+        p_a_first, p_b_first = await asyncio.gather(
+            _p_first(judge, pair.question, criterion, pair.response_a, pair.response_b, verdict.lang),
+            _p_first(judge, pair.question, criterion, pair.response_b, pair.response_a, verdict.lang),
+        )
+    except Exception as exc:  # one pair must not end the run
+        verdict.error = f"{type(exc).__name__}: {exc}"
+        return verdict
+    to_side_ab = {"first": "a", "second": "b", None: None}
+    to_side_ba = {"first": "b", "second": "a", None: None}
+    verdict.p_a_first, verdict.p_b_first = p_a_first, p_b_first
+    verdict.order_ab = to_side_ab[order_verdict(p_a_first, margin)]
+    verdict.order_ba = to_side_ba[order_verdict(p_b_first, margin)]
+    verdict.winner, verdict.consistent = combine(verdict.order_ab, verdict.order_ba)
+    return verdict
+
+
+# ---- statistics ----------------------------------------------------------------------------
+
+
+def wilson_interval(successes: float, n: int, confidence: float = 0.95) -> tuple[float, float] | None:
+    """Wilson score interval of a proportion (``successes`` may be fractional: ties count
+    half); ``None`` when ``n`` is 0."""
+    if n <= 0:
+        return None
+    from scipy.stats import norm
+
+    z = float(norm.ppf(1 - (1 - confidence) / 2))
+    p = successes / n
+    denominator = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denominator
+    half = z * math.sqrt(max(p * (1 - p) / n + z * z / (4 * n * n), 0.0)) / denominator
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def _share(hits: int, n: int) -> float | None:
+    return hits / n if n else None
+
+
+def summarize(verdicts: Sequence[PairVerdict], confidence: float = 0.95) -> dict[str, Any]:
+    """Win rate of B over A with its Wilson interval, tie rate, position consistency,
+    first-position rate, agreement with the reference and length bias (see the module
+    docstring for the definitions)."""
+    judged = [v for v in verdicts if v.judged]
+    n = len(judged)
+    wins_a = sum(v.winner == "a" for v in judged)
+    wins_b = sum(v.winner == "b" for v in judged)
+    ties = n - wins_a - wins_b
+    interval = wilson_interval(wins_b + ties / 2, n, confidence)
+    order_votes = [(v.order_ab, "a") for v in judged] + [(v.order_ba, "b") for v in judged]
+    preferences = [(chosen, first) for chosen, first in order_votes if chosen is not None]
+    decided = [v for v in judged if v.winner in _SIDES and v.longer is not None]
+    referenced = [v for v in verdicts if v.reference in _SIDES and v.longer is not None]
+    longer_wins = _share(sum(v.winner == v.longer for v in decided), len(decided))
+    longer_better = _share(sum(v.reference == v.longer for v in referenced), len(referenced))
+    with_reference = [v for v in judged if v.reference in _SIDES]
+    return {
+        "n_pairs": len(verdicts),
+        "n_judged": n,
+        "n_failed": len(verdicts) - n,
+        "wins_a": wins_a,
+        "wins_b": wins_b,
+        "ties": ties,
+        "win_rate_b": {
+            "value": (wins_b + ties / 2) / n if n else None,
+            "ci_low": interval[0] if interval else None,
+            "ci_high": interval[1] if interval else None,
+            "confidence": confidence,
+            "method": "Wilson score interval on (B wins + ties/2) / judged pairs",
+        },
+        "tie_rate": _share(ties, n),
+        "position_consistency": _share(sum(bool(v.consistent) for v in judged), n),
+        "first_position_rate": _share(sum(chosen == first for chosen, first in preferences), len(preferences)),
+        "reference_agreement": {
+            "value": _share(sum(v.winner == v.reference for v in with_reference), len(with_reference)),
+            "n": len(with_reference),
+            "definition": "share of judged pairs with a reference winner where the judge's winner is the same (a tie counts as a miss)",
+        },
+        "length_bias": {
+            "longer_wins": longer_wins,
+            "n_decided": len(decided),
+            "longer_is_better": longer_better,
+            "n_reference": len(referenced),
+            "bias": longer_wins - longer_better if longer_wins is not None and longer_better is not None else None,
+        },
+    }
+
+
+# ---- running -------------------------------------------------------------------------------
+
+
+@dataclass
+class PairwiseReport:
+    """Verdicts on every pair, the statistics, and what could not be paired.
+
+    Attributes:
+        criterion: The criterion judged.
+        margin: No-preference margin around 0.5.
+        verdicts: One per pair, in input order.
+        statistics: See :func:`summarize`.
+        matching: How the two sides were matched and what was left over (from
+            :func:`match_samples`), when they were.
+        settings: Judge and inputs, for the record.
+    """
+
+    criterion: str
+    margin: float
+    verdicts: list[PairVerdict]
+    statistics: dict[str, Any]
+    matching: dict[str, Any] = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "criterion": self.criterion,
+            "margin": self.margin,
+            "settings": self.settings,
+            "statistics": self.statistics,
+            "matching": self.matching,
+            "pairs": [v.to_dict() for v in self.verdicts],
+        }
+
+    def to_markdown(self) -> str:
+        return render_markdown(self)
+
+
+async def ajudge_pairs(
+    pairs: Iterable[Pair],
+    judge: LLMJudge,
+    criterion: str = DEFAULT_CRITERION,
+    *,
+    margin: float = 0.0,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    confidence: float = 0.95,
+) -> PairwiseReport:
+    """Judge every pair in both orders, at most ``concurrency`` pairs at a time."""
+    _check_margin(margin)
+    if concurrency < 1:
+        raise ValueError("concurrency must be at least 1")
+    if not criterion or not criterion.strip():
+        raise ValueError("the criterion must not be empty")
+    pairs = list(pairs)
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(pair: Pair) -> PairVerdict:
+        async with gate:
+            return await judge_pair(judge, pair, criterion, margin)
+
+    verdicts = list(await asyncio.gather(*(one(p) for p in pairs)))
+    return PairwiseReport(
+        criterion=criterion,
+        margin=margin,
+        verdicts=verdicts,
+        statistics=summarize(verdicts, confidence),
+        settings={"judge": judge.describe()},
+    )
+
+
+def judge_pairs(
+    pairs: Iterable[Pair], judge: LLMJudge, criterion: str = DEFAULT_CRITERION, *, close: bool = False, **options: Any
+) -> PairwiseReport:
+    """Blocking :func:`ajudge_pairs` (also from inside a running event loop); ``close``
+    releases the judge afterwards (its model memory, its connections)."""
+    from ragmeter.engine import _run_coroutine
+
+    async def run() -> PairwiseReport:
+        try:
+            return await ajudge_pairs(pairs, judge, criterion, **options)
+        finally:
+            if close:
+                await judge.aclose()
+
+    return _run_coroutine(run())
+
+
+# ---- inputs: two sample files or run directories -----------------------------------------
+
+
+@dataclass
+class Side:
+    """The samples of one side, with their keys, and the scores when it is a run directory."""
+
+    path: str
+    samples: list[tuple[str, Sample]]
+    scores: dict[str, dict[str, float | None]] = field(default_factory=dict)  # key -> metric -> value
+    higher_is_better: dict[str, bool] = field(default_factory=dict)
+    issues: list[str] = field(default_factory=list)
+
+
+def load_side(path: str | Path) -> Side:
+    """A run directory (``ragmeter eval`` output) or a sample file.
+
+    Raises:
+        FileNotFoundError, InputError, ValueError: The path cannot be read.
+    """
+    from ragmeter.io import load_dataset
+    from ragmeter.result import Result
+
+    path = Path(path)
+    if path.is_dir():
+        result = Result.load(path)
+        scores = {r.key: {m: s.value for m, s in r.scores.items()} for r in result.samples}
+        better = {m["id"]: bool(m.get("higher_is_better", True)) for m in result.metrics}
+        return Side(str(path), [(r.key, r.sample) for r in result.samples], scores, better)
+    dataset = load_dataset(path)
+    return Side(str(path), [(s.key, s.sample) for s in dataset], issues=[str(i) for i in dataset.issues])
+
+
+def _norm_question(text: str | None) -> str:
+    return " ".join((text or "").split()).casefold()
+
+
+def _reference_from(side_a: Side, side_b: Side, key_a: str, key_b: str, sample_a: Sample, sample_b: Sample, metric: str) -> str | None:
+    """Which side a metric (or a numeric metadata field) says is better, or None."""
+    def value(side: Side, key: str, sample: Sample) -> float | None:
+        found = side.scores.get(key, {}).get(metric)
+        if found is None:
+            found = sample.metadata.get(metric)
+        return float(found) if isinstance(found, (int, float)) and not isinstance(found, bool) and math.isfinite(found) else None
+
+    a, b = value(side_a, key_a, sample_a), value(side_b, key_b, sample_b)
+    if a is None or b is None:
+        return None
+    if a == b:
+        return "tie"
+    higher = side_a.higher_is_better.get(metric, side_b.higher_is_better.get(metric, True))
+    return ("a" if a > b else "b") if higher else ("a" if a < b else "b")
+
+
+def read_labels(path: str | Path) -> tuple[dict[str, str], list[str]]:
+    """Reference labels from JSONL lines ``{"id": ..., "better": "A" | "B" | "tie"}``;
+    returns the labels by id and the problems found (by line)."""
+    labels: dict[str, str] = {}
+    problems: list[str] = []
+    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            key, better = str(row["id"]), str(row["better"]).strip().lower()
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            problems.append(f"{path}, line {number}: expected {{\"id\": ..., \"better\": \"A\" | \"B\" | \"tie\"}} ({type(exc).__name__})")
+            continue
+        if better not in ("a", "b", "tie"):
+            problems.append(f"{path}, line {number}: 'better' must be A, B or tie, got {row['better']!r}")
+            continue
+        labels[key] = better
+    return labels, problems
+
+
+def match_samples(
+    side_a: Side,
+    side_b: Side,
+    *,
+    reference_metric: str | None = None,
+    labels: Mapping[str, str] | None = None,
+) -> tuple[list[Pair], dict[str, Any]]:
+    """Pairs of samples answering the same question: by id when every sample on both sides
+    has one and some ids are shared, else by question (whitespace and case ignored).
+
+    A reference winner comes from ``labels`` (by pair key or question) or, failing that,
+    from ``reference_metric`` (a metric of both run directories, or a numeric metadata
+    field of both sample files; its direction from the run's metric description).
+
+    Returns:
+        The pairs, and a report: ``matched_by``, ``unmatched_a`` and ``unmatched_b``
+        (keys), ``unusable`` (key, side and reason: no question or no response),
+        ``duplicates`` and the sides' input issues.
+    """
+    by_id = all(s.id is not None for _, s in side_a.samples + side_b.samples) and bool(
+        {s.id for _, s in side_a.samples} & {s.id for _, s in side_b.samples}
+    )
+
+    def match_key(sample: Sample) -> str:
+        return sample.id if by_id else _norm_question(sample.user_input)
+
+    unusable: list[dict[str, str]] = []
+    duplicates: list[dict[str, str]] = []
+
+    def usable(side_name: str, side: Side) -> dict[str, tuple[str, Sample]]:
+        found: dict[str, tuple[str, Sample]] = {}
+        for key, sample in side.samples:
+            missing = [f for f in ("user_input", "response") if not (getattr(sample, f) or "").strip()]
+            if missing:
+                unusable.append({"side": side_name, "key": key, "reason": f"no {' and no '.join(missing)}"})
+                continue
+            k = match_key(sample)
+            if k in found:
+                duplicates.append({"side": side_name, "key": key, "reason": f"same {'id' if by_id else 'question'} as {found[k][0]}; left out"})
+                continue
+            found[k] = (key, sample)
+        return found
+
+    a, b = usable("A", side_a), usable("B", side_b)
+    pairs: list[Pair] = []
+    questions_differ: list[str] = []
+    for k, (key_a, sample_a) in a.items():
+        if k not in b:
+            continue
+        key_b, sample_b = b[k]
+        if by_id and _norm_question(sample_a.user_input) != _norm_question(sample_b.user_input):
+            questions_differ.append(key_a)
+        reference = None
+        if labels is not None:
+            reference = labels.get(key_a, labels.get(sample_a.user_input or ""))
+        if reference is None and reference_metric:
+            reference = _reference_from(side_a, side_b, key_a, key_b, sample_a, sample_b, reference_metric)
+        pairs.append(Pair(key_a, sample_a.user_input or "", sample_a.response or "", sample_b.response or "", reference))
+    report = {
+        "a": side_a.path,
+        "b": side_b.path,
+        "matched_by": "id" if by_id else "question",
+        "n_pairs": len(pairs),
+        "unmatched_a": [key for k, (key, _) in a.items() if k not in b],
+        "unmatched_b": [key for k, (key, _) in b.items() if k not in a],
+        "unusable": unusable,
+        "duplicates": duplicates,
+        "questions_differ": questions_differ,
+        "input_issues": {"A": side_a.issues, "B": side_b.issues},
+        "reference": "labels" if labels is not None else (f"metric {reference_metric}" if reference_metric else None),
+        "n_with_reference": sum(p.reference is not None for p in pairs),
+    }
+    return pairs, report
+
+
+# ---- output --------------------------------------------------------------------------------
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f}%"
+
+
+def summary_rows(statistics: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The headline numbers as (label, text) rows, for the terminal and the Markdown."""
+    s = statistics
+    win = s["win_rate_b"]
+    interval = f" [{_pct(win['ci_low'])}, {_pct(win['ci_high'])}]" if win["ci_low"] is not None else ""
+    bias = s["length_bias"]
+    rows = [
+        ("pairs judged", f"{s['n_judged']} of {s['n_pairs']}" + (f" ({s['n_failed']} failed)" if s["n_failed"] else "")),
+        ("B wins / A wins / ties", f"{s['wins_b']} / {s['wins_a']} / {s['ties']}"),
+        (f"win rate of B over A ({int(100 * win['confidence'])}% Wilson CI, ties half)", _pct(win["value"]) + interval),
+        ("tie rate", _pct(s["tie_rate"])),
+        ("position consistency (both orders agree)", _pct(s["position_consistency"])),
+        ("first-position rate (0.5 = no position bias)", _pct(s["first_position_rate"])),
+        (f"longer wins (of {bias['n_decided']} decided pairs)", _pct(bias["longer_wins"])),
+    ]
+    if bias["longer_is_better"] is not None:
+        rows.append((f"longer is the better one (reference, {bias['n_reference']} pairs)", _pct(bias["longer_is_better"])))
+        rows.append(("length bias (longer wins - longer is better)", "–" if bias["bias"] is None else f"{100 * bias['bias']:+.1f} points"))
+    agreement = s["reference_agreement"]
+    if agreement["n"]:
+        rows.append((f"judge agrees with the reference ({agreement['n']} pairs)", _pct(agreement["value"])))
+    return rows
+
+
+def render_markdown(report: PairwiseReport) -> str:
+    m = report.matching
+    lines = [
+        "# Pairwise comparison",
+        "",
+        f"Criterion: {report.criterion}",
+        "",
+    ]
+    if m:
+        lines += [f"A: `{m.get('a')}`; B: `{m.get('b')}`; matched by {m.get('matched_by')}.", ""]
+    judge = report.settings.get("judge") or {}
+    lines += [
+        f"Judge: {judge.get('backend', '-')} `{judge.get('model', '-')}`; each pair judged in both orders; "
+        f"no-preference margin {report.margin} around 0.5.",
+        "",
+        "| measure | value |",
+        "|---|---|",
+        *[f"| {label} | {value} |" for label, value in summary_rows(report.statistics)],
+        "",
+    ]
+    inconsistent = [v for v in report.verdicts if v.judged and not v.consistent]
+    if inconsistent:
+        lines += ["Pairs where the verdict depends on the order (counted as ties):", ""]
+        lines += [f"- `{v.key}`: P(A better | A first) {v.p_a_first:.2f}, P(B better | B first) {v.p_b_first:.2f}" for v in inconsistent[:50]]
+        if len(inconsistent) > 50:
+            lines.append(f"- … and {len(inconsistent) - 50} more (see {JSON_FILE})")
+        lines.append("")
+    failed = [v for v in report.verdicts if not v.judged]
+    if failed:
+        lines += ["Pairs not judged:", ""]
+        lines += [f"- `{v.key}`: {v.error}" for v in failed[:50]]
+        lines.append("")
+    if m:
+        leftovers = [
+            ("in A only", m.get("unmatched_a", [])),
+            ("in B only", m.get("unmatched_b", [])),
+            ("unusable", [f"{u['side']} {u['key']} ({u['reason']})" for u in m.get("unusable", [])]),
+            ("duplicates", [f"{u['side']} {u['key']} ({u['reason']})" for u in m.get("duplicates", [])]),
+            ("same id, different question", m.get("questions_differ", [])),
+        ]
+        for title, keys in leftovers:
+            if keys:
+                shown = ", ".join(f"`{k}`" for k in keys[:20]) + (f" and {len(keys) - 20} more" if len(keys) > 20 else "")
+                lines.append(f"- {len(keys)} sample(s) {title}: {shown}")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def write_report(report: PairwiseReport, out_dir: str | Path) -> tuple[Path, Path]:
+    """Write ``pairwise.json`` and ``pairwise.md`` into ``out_dir``; return their paths."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    json_path, md_path = out_dir / JSON_FILE, out_dir / MARKDOWN_FILE
+    json_path.write_text(json.dumps(report.to_dict(), ensure_ascii=False, indent=1), encoding="utf-8")
+    md_path.write_text(render_markdown(report), encoding="utf-8")
+    return json_path, md_path
