@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from ragmeter.judges.base import ContextTooLong
-from ragmeter.judges.local import LocalJudge
+from ragmeter.judges.local import LocalJudge, recalibrate
 from ragmeter.metering import metered
 
 pytestmark = pytest.mark.integration
@@ -38,6 +38,21 @@ def test_supported_claims_get_higher_probability_in_english_and_chinese(judge):
     assert all(v.method == "logits" for v in en)
     zh = run(judge.verdicts("supported", {"premise": ZH_CONTEXTS}, ["合并请求至少需要两个审批。", "合并请求只需要一个审批。"], "zh"))
     assert zh[0].p_yes > zh[1].p_yes
+
+
+def test_the_calibrated_judge_applies_the_packaged_fit_to_english_support_only(judge):
+    calibrated = LocalJudge(calibrated=True)
+    try:
+        fit = calibrated.describe()["calibrations"]["supported/en"]
+        raw = run(judge.verdicts("supported", {"premise": CONTEXTS}, [TRUE_CLAIM, FALSE_CLAIM], "en"))
+        adjusted = run(calibrated.verdicts("supported", {"premise": CONTEXTS}, [TRUE_CLAIM, FALSE_CLAIM], "en"))
+        assert [v.method for v in adjusted] == ["calibrated logits"] * 2
+        assert [v.p_yes for v in adjusted] == pytest.approx([recalibrate(v.p_yes, fit["slope"], fit["intercept"]) for v in raw])
+        assert adjusted[0].p_yes > adjusted[1].p_yes, "a monotone map keeps the order"
+        zh = ["合并请求至少需要两个审批。"]
+        assert run(calibrated.verdicts("supported", {"premise": ZH_CONTEXTS}, zh, "zh")) == run(judge.verdicts("supported", {"premise": ZH_CONTEXTS}, zh, "zh"))
+    finally:
+        run(calibrated.aclose())
 
 
 def test_the_shared_prefix_is_read_once_and_reuse_never_changes_a_verdict(judge):

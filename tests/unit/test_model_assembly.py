@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import sys
 import types
 
@@ -58,3 +59,23 @@ def test_missing_part_packages_say_what_to_install(tmp_path, monkeypatch):
 def test_check_local_judge_names_a_missing_gguf(tmp_path):
     with pytest.raises(JudgeError, match="GGUF model not found"):
         local.check_local_judge(tmp_path / "absent.gguf")
+
+
+def test_recalibration_is_the_fitted_logistic_of_the_logit():
+    from ragmeter.judges.local import recalibrate
+
+    assert recalibrate(0.5, 1.0, 0.0) == pytest.approx(0.5)
+    # sigmoid(2 * logit(0.8) - 1) computed by hand: logit(0.8) = ln 4.
+    assert recalibrate(0.8, 2.0, -1.0) == pytest.approx(1 / (1 + math.exp(-(2 * math.log(4) - 1))))
+    assert 0.0 < recalibrate(0.0, 1.1, -2.0) < recalibrate(1.0, 1.1, -2.0) < 1.0
+
+
+def test_the_packaged_calibration_is_used_only_when_asked_and_changes_cache_keys():
+    from ragmeter.judges.local import LocalJudge, packaged_calibration
+
+    fit = packaged_calibration()["supported/en"]
+    assert fit["slope"] > 0 and fit["claims"] >= 200
+    raw, calibrated = LocalJudge(), LocalJudge(calibrated=True)
+    assert raw.describe()["calibrations"] == {}
+    assert calibrated.describe()["calibrations"]["supported/en"] == fit
+    assert LocalJudge(model_path="other.gguf", calibrated=True).describe()["calibrations"] == {}

@@ -71,10 +71,23 @@ def _sample(rows: list, limit: int | None, seed: int) -> list:
     return rows if limit is None else rows[:limit]
 
 
+def in_qags_calibration_split(claim_id: str) -> bool:
+    """Whether a QAGS claim (id ``source-article-sentence``) belongs to the split the local
+    judge's P(yes) calibration was fitted on: articles whose number is divisible by 4."""
+    return int(claim_id.rsplit("-", 2)[1]) % 4 == 0
+
+
+def qags_rows(data_dir: Path) -> list[dict[str, Any]]:
+    """Every QAGS claim with its article and labels."""
+    return _jsonl(data_dir / "qags_sentences.jsonl")
+
+
 def qags(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
     """Faithfulness of summary sentences (``limit``: claims). Each claim is a one-sentence
-    response judged against its article as the only retrieved context."""
-    rows = _sample(_jsonl(data_dir / "qags_sentences.jsonl"), limit, seed)
+    response judged against its article as the only retrieved context. Claims of the
+    calibration split (:func:`in_qags_calibration_split`) are left out: the local judge was fitted on
+    them."""
+    rows = _sample([r for r in qags_rows(data_dir) if not in_qags_calibration_split(r["id"])], limit, seed)
     samples = [
         {"id": r["id"], "user_input": "Summarise the article.", "retrieved_contexts": [r["context"]], "response": r["claim"]}
         for r in rows

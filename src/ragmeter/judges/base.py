@@ -31,7 +31,8 @@ class Verdict:
         p_yes: Probability that the answer is yes, in [0, 1].
         reason: The judge's short justification, when it gave one.
         method: How ``p_yes`` was obtained: ``"logits"`` (local model's next-token
-            probabilities), ``"logprobs"`` (an endpoint's token log-probabilities) or
+            probabilities), ``"calibrated logits"`` (the same, recalibrated for a model
+            known to lean one way), ``"logprobs"`` (an endpoint's token log-probabilities) or
             ``"text"`` (a yes or no in the reply: 1.0 or 0.0).
     """
 

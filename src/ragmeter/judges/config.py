@@ -49,6 +49,10 @@ class JudgeConfig:
             one request per item, with log-probabilities when the server gives them.
         gguf: GGUF file for the local judge (default: the packaged model).
         threads: CPU threads for the local judge (default: all cores).
+        calibrated: Local judge: recalibrate the packaged model's P(yes) of English claim
+            support with the fit in ``resources/local_judge_calibration.json`` (made on
+            QAGS news summaries). Stricter: better balanced accuracy on subtle, long-article
+            claims, but clearly supported claims can fall below 0.5; off by default.
         cache: Keep answers in the disk cache and reuse them.
         cache_dir: Folder of the cache (default ``$RAGMETER_CACHE_DIR`` or ``~/.cache/ragmeter``).
         prices: Price table file (JSON or YAML) overriding the packaged one.
@@ -65,6 +69,7 @@ class JudgeConfig:
     verdict_mode: str = "batch"
     gguf: str | None = None
     threads: int | None = None
+    calibrated: bool = False
     cache: bool = True
     cache_dir: str | None = None
     prices: str | None = None
@@ -155,6 +160,8 @@ class JudgeConfig:
             from ragmeter.judges.local import LocalJudge, check_local_judge
 
             check_local_judge(self.gguf)
-            judge = LocalJudge(model_path=self.gguf, context_window=self.context_window or 4096, threads=self.threads)
+            judge = LocalJudge(
+                model_path=self.gguf, context_window=self.context_window or 4096, threads=self.threads, calibrated=self.calibrated
+            )
         cache = cache or (self.open_cache() if cached else None)
         return CachingJudge(judge, cache) if cache is not None else judge
