@@ -51,7 +51,8 @@ def write(results: list[TaskResult], settings: dict[str, Any], out_dir: Path, na
         f"limit {settings.get('limit')} per set, seed {settings.get('seed')}.",
         f"Command: `{settings.get('command', '')}`",
         "",
-        "Intervals are 95% bootstrap intervals over the compared units (clustered by article or question).",
+        "Intervals are 95% bootstrap intervals over the compared units (clustered by article or question). "
+        "Seconds per sample are the judge's compute time (wall time for metrics without a judge).",
         "",
         "| task | units (unscored) | agreement | calls / sample | prompt tok. / sample | output tok. / sample | s / sample | reference |",
         "|---|---:|---|---:|---:|---:|---:|---|",

@@ -114,7 +114,9 @@ def measure(task: Task, result: Result) -> TaskResult:
         "calls": usage["per_sample"]["calls"],
         "prompt_tokens": usage["per_sample"]["prompt_tokens"],
         "completion_tokens": usage["per_sample"]["completion_tokens"],
-        "seconds": usage["per_sample"]["seconds"],
+        # The judge's own compute time: a sample's wall time also counts the time it queued
+        # behind the other samples in flight. Metrics without a judge have only wall time.
+        "seconds": usage["total"]["seconds"] / n if usage["total"]["calls"] else usage["per_sample"]["seconds"],
         "cached_calls": usage["total"]["cached_calls"] / n,
     }
     return TaskResult(
