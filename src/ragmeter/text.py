@@ -14,10 +14,11 @@ from functools import lru_cache
 
 import rjieba
 
-_HAN = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_HAN_RUN = re.compile(f"[{_HAN}]+")
-_WORD = f"[^\\W_{_HAN}]+"
-_TOKEN = re.compile(f"[{_HAN}]+|{_WORD}(?:[.'’]{_WORD})*", re.UNICODE)
+# The Han (Chinese) character ranges, to put inside a regex character class.
+HAN = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_HAN_RUN = re.compile(f"[{HAN}]+")
+_WORD = f"[^\\W_{HAN}]+"
+_TOKEN = re.compile(f"[{HAN}]+|{_WORD}(?:[.'’]{_WORD})*", re.UNICODE)
 _LETTER = re.compile(r"[^\W\d_]", re.UNICODE)
 
 # A sentence ends after Chinese end punctuation, or after . ! ? followed by a space, or at

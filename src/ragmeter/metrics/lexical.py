@@ -20,7 +20,7 @@ from sacrebleu.metrics import CHRF as SacreCHRF
 
 from ragmeter.metrics.base import Metric, Score, register
 from ragmeter.schema import Sample
-from ragmeter.text import _HAN, detect_language, normalize, tokenize
+from ragmeter.text import HAN, detect_language, normalize, tokenize
 
 _ARTICLES = frozenset({"a", "an", "the"})
 _PUNCTUATION = re.compile(r"[^\w\s]", re.UNICODE)
@@ -137,7 +137,7 @@ class StringPresence(_ResponseVsReference):
     def compare(self, response, reference):
         # Whole words only: "5" is not present in "15", nor "cat" in "concatenate".
         # Chinese words may still match inside a longer word (segmentation varies).
-        edge = f"[^\\W{_HAN}]"
+        edge = f"[^\\W{HAN}]"
         pattern = f"(?<!{edge}){re.escape(normalize_answer(reference))}(?!{edge})"
         present = re.search(pattern, normalize_answer(response)) is not None
         return Score(float(present), "reference found in response" if present else "reference not found in response")

@@ -45,7 +45,7 @@ from ragmeter.judges.base import ContextTooLong, FieldValue, JudgeError, LLMJudg
 from ragmeter.metrics.base import Metric, Needs, Score
 from ragmeter.metrics.checks import judge_instruction
 from ragmeter.schema import Sample
-from ragmeter.text import detect_language, split_sentences, tokenize
+from ragmeter.text import HAN, detect_language, split_sentences, tokenize
 
 if TYPE_CHECKING:
     from ragmeter.judges import Judges
@@ -64,7 +64,7 @@ STATEMENTS_SCHEMA: dict[str, Any] = {
 }
 
 _LETTER = re.compile(r"[^\W\d_]")
-_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_HAN = re.compile(f"[{HAN}]")
 _CJK_END = re.compile(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]$")
 _CJK_START = re.compile(r"^[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]")
 
