@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from ragmeter.report import write_json_and_markdown
 from ragmeter.result import Result
 
 THRESHOLD = 0.5
@@ -517,9 +518,4 @@ def default_out(run_dir: str | Path, metric: str) -> Path:
 
 def write_report(report: CalibrationReport, out_dir: str | Path) -> tuple[Path, Path]:
     """Write ``calibration.json`` and ``calibration.md`` into ``out_dir``; return their paths."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    json_path, md_path = out_dir / JSON_FILE, out_dir / MARKDOWN_FILE
-    json_path.write_text(json.dumps(report.to_dict(), ensure_ascii=False, indent=1), encoding="utf-8")
-    md_path.write_text(render_markdown(report), encoding="utf-8")
-    return json_path, md_path
+    return write_json_and_markdown(out_dir, JSON_FILE, report.to_dict(), MARKDOWN_FILE, render_markdown(report))

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter.judges.base import LLMJudge
+from ragmeter.report import write_json_and_markdown
 from ragmeter.schema import Sample
 
 TASK = "pairwise"
@@ -588,9 +589,4 @@ def render_markdown(report: PairwiseReport) -> str:
 
 def write_report(report: PairwiseReport, out_dir: str | Path) -> tuple[Path, Path]:
     """Write ``pairwise.json`` and ``pairwise.md`` into ``out_dir``; return their paths."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    json_path, md_path = out_dir / JSON_FILE, out_dir / MARKDOWN_FILE
-    json_path.write_text(json.dumps(report.to_dict(), ensure_ascii=False, indent=1), encoding="utf-8")
-    md_path.write_text(render_markdown(report), encoding="utf-8")
-    return json_path, md_path
+    return write_json_and_markdown(out_dir, JSON_FILE, report.to_dict(), MARKDOWN_FILE, render_markdown(report))

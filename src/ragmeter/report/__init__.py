@@ -14,6 +14,17 @@ REPORT_MD = "report.md"
 REPORT_HTML = "report.html"
 
 
+def write_json_and_markdown(directory: str | Path, json_name: str, document: dict, md_name: str, markdown: str) -> tuple[Path, Path]:
+    """Write ``document`` as JSON and ``markdown`` into ``directory`` (created if missing);
+    return the two paths."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    json_path, md_path = directory / json_name, directory / md_name
+    json_path.write_text(json.dumps(document, ensure_ascii=False, indent=1), encoding="utf-8")
+    md_path.write_text(markdown, encoding="utf-8")
+    return json_path, md_path
+
+
 def write_reports(result: Result, directory: str | Path) -> dict:
     """Write ``summary.json``, ``report.md`` and ``report.html`` into ``directory``.
 
