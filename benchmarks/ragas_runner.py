@@ -5,7 +5,8 @@ Usage (by the driver): python ragas_runner.py SAMPLES.json RESULTS.json BASE_URL
 SAMPLES.json: {"metric name": [{"id": ..., "fields": {...}}, ...]} with metric names
 faithfulness, answer_relevancy, context_precision, context_recall. Every request RAGAS sends
 goes through one AsyncOpenAI client whose ``chat.completions.create`` is wrapped, so calls
-and tokens are counted as the server reports them. RAGAS's telemetry is switched off.
+and tokens are counted as the server reports them. RAGAS_DO_NOT_TRACK is set so that RAGAS
+sends nothing anywhere.
 """
 
 from __future__ import annotations
