@@ -2,7 +2,8 @@
 
 Usage (by the driver): python ragas_runner.py SAMPLES.json RESULTS.json BASE_URL MODEL
 
-SAMPLES.json: {"metric name": [{"id": ..., "fields": {...}}, ...]} with metric names
+If RESULTS.json exists (an interrupted run), the samples already in it are kept and not
+scored again. SAMPLES.json: {"metric name": [{"id": ..., "fields": {...}}, ...]} with metric names
 faithfulness, answer_relevancy, context_precision, context_recall. Every request RAGAS sends
 goes through one AsyncOpenAI client whose ``chat.completions.create`` is wrapped, so calls
 and tokens are counted as the server reports them. RAGAS_DO_NOT_TRACK is set so that RAGAS
@@ -74,6 +75,8 @@ def counted_client(base_url: str, meter: Meter) -> AsyncOpenAI:
 
 async def main(samples_path: str, results_path: str, base_url: str, model: str) -> None:
     samples = json.loads(open(samples_path, encoding="utf-8").read())
+    # A re-run after an interruption keeps what was scored and does only the rest.
+    done: dict[str, list[dict]] = json.loads(open(results_path, encoding="utf-8").read()) if os.path.exists(results_path) else {}
     meter = Meter()
     llm = llm_factory(model, provider="openai", client=counted_client(base_url, meter))
     metrics = {
@@ -84,8 +87,11 @@ async def main(samples_path: str, results_path: str, base_url: str, model: str) 
     }
     results: dict[str, list[dict]] = {}
     for name, rows in samples.items():
-        results[name] = []
+        finished = {entry["id"]: entry for entry in done.get(name, [])}
+        results[name] = [finished[row["id"]] for row in rows if row["id"] in finished]
         for row in rows:
+            if row["id"] in finished:
+                continue
             before = (meter.calls, meter.prompt_tokens, meter.completion_tokens, meter.errors)
             started = time.perf_counter()
             value, error = None, None

