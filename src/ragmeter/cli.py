@@ -370,12 +370,6 @@ def bench_command(
     disk_cache = settings.open_cache()
     store = EmbeddingStore(disk_cache, USEEncoder.model_name) if disk_cache is not None else None
     judges = Judges(embedder=BatchingEmbedder(store=store), llm=llm_judge)
-    results = []
-    for task in tasks:
-        console.print(f"{task.name}: {len(task.dataset)} samples, {len(task.units)} labelled units …", highlight=False)
-        results.append(run_task(task, judges, concurrency=concurrency))
-        for statistic, value in results[-1].statistics.items():
-            console.print(f"  {statistic} {value['value']:.3f} [{value['ci_low']}, {value['ci_high']}]", highlight=False)
     described = llm_judge.describe() if llm_judge is not None else {"backend": "none", "model": "-"}
     run_settings = {
         "judge": described,
@@ -384,7 +378,14 @@ def bench_command(
         "data_dir": str(data_dir),
         "command": "ragmeter " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
     }
-    json_path, md_path = write_bench(results, run_settings, out, name or f"meta_eval_{described['backend']}")
+    results = []
+    for task in tasks:
+        console.print(f"{task.name}: {len(task.dataset)} samples, {len(task.units)} labelled units …", highlight=False)
+        results.append(run_task(task, judges, concurrency=concurrency))
+        for statistic, value in results[-1].statistics.items():
+            console.print(f"  {statistic} {value['value']:.3f} [{value['ci_low']}, {value['ci_high']}]", highlight=False)
+        # Written after every task: a long run that is stopped keeps the tasks it finished.
+        json_path, md_path = write_bench(results, run_settings, out, name or f"meta_eval_{described['backend']}")
     console.print(f"Wrote {md_path} and {json_path}", highlight=False)
 
 

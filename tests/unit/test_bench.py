@@ -72,6 +72,16 @@ def test_qags_makes_one_claim_per_sample_grouped_by_article(data_dir):
     assert not any(u["sample"].startswith(("q-0-", "q-4-")) for u in faithfulness.units)
 
 
+def test_qags_puts_the_claims_of_one_article_next_to_each_other(data_dir):
+    # Two claims per article in the fixture: a seeded draw shuffles them apart, the suite
+    # brings them back together so the judge reads each article once.
+    for seed in range(5):
+        faithfulness, _ = suites.qags(data_dir, None, seed)
+        articles = [u["group"] for u in faithfulness.units]
+        runs = [a for n, a in enumerate(articles) if n == 0 or articles[n - 1] != a]
+        assert len(runs) == len(set(articles)), articles
+
+
 def test_limit_draws_the_same_seeded_subset_every_time(data_dir):
     first = [u["sample"] for u in suites.qags(data_dir, 3, seed=7)[0].units]
     again = [u["sample"] for u in suites.qags(data_dir, 3, seed=7)[0].units]
@@ -175,3 +185,30 @@ def test_bench_rejects_unknown_sets_and_labels_that_are_not_numbers(tmp_path):
     write_jsonl(labelled, [{"id": "a", "response": "x", "reference": "y", "label": "good"}])
     outcome = runner.invoke(app, ["bench", "--labelled", str(labelled), "--metric", "token_f1"])
     assert outcome.exit_code == 2 and "line 1" in outcome.output and "'label' must be a number" in outcome.output
+
+
+def test_a_stopped_bench_keeps_the_tasks_it_finished(tmp_path, monkeypatch):
+    from ragmeter import cli
+    from ragmeter.bench.runner import run_task
+
+    samples = [{"id": f"s{i}", "response": r, "reference": "Loans last three weeks."} for i, r in enumerate(["Loans last three weeks.", "Cards are free."])]
+    units = [{"sample": f"s{i}", "label": 1 - i, "group": f"s{i}", "part": None} for i in range(2)]
+
+    def toy(data_dir, limit, seed):
+        return [Task(f"toy/{n}", "token_f1", load_dataset(samples), units, "binary") for n in ("first", "second")]
+
+    calls = []
+
+    def stop_at_the_second(task, judges, **options):
+        calls.append(task.name)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return run_task(task, judges, **options)
+
+    monkeypatch.setitem(suites.SUITES, "toy", toy)
+    monkeypatch.setattr(cli, "run_task", stop_at_the_second)
+    outcome = CliRunner().invoke(app, ["bench", "toy", "--out", str(tmp_path), "--name", "stopped"])
+    assert outcome.exit_code != 0 and calls == ["toy/first", "toy/second"]
+    (task,) = json.loads((tmp_path / "stopped.json").read_text())["tasks"]
+    assert task["task"] == "toy/first" and task["statistics"]["roc_auc"]["value"] == 1.0
+    assert "toy/first" in (tmp_path / "stopped.md").read_text()

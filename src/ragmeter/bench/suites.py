@@ -86,8 +86,11 @@ def qags(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
     """Faithfulness of summary sentences (``limit``: claims). Each claim is a one-sentence
     response judged against its article as the only retrieved context. Claims of the
     calibration split (:func:`in_qags_calibration_split`) are left out: the local judge was fitted on
-    them."""
+    them. Claims of the same article come one after the other."""
     rows = _sample([r for r in qags_rows(data_dir) if not in_qags_calibration_split(r["id"])], limit, seed)
+    # Claims of one article next to each other: the local judge then reads the article once.
+    first_seen = {context: n for n, context in reversed(list(enumerate(r["context"] for r in rows)))}
+    rows.sort(key=lambda r: first_seen[r["context"]])
     samples = [
         {"id": r["id"], "user_input": "Summarise the article.", "retrieved_contexts": [r["context"]], "response": r["claim"]}
         for r in rows
