@@ -16,6 +16,7 @@
 
 Usage:
     python benchmarks/ragas_side_by_side.py [--per-metric 30] [--seed 0] [--data-dir ../shared/data]
+        [--tools ragas server local] [--metrics faithfulness answer_relevancy ...] [--work DIR]
 
 Writes ``ragas_side_by_side.json`` and ``.md`` into --out. Takes hours on 2 CPU cores; an
 interrupted run started again with the same --work directory scores only what is missing.
@@ -213,9 +214,10 @@ def main() -> None:
         "--tools", nargs="+", choices=TOOLS, default=list(TOOLS),
         help="ragas and ragmeter through the server, ragmeter's in-process local judge",
     )  # fmt: skip
+    parser.add_argument("--metrics", nargs="+", choices=METRICS, default=list(METRICS), help="the metrics to run and report")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
-    tasks = build_tasks(args.data_dir, args.per_metric, args.seed)
+    tasks = {name: task for name, task in build_tasks(args.data_dir, args.per_metric, args.seed).items() if name in args.metrics}
     tools: dict[str, dict[str, dict]] = {}
     if {"ragas", "server"} & set(args.tools):
         python = ensure_ragas_venv(args.venv) if "ragas" in args.tools else None
@@ -255,12 +257,13 @@ def main() -> None:
         "",
         f"{report['date']}, commit {report['commit']}; model {report['model']} for every tool (llama-cpp-python server, or in-process); "
         f"seed {args.seed}; {args.per_metric} samples per metric; {args.threads} CPU thread(s). "
-        f"Command: `python benchmarks/ragas_side_by_side.py --per-metric {args.per_metric} --threads {args.threads}`.",
+        f"Command: `python benchmarks/ragas_side_by_side.py --per-metric {args.per_metric} --threads {args.threads} "
+        f"--tools {' '.join(args.tools)} --metrics {' '.join(tasks)}`.",
         "",
         "| metric | tool | agreement with humans | NaN | errors | unscored | calls / sample | prompt tok. / sample | output tok. / sample | s / sample |",
         "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for name in METRICS:
+    for name in tasks:
         for tool, by_metric in report["tools"].items():
             f = by_metric[name]
             agree = ", ".join(
