@@ -212,3 +212,13 @@ def test_a_stopped_bench_keeps_the_tasks_it_finished(tmp_path, monkeypatch):
     (task,) = json.loads((tmp_path / "stopped.json").read_text())["tasks"]
     assert task["task"] == "toy/first" and task["statistics"]["roc_auc"]["value"] == 1.0
     assert "toy/first" in (tmp_path / "stopped.md").read_text()
+
+
+def test_calls_answered_from_the_cache_are_shown_apart(tmp_path):
+    from ragmeter.bench.report import write
+    from ragmeter.bench.runner import TaskResult
+
+    task = Task("toy/cached", "factual_correctness", load_dataset([{"id": "a"}]), [], "preference")
+    result = TaskResult(task, {}, 0, 0, {}, {"calls": 0.0, "prompt_tokens": 0.0, "completion_tokens": 0.0, "seconds": 0.0, "cached_calls": 9.5}, 1)
+    _, markdown = write([result], {}, tmp_path, "cached")
+    assert "| 0.0 (+9.5 cached) |" in markdown.read_text()

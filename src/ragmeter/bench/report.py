@@ -52,7 +52,9 @@ def write(results: list[TaskResult], settings: dict[str, Any], out_dir: Path, na
         f"Command: `{settings.get('command', '')}`",
         "",
         "Intervals are 95% bootstrap intervals over the compared units (clustered by article or question). "
-        "Seconds per sample are the judge's compute time (wall time for metrics without a judge).",
+        "Seconds per sample are the judge's compute time (wall time for metrics without a judge). "
+        "Calls answered from the disk cache (a verdict another task of the run already asked for) are shown "
+        "apart: they cost no tokens or seconds here, but would on their own.",
         "",
         "| task | units (unscored) | agreement | calls / sample | prompt tok. / sample | output tok. / sample | s / sample | reference |",
         "|---|---:|---|---:|---:|---:|---:|---|",
@@ -60,8 +62,9 @@ def write(results: list[TaskResult], settings: dict[str, Any], out_dir: Path, na
     for result in results:
         agreement = "<br>".join(f"{_STATISTIC_NAMES[k]} {_interval(v)}" for k, v in result.statistics.items()) or "–"
         cost = result.cost_per_sample
+        calls = f"{cost['calls']:.1f}" + (f" (+{cost['cached_calls']:.1f} cached)" if cost.get("cached_calls") else "")
         lines.append(
-            f"| {result.task.name} | {result.n_units} ({result.n_unscored}) | {agreement} | {cost['calls']:.1f} | "
+            f"| {result.task.name} | {result.n_units} ({result.n_unscored}) | {agreement} | {calls} | "
             f"{cost['prompt_tokens']:.0f} | {cost['completion_tokens']:.0f} | {cost['seconds']:.1f} | {result.task.reference} |"
         )
     unscored = [r for r in results if r.unscored_reasons]
