@@ -85,7 +85,7 @@ async def main(samples_path: str, results_path: str, base_url: str, model: str) 
         "context_precision": ContextPrecisionWithReference(llm=llm),
         "context_recall": ContextRecall(llm=llm),
     }
-    results: dict[str, list[dict]] = {}
+    results: dict[str, list[dict]] = dict(done)  # metrics not asked for this time are kept
     for name, rows in samples.items():
         finished = {entry["id"]: entry for entry in done.get(name, [])}
         results[name] = [finished[row["id"]] for row in rows if row["id"] in finished]

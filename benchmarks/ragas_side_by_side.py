@@ -227,7 +227,7 @@ def main() -> None:
         try:
             if python is not None:
                 ragas_rows = run_ragas(python, tasks, base_url, args.work)
-                tools["ragas 0.4.3 (server)"] = {name: summarise_ragas(rows) for name, rows in ragas_rows.items()}
+                tools["ragas 0.4.3 (server)"] = {name: summarise_ragas(ragas_rows[name]) for name in tasks}
             if "server" in args.tools:
                 http_judge = OpenAIJudge(base_url=base_url, model="local-gguf", timeout=600, context_window=8192)
                 tools["ragmeter (server, batch)"] = run_ragmeter(tasks, http_judge, args.work / "ragmeter-server")
