@@ -102,6 +102,24 @@ def test_correctness_with_llm_claims_and_no_statements_is_unscored():
     assert_unscored(score, "the response has no claims to check (claims mode 'llm')")
 
 
+def test_correctness_counts_expected_shares_of_uncertain_verdicts():
+    # p(yes) 0.45 and 0.55 are 0 and 1 when decided at 0.5, but 0.45 and 0.55 of a claim when expected
+    judge = ScriptedJudge(rule=by_item({LOANS: 0.9, FINES: 0.45, FINES_50: 0.45, RENEW: 0.55, WIFI: 0.55}))
+    score, _, _ = correctness("factual_correctness", judge=judge)
+    precision, recall = (0.9 + 0.45 + 0.55) / 3, (0.9 + 0.45 + 0.55) / 3
+    assert score.value == pytest.approx(f_beta(precision, recall))
+    assert score.details["counting"] == "expected" and (score.details["tp"], score.details["fp"]) == (2, 1)
+    assert "2 of 3 response claims are in the reference (expected share 0.63)" in score.explanation
+    decided, _, _ = correctness("factual_correctness", {"counting": "decided"}, judge=ScriptedJudge(rule=judge.rule))
+    assert decided.value == pytest.approx(2 / 3) and "expected share" not in decided.explanation
+
+
+@pytest.mark.parametrize("metric", ["answer_correctness", "factual_correctness"])
+def test_correctness_rejects_an_unknown_counting(metric):
+    with pytest.raises(ValueError, match="counting must be one of expected, decided"):
+        create_metric(metric, counting="soft")
+
+
 # --- factual_correctness --------------------------------------------------------------------------
 
 

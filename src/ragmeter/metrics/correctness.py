@@ -8,6 +8,11 @@ Counts, shared by both metrics (a claim counts when p(yes) reaches ``threshold``
 - precision = TP / (TP + FP); recall = covered reference claims / reference claims;
   F-beta = (1 + β²) · P · R / (β² · P + R), 0 when P and R are both 0.
 
+With ``counting="expected"`` (the default) precision and recall are the expected shares
+under the judge's probabilities instead: the mean p(yes) of the claims, so a claim judged
+0.45 is not counted as absent and one judged 0.55 as present. With a judge that answers
+only yes or no (p 0 or 1) the two countings agree.
+
 Recall is counted over reference claims. RAGAS computes TP / (TP + FN), mixing a count of
 response claims with a count of reference claims: ten supported response sentences and a
 reference of two facts, one of them missing, give it a recall of 10/11 where the reference
@@ -38,6 +43,7 @@ from ragmeter.metrics.llm_support import (
 from ragmeter.schema import Sample
 
 MODES = ("precision", "recall", "f1")
+COUNTINGS = ("expected", "decided")
 
 
 def f_beta(precision: float, recall: float, beta: float = 1.0) -> float:
@@ -45,6 +51,11 @@ def f_beta(precision: float, recall: float, beta: float = 1.0) -> float:
     b2 = beta * beta
     denominator = b2 * precision + recall
     return 0.0 if denominator == 0 else (1 + b2) * precision * recall / denominator
+
+
+def _check_counting(name: str, counting: str) -> None:
+    if counting not in COUNTINGS:
+        raise ValueError(f"{name}: counting must be one of {', '.join(COUNTINGS)}, got {counting!r}")
 
 
 def _check_beta(name: str, beta: float) -> None:
@@ -78,7 +89,7 @@ async def _claim_verdicts(metric, sample: Sample, judges, lang: str, precision: 
         verdicts, _ = results[0]
         supported_by_reference = decide(verdicts, metric.threshold)
         out["tp"], out["fp"] = sum(supported_by_reference), len(verdicts) - sum(supported_by_reference)
-        out["precision"] = out["tp"] / len(verdicts)
+        out["precision"] = _share(verdicts, supported_by_reference, metric.counting)
         details["response_claims"] = judged(out["response_claims"], verdicts, metric.threshold, yes="in_reference")
         details.update(tp=out["tp"], fp=out["fp"], precision=round(out["precision"], 4))
         out["unsupported"] = [c for c, ok in zip(out["response_claims"], supported_by_reference) if not ok]
@@ -86,20 +97,31 @@ async def _claim_verdicts(metric, sample: Sample, judges, lang: str, precision: 
         verdicts, _ = results[-1]
         covered = decide(verdicts, metric.threshold)
         out["covered"], out["fn"] = sum(covered), len(verdicts) - sum(covered)
-        out["recall"] = out["covered"] / len(verdicts)
+        out["recall"] = _share(verdicts, covered, metric.counting)
         details["reference_claims"] = judged(out["reference_claims"], verdicts, metric.threshold, yes="in_response")
         details.update(reference_covered=out["covered"], fn=out["fn"], recall=round(out["recall"], 4))
         out["missing"] = [c for c, ok in zip(out["reference_claims"], covered) if not ok]
+    details["counting"] = metric.counting
     out["details"] = details
     return out
 
 
+def _share(verdicts, decisions: list[bool], counting: str) -> float:
+    """Share of claims that hold: expected under the judge's p(yes), or of those decided yes."""
+    if counting == "expected":
+        return sum(v.p_yes for v in verdicts) / len(verdicts)
+    return sum(decisions) / len(decisions)
+
+
 def _summary(counts: dict[str, Any]) -> str:
     parts = []
+    expected = counts["details"]["counting"] == "expected"
     if "precision" in counts:
-        parts.append(f"{counts['tp']} of {counts['tp'] + counts['fp']} response claims are in the reference")
+        share = f" (expected share {counts['precision']:.2f})" if expected else ""
+        parts.append(f"{counts['tp']} of {counts['tp'] + counts['fp']} response claims are in the reference{share}")
     if "recall" in counts:
-        parts.append(f"{counts['covered']} of {counts['covered'] + counts['fn']} reference claims are in the response")
+        share = f" (expected share {counts['recall']:.2f})" if expected else ""
+        parts.append(f"{counts['covered']} of {counts['covered'] + counts['fn']} reference claims are in the response{share}")
     text = "; ".join(parts)
     if counts.get("unsupported"):
         text += f"; not in the reference: {clip(counts['unsupported'][0], 60)}"
@@ -117,7 +139,9 @@ class AnswerCorrectness(LLMMetric):
     F-beta combines precision (response claims the reference supports / response claims)
     and recall (reference claims the response covers / reference claims); two verdicts
     calls and one embedding of the two texts. Parameters: ``beta`` (recall weight, 1),
-    ``weights`` (F-beta and similarity, summing to 1), ``threshold``, ``claims``.
+    ``weights`` (F-beta and similarity, summing to 1), ``counting`` (``"expected"``: shares
+    are mean p(yes); ``"decided"``: shares of claims whose p(yes) reaches ``threshold``),
+    ``threshold``, ``claims``.
     """
 
     name = "answer_correctness"
@@ -125,12 +149,14 @@ class AnswerCorrectness(LLMMetric):
     required = ("user_input", "response", "reference")
     weights: tuple[float, float] = (0.75, 0.25)
     beta: float = 1.0
+    counting: str = "expected"
     threshold: float = 0.5
     claims: str = "sentences"
 
     def __post_init__(self) -> None:
         check_threshold(self.name, self.threshold)
         check_claims_mode(self.name, self.claims)
+        _check_counting(self.name, self.counting)
         _check_beta(self.name, self.beta)
         weights = tuple(self.weights) if isinstance(self.weights, (list, tuple)) else ()
         if (
@@ -168,7 +194,8 @@ class FactualCorrectness(LLMMetric):
     / reference claims) or their F-beta, by ``mode`` (default ``f1``); no embeddings.
 
     One verdicts call for ``precision`` or ``recall``, two for ``f1``. The metric's id
-    names a non-default mode: ``factual_correctness(recall)``.
+    names a non-default mode: ``factual_correctness(recall)``. ``counting``, ``threshold``
+    and ``claims`` as for answer correctness.
     """
 
     name = "factual_correctness"
@@ -176,6 +203,7 @@ class FactualCorrectness(LLMMetric):
     required = ("user_input", "response", "reference")
     mode: str = "f1"
     beta: float = 1.0
+    counting: str = "expected"
     threshold: float = 0.5
     claims: str = "sentences"
 
@@ -184,6 +212,7 @@ class FactualCorrectness(LLMMetric):
             raise ValueError(f"{self.name}: mode must be one of {', '.join(MODES)}, got {self.mode!r}")
         check_threshold(self.name, self.threshold)
         check_claims_mode(self.name, self.claims)
+        _check_counting(self.name, self.counting)
         _check_beta(self.name, self.beta)
 
     @property
