@@ -96,6 +96,34 @@ def test_ragchecker_pairs_both_responses_and_keeps_each_annotator(data_dir):
     assert unit["sample"].endswith("-2") and unit["versus"].endswith("-1") and unit["versus"][:-2] == unit["sample"][:-2]
 
 
+def test_ragchecker_measures_both_ways_of_counting_claims(data_dir):
+    tasks = {t.name: t for t in suites.ragchecker(data_dir, 2, 0)}
+    assert tasks["ragchecker/answer_correctness"].params == {}
+    assert tasks["ragchecker/answer_correctness[decided]"].params == {"counting": "decided"}
+    assert tasks["ragchecker/factual_correctness[decided]"].metric == "factual_correctness"
+    assert "ragchecker/semantic_similarity" in tasks
+
+
+def test_a_task_runs_its_metric_with_its_parameters():
+    from test_llm_double import FixedVectors, ScriptedJudge, by_item
+
+    from ragmeter.bench.runner import run_task
+    from ragmeter.judges import BatchingEmbedder, Judges
+
+    # One response claim at p(yes) 0.4 and one reference claim at 0.9: counted as expected
+    # shares the F1 is that of 0.4 and 0.9; decided at 0.5 the precision is 0 and so is F1.
+    samples = [{"id": "a", "user_input": "q?", "response": "Loans last a week.", "reference": "Loans last three weeks."}]
+    units = [{"sample": "a", "label": 1, "group": "a", "part": None}]
+    judge = ScriptedJudge(rule=by_item({"Loans last a week.": 0.4, "Loans last three weeks.": 0.9}))
+    judges = Judges(llm=judge, embedder=BatchingEmbedder(FixedVectors({})))
+    values = {}
+    for params in ({}, {"counting": "decided"}):
+        task = Task("t", "factual_correctness", load_dataset(samples), units, "binary", params=params)
+        values[params.get("counting", "expected")] = run_task(task, judges, progress=False).units[0]["score"]
+    assert values["expected"] == pytest.approx(2 * 0.4 * 0.9 / 1.3)
+    assert values["decided"] == 0.0
+
+
 def test_clapnq_builds_precision_recall_correctness_and_answerability(data_dir):
     precision, recall, correctness, answerability = suites.clapnq(data_dir, None, 0)
     assert {u["label"] for u in precision.units} == {0, 1}

@@ -22,7 +22,7 @@ from typing import Any
 from ragmeter.bench.suites import Task
 from ragmeter.engine import Evaluator
 from ragmeter.judges import Judges
-from ragmeter.metrics.base import Score
+from ragmeter.metrics.base import Score, create_metric
 from ragmeter.result import Result
 from ragmeter.stats import balanced_accuracy, bootstrap_statistic, pearson, roc_auc, spearman
 
@@ -133,5 +133,6 @@ def measure(task: Task, result: Result) -> TaskResult:
 
 def run_task(task: Task, judges: Judges, concurrency: int = 8, progress: bool | None = None) -> TaskResult:
     """Evaluate a task's samples with its metric and measure the agreement."""
-    result = Evaluator([task.metric], judges=judges, concurrency=concurrency, progress=progress).run(task.dataset)
+    metric = create_metric(task.metric, **task.params)
+    result = Evaluator([metric], judges=judges, concurrency=concurrency, progress=progress).run(task.dataset)
     return measure(task, result)

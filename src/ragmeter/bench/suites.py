@@ -25,7 +25,7 @@ import json
 import random
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,8 @@ class Task:
             (continuous truth: Pearson and Spearman) or ``"preference"`` (labels are
             preferences between two samples: Pearson and Spearman of the score difference).
         reference: Published reference points to print beside the result.
+        params: Parameters of the metric (``{"counting": "decided"}``); default settings
+            when empty.
     """
 
     name: str
@@ -57,6 +59,7 @@ class Task:
     units: list[dict[str, Any]]
     kind: str
     reference: str = ""
+    params: dict[str, Any] = field(default_factory=dict)
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
@@ -107,7 +110,9 @@ def qags(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
 def ragchecker(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
     """Correctness preferences (``limit``: response pairs). Both responses of a pair are
     scored against the reference; the score difference (response 2 minus response 1) is
-    compared with each annotator's preference (-2..2, positive: response 2 better)."""
+    compared with each annotator's preference (-2..2, positive: response 2 better).
+    Answer and factual correctness are measured with both ways of counting claims
+    (``counting`` expected, the default, and decided)."""
     rows = _jsonl(data_dir / "ragchecker_meta_eval.jsonl")
     pairs: dict[int, dict[str, Any]] = {}
     for row in rows:
@@ -126,10 +131,13 @@ def ragchecker(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
             )
     dataset = load_dataset(samples)
     reference = "RAGChecker's own correctness metric 0.497 Pearson; two human annotators agree at 0.637"
-    return [
-        Task(f"ragchecker/{m}", m, dataset, units, "preference", reference)
-        for m in ("answer_correctness", "factual_correctness", "semantic_similarity")
-    ]
+    tasks = []
+    for metric in ("answer_correctness", "factual_correctness"):
+        # Both ways of counting claims, from the same verdicts (the second is answered from the cache).
+        tasks.append(Task(f"ragchecker/{metric}", metric, dataset, units, "preference", reference))
+        tasks.append(Task(f"ragchecker/{metric}[decided]", metric, dataset, units, "preference", reference, {"counting": "decided"}))
+    tasks.append(Task("ragchecker/semantic_similarity", "semantic_similarity", dataset, units, "preference", reference))
+    return tasks
 
 
 def clapnq(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
