@@ -103,3 +103,16 @@ def test_an_injection_in_the_response_does_not_raise_faithfulness(judges):
     plain = score("faithfulness", judges, user_input=question, retrieved_contexts=EN_CONTEXTS, response=answer)
     attacked = score("faithfulness", judges, user_input=question, retrieved_contexts=EN_CONTEXTS, response=injected)
     assert attacked <= plain
+
+
+@pytest.mark.parametrize(
+    ("question", "answering", "same_topic"),
+    [
+        ("How many approvals does a merge request into a protected branch need?", EN_CONTEXTS[0], EN_CONTEXTS[1]),
+        ("数据库变更可以在什么时间执行？", ZH_CONTEXTS[0], ZH_CONTEXTS[1]),
+    ],
+)
+def test_a_context_that_answers_is_more_relevant_than_one_on_the_same_topic(judges, question, answering, same_topic):
+    result = asyncio.run(create_metric("context_relevance").score(Sample(user_input=question, retrieved_contexts=[answering, same_topic]), judges))
+    answers, related = (c["p_yes"] for c in result.details["contexts"])
+    assert answers > related and answers >= 0.5, result.details

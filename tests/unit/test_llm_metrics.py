@@ -51,7 +51,7 @@ GENERATED = {
         ("context_precision", {}, 1, 0, 0),
         ("context_precision_without_reference", {}, 1, 0, 0),
         ("context_recall", {}, 1, 0, 0),
-        ("context_relevance", {}, 1, 0, 0),
+        ("context_relevance", {}, 5, 0, 0),  # one per chunk
         ("context_entity_recall", {}, 0, 1, 0),
         ("context_utilization", {}, 2, 0, 0),
         ("answer_correctness", {}, 2, 0, 0),
@@ -311,14 +311,29 @@ def test_context_recall_is_zero_with_nothing_retrieved_and_unscored_without_refe
     assert judge.calls == []
 
 
-def test_context_relevance_is_the_share_of_relevant_chunks():
-    judge = ScriptedJudge(rule=by_item({"c1 useful": 0.9, "c3 useful": 0.55}))
+def by_context(table: dict[str, float]):
+    """Verdict rule for a chunk judged as the shared context of a question."""
+    return lambda task, shared, item: table.get(shared.get("context"), 0.0)
+
+
+def test_context_relevance_is_the_share_of_relevant_chunks_each_read_before_the_question():
+    judge = ScriptedJudge(rule=by_context({"c1 useful": 0.9, "c3 useful": 0.55}))
     score = run("context_relevance", judge, user_input="q?", retrieved_contexts=[*CHUNKS[:4], ""])
     assert score.value == pytest.approx(2 / 5)  # the blank fifth chunk counts as not relevant
     assert [c["p_yes"] for c in score.details["contexts"]] == [0.9, 0.0, 0.55, 0.0, None]
-    (call,) = judge.calls
-    assert (call.task, call.shared, call.items) == ("relevant", {"question": "q?"}, CHUNKS[:4])
+    assert score.details["strategy"] == "per_chunk"
+    assert [(c.task, c.shared, c.items) for c in judge.calls] == [("relevant", {"context": c}, ["q?"]) for c in CHUNKS[:4]]
     assert_unscored(run("context_relevance", judge, user_input="q?", retrieved_contexts=[]), "nothing was retrieved")
+
+
+def test_context_relevance_reads_a_chunk_too_long_for_the_judge_in_windows():
+    answer = "Fines are 20 cents per day."
+    long_chunk = " ".join(["The library has many rooms."] * 30 + [answer])
+    judge = ScriptedJudge(rule=lambda task, shared, item: 1.0 if answer in shared["context"] else 0.0, context_window=100)
+    score = run("context_relevance", judge, user_input="What is the fine?", retrieved_contexts=[long_chunk, "Opening hours are 9 to 5."])
+    assert score.value == pytest.approx(1 / 2) and score.details["strategy"] == "windows"
+    windows = [c.shared["context"] for c in judge.calls[1:] if c.shared["context"] != "Opening hours are 9 to 5."]
+    assert len(windows) > 1 and all(len(w.split()) + 14 <= 100 for w in windows)
 
 
 # --- context_entity_recall ----------------------------------------------------------------------------

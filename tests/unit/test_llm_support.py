@@ -230,7 +230,7 @@ def test_item_verdicts_fall_back_to_one_call_per_item_then_windows():
         return 1.0 if sentence(1) in item or sentence(9) in item else rule(task, shared, item)
 
     judge = ScriptedJudge(rule=relevant, context_window=80, overhead=10)
-    verdicts, strategy = asyncio.run(item_verdicts(judge, "relevant", {"question": "What costs what?"}, chunks, "en"))
+    verdicts, strategy = asyncio.run(item_verdicts(judge, "useful", {"question": "What costs what?", "answer": "Fines cost."}, chunks, "en"))
     assert strategy == "windows"
     assert [v.p_yes for v in verdicts] == [1.0, 1.0, 0.0]  # the long chunk: best of its windows
 

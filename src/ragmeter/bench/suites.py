@@ -199,28 +199,44 @@ def clapnq(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
     ]
 
 
-def msmarco(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
-    """Context relevance (``limit``: passages). Passages of one query are the retrieved
-    contexts of one sample, each judged against the query."""
+def msmarco_triples(data_dir: Path) -> list[tuple[str, str, int]]:
+    """Every MS MARCO (query, passage, label) in file order: 1 relevant, 0 hard negative."""
     path = data_dir / "msmarco_context_relevance.csv"
     if not path.exists():
         raise FileNotFoundError(f"{path} not found: pass --data-dir with the folder of the labelled sets")
     with path.open(encoding="utf-8", newline="") as handle:
-        rows = list(csv.DictReader(handle))
-    return [_relevance_task("msmarco/context_relevance", [(r["query"], r["expected_response"], int(float(r["expected_score"]))) for r in rows], limit, seed, "ms")]
+        return [(r["query"], r["expected_response"], int(float(r["expected_score"]))) for r in csv.DictReader(handle)]
+
+
+def msmarco(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
+    """Context relevance (``limit``: passages). Passages of one query are the retrieved
+    contexts of one sample, each judged against the query."""
+    return [_relevance_task("msmarco/context_relevance", msmarco_triples(data_dir), limit, seed, "ms")]
+
+
+def rgb_triples(data_dir: Path) -> list[tuple[str, str, int]]:
+    """Every RGB Chinese (query, passage, label) in file order: 1 if the passage contains
+    the answer, 0 if it is related but does not."""
+    triples = []
+    for row in _jsonl(data_dir / "rgb_zh_refine.jsonl"):
+        triples += [(row["query"], p, 1) for p in row["positive"]] + [(row["query"], p, 0) for p in row["negative"]]
+    return triples
 
 
 def rgb(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
     """Chinese context relevance (``limit``: passages): positive passages contain the
     answer, negative ones are related but do not."""
-    triples = []
-    for row in _jsonl(data_dir / "rgb_zh_refine.jsonl"):
-        triples += [(row["query"], p, 1) for p in row["positive"]] + [(row["query"], p, 0) for p in row["negative"]]
-    return [_relevance_task("rgb/context_relevance", triples, limit, seed, "rgb")]
+    return [_relevance_task("rgb/context_relevance", rgb_triples(data_dir), limit, seed, "rgb")]
+
+
+def relevance_draw(triples: list[tuple[str, str, int]], limit: int | None, seed: int) -> list[tuple[str, str, int]]:
+    """The (query, passage, label) triples a relevance task with this ``limit`` and
+    ``seed`` measures, before duplicates of a query's passage are dropped."""
+    return _sample(triples, limit, seed)
 
 
 def _relevance_task(name: str, triples: list[tuple[str, str, int]], limit: int | None, seed: int, prefix: str) -> Task:
-    chosen = _sample(triples, limit, seed)
+    chosen = relevance_draw(triples, limit, seed)
     by_query: dict[str, list[tuple[str, int]]] = defaultdict(list)
     for query, passage, label in chosen:
         if passage not in {p for p, _ in by_query[query]}:

@@ -195,9 +195,12 @@ def best_of(results: Sequence[Sequence[Verdict]]) -> list[Verdict]:
 
 
 async def premise_verdicts(
-    llm: LLMJudge, task: str, premise: str | Sequence[str], items: Sequence[str], lang: str
+    llm: LLMJudge, task: str, premise: str | Sequence[str], items: Sequence[str], lang: str, field: str = "premise"
 ) -> tuple[list[Verdict], str]:
-    """Verdicts of ``items`` against ``{"premise": premise}``, split when too long.
+    """Verdicts of ``items`` against ``{field: premise}``, split when too long.
+
+    ``field`` is the name the task's prompt gives the premise (``"premise"``, or
+    ``"context"`` for a retrieved chunk judged against a question).
 
     Returns:
         One verdict per item, and the strategy: ``"whole"``, ``"per_chunk"`` or ``"windows"``.
@@ -206,21 +209,21 @@ async def premise_verdicts(
     if not unique:
         return [], "whole"
     try:
-        verdicts = await ask(llm, task, {"premise": premise}, unique, lang)
+        verdicts = await ask(llm, task, {field: premise}, unique, lang)
         strategy = "whole"
     except ContextTooLong as exc:
         chunks = [premise] if isinstance(premise, str) else list(premise)
         if len(chunks) == 1:
-            verdicts, strategy = await windowed(llm, chunks[0], exc, lambda w: ask(llm, task, {"premise": w}, unique, lang)), "windows"
+            verdicts, strategy = await windowed(llm, chunks[0], exc, lambda w: ask(llm, task, {field: w}, unique, lang)), "windows"
         else:
             windows_used: list[bool] = []
 
             async def one_chunk(chunk: str) -> list[Verdict]:
                 try:
-                    return await ask(llm, task, {"premise": chunk}, unique, lang)
+                    return await ask(llm, task, {field: chunk}, unique, lang)
                 except ContextTooLong as too_long:
                     windows_used.append(True)
-                    return await windowed(llm, chunk, too_long, lambda w: ask(llm, task, {"premise": w}, unique, lang))
+                    return await windowed(llm, chunk, too_long, lambda w: ask(llm, task, {field: w}, unique, lang))
 
             verdicts = best_of(await asyncio.gather(*(one_chunk(c) for c in chunks)))
             strategy = "windows" if windows_used else "per_chunk"
