@@ -39,7 +39,7 @@ from pathlib import Path
 import ragmeter
 from ragmeter import ranking
 from ragmeter.bench.report import git_commit
-from ragmeter.bench.suites import Task, clapnq, qags
+from ragmeter.bench.suites import Task, clapnq, clapnq_answerable, qags
 from ragmeter.judges import Judges
 from ragmeter.judges.local import LocalJudge, packaged_model_path
 from ragmeter.judges.openai_compat import OpenAIJudge
@@ -61,10 +61,27 @@ def ensure_ragas_venv(venv: Path) -> Path:
     return python
 
 
+def relevancy_task(data_dir: Path, per_metric: int, seed: int) -> Task:
+    """Answer relevancy on ClapNQ questions: the annotators' answer sentences are a
+    relevant response, the next question's human answer an irrelevant one; ``per_metric``
+    responses, two per question."""
+    answerable = [r for r in clapnq_answerable(data_dir, 2 * per_metric, seed) if set(r["gold_sentences"]) & set(r["passage_sentences"])]
+    samples, units = [], []
+    for number, row in enumerate(answerable[: (per_metric + 1) // 2]):
+        gold = [s for s in row["passage_sentences"] if s in set(row["gold_sentences"])]
+        wrong = answerable[(number + 1) % len(answerable)]["reference_answer"]
+        for suffix, response, label in (("right", " ".join(gold), 1), ("wrong", wrong, 0)):
+            key = f"cq-{row['id']}-{suffix}"
+            samples.append({"id": key, "user_input": row["question"], "response": response})
+            units.append({"sample": key, "label": label, "group": f"cq-{row['id']}", "part": None})
+    samples, units = samples[:per_metric], units[:per_metric]
+    return Task("clapnq/answer_relevancy", "answer_relevancy", ragmeter.load_dataset(samples), units, "binary", "relevant vs another question's answer")
+
+
 def build_tasks(data_dir: Path, per_metric: int, seed: int) -> dict[str, Task]:
     """One task per metric, each with sample-level units."""
     faithfulness = qags(data_dir, per_metric, seed)[0]
-    precision, recall, correctness, _ = clapnq(data_dir, 2 * per_metric, seed)
+    precision, recall, _, _ = clapnq(data_dir, 2 * per_metric, seed)
     # Context precision, per sample: the true average precision of the first
     # PRECISION_CONTEXTS sentences (RAGAS asks once per chunk), from the annotators'
     # selection of answer sentences.
@@ -82,15 +99,9 @@ def build_tasks(data_dir: Path, per_metric: int, seed: int) -> dict[str, Task]:
         relevance = [bool(label) for _, label in sorted(parts)]
         true_ap[sample] = ranking.average_precision(relevance, max(1, sum(relevance)))
     precision_units = [{"sample": s, "label": ap, "group": s, "part": None} for s, ap in true_ap.items()]
-    # Answer relevancy: the gold answer sentences are relevant, another question's answer is not.
-    relevancy_samples = correctness.dataset.samples[:per_metric]
-    relevancy_keys = {s.key for s in relevancy_samples}
     return {
         "faithfulness": faithfulness,
-        "answer_relevancy": Task(
-            "clapnq/answer_relevancy", "answer_relevancy", ragmeter.Dataset(samples=relevancy_samples),
-            [u for u in correctness.units if u["sample"] in relevancy_keys], "binary", "relevant vs another question's answer",
-        ),
+        "answer_relevancy": relevancy_task(data_dir, per_metric, seed),
         "context_precision": Task(
             "clapnq/context_precision", "context_precision", ragmeter.Dataset(samples=precision_samples), precision_units, "graded",
             f"vs true AP of the first {PRECISION_CONTEXTS} sentences (annotated)",

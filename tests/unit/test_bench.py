@@ -129,6 +129,11 @@ def test_clapnq_builds_precision_recall_correctness_and_answerability(data_dir):
     assert {u["label"] for u in precision.units} == {0, 1}
     assert all(0 <= u["label"] <= 1 for u in recall.units)
     assert sorted(u["label"] for u in correctness.units) == [0, 0, 0, 1, 1, 1]
+    responses = {s.key: s.sample.response for s in correctness.dataset}
+    for unit in correctness.units:
+        topic = unit["group"].removeprefix("cq-c")
+        wanted = [2, 3] if unit["label"] == 0 else [0, 1]  # the passage's other sentences are the wrong answer
+        assert responses[unit["sample"]] == " ".join(f"Topic {topic} sentence {k}." for k in wanted)
     assert sorted(u["label"] for u in answerability.units) == [0, 0, 0, 1, 1, 1]
     for loaded in precision.dataset:
         gold = [u for u in precision.units if u["sample"] == loaded.key and u["label"] == 1]

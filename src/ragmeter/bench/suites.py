@@ -140,6 +140,13 @@ def ragchecker(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
     return tasks
 
 
+def clapnq_answerable(data_dir: Path, limit: int | None, seed: int) -> list[dict[str, Any]]:
+    """The answerable ClapNQ questions :func:`clapnq` draws for this ``limit`` (the
+    answerable half) and ``seed``, in order."""
+    rows = _jsonl(data_dir / "clapnq_dev.jsonl")
+    return _sample([r for r in rows if r["answerable"]], None if limit is None else limit - limit // 2, seed)
+
+
 def clapnq(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
     """ClapNQ (``limit``: questions, half answerable, half not).
 
@@ -149,21 +156,22 @@ def clapnq(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
     - context precision: each sentence's usefulness against the annotators' selection;
     - context recall: some gold sentences are left out at random, and the metric is
       compared with the share of annotator-selected sentences that remain;
-    - answer correctness: the annotator-selected sentences as a response (correct) and
-      another question's human answer (wrong), against the human answer.
+    - answer correctness: the annotator-selected sentences as a response (correct) and as
+      many of the passage's other sentences (wrong: same topic, same words, not the
+      answer), against the human answer.
 
     All questions (answerable and not) test whether the judge sees that the passage holds
     no answer: the answerable-vs-unanswerable verdict of negative rejection.
     """
     rows = _jsonl(data_dir / "clapnq_dev.jsonl")
-    answerable = _sample([r for r in rows if r["answerable"]], None if limit is None else limit - limit // 2, seed)
+    answerable = clapnq_answerable(data_dir, limit, seed)
     unanswerable = _sample([r for r in rows if not r["answerable"]], None if limit is None else limit // 2, seed)
     rng = random.Random(seed)
     noise_pool = [s for r in rows for s in r["passage_sentences"]]
     precision_samples, precision_units = [], []
     recall_samples, recall_units = [], []
     correctness_samples, correctness_units = [], []
-    for number, row in enumerate(answerable):
+    for row in answerable:
         gold = [s for s in row["passage_sentences"] if s in set(row["gold_sentences"])]
         if not gold:
             continue
@@ -180,8 +188,10 @@ def clapnq(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
         rng.shuffle(recall_contexts)
         recall_samples.append({"id": sample_id, "user_input": row["question"], "retrieved_contexts": recall_contexts, "reference": row["reference_answer"]})
         recall_units.append({"sample": sample_id, "label": len(kept) / len(gold), "group": sample_id, "part": None})
-        wrong = answerable[(number + 1) % len(answerable)]["reference_answer"]
-        for suffix, response, label in (("right", " ".join(gold), 1), ("wrong", wrong, 0)):
+        # Wrong: as many of the passage's other sentences: same topic and words, not the answer.
+        others_in_passage = [s for s in row["passage_sentences"] if s not in set(gold)][: len(gold)]
+        responses = [("right", " ".join(gold), 1)] + ([("wrong", " ".join(others_in_passage), 0)] if others_in_passage else [])
+        for suffix, response, label in responses:
             correctness_samples.append({"id": f"{sample_id}-{suffix}", "user_input": row["question"], "response": response, "reference": row["reference_answer"]})
             correctness_units.append({"sample": f"{sample_id}-{suffix}", "label": label, "group": sample_id, "part": None})
     answerability_samples, answerability_units = [], []
@@ -194,7 +204,7 @@ def clapnq(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
     return [
         Task("clapnq/context_precision", "context_precision", load_dataset(precision_samples), precision_units, "binary", "per sentence vs annotator selection"),
         Task("clapnq/context_recall", "context_recall", load_dataset(recall_samples), recall_units, "graded", "vs share of gold sentences kept"),
-        Task("clapnq/answer_correctness", "answer_correctness", load_dataset(correctness_samples), correctness_units, "binary", "gold sentences vs another question's answer"),
+        Task("clapnq/answer_correctness", "answer_correctness", load_dataset(correctness_samples), correctness_units, "binary", "gold sentences vs the passage's other sentences"),
         Task("clapnq/answerability", "negative_rejection", load_dataset(answerability_samples), answerability_units, "binary", "answerable vs unanswerable questions"),
     ]
 
