@@ -248,3 +248,61 @@ def test_premise_verdicts_with_no_items_asks_nothing():
     judge = ScriptedJudge(rule=literal)
     assert asyncio.run(premise_verdicts(judge, "supported", ["x"], [], "en")) == ([], "whole")
     assert judge.calls == []
+
+
+# --- closest evidence -----------------------------------------------------------------------
+
+
+def test_each_statement_is_judged_against_its_closest_sentences_in_premise_order():
+    from test_llm_double import FixedVectors
+
+    from ragmeter.judges import BatchingEmbedder
+
+    # Statement A lies close to sentences 4 and 1, statement B to sentence 3 and (less) 0.
+    a, b = "Claim about item one and four.", "Claim about item three."
+    vectors = {
+        a: [1, 0, 0], b: [0, 1, 0],
+        sentence(0): [0, 0.3, 1], sentence(1): [0.8, 0, 0.6], sentence(2): [0, 0, 1],
+        sentence(3): [0, 1, 0.1], sentence(4): [0.9, 0, 0.1],
+    }  # fmt: skip
+    judge = ScriptedJudge(rule=literal)
+    judge.evidence_sentences = 2
+    judges = Judges(llm=judge, embedder=BatchingEmbedder(FixedVectors(vectors)))
+    chunks = [f"{sentence(0)} {sentence(1)}", f"{sentence(2)} {sentence(3)} {sentence(4)}"]
+    verdicts, strategy = asyncio.run(supported(judges, chunks, [a, b, a], "en"))
+    assert strategy == "closest"
+    premises = {call.items[0]: call.shared["premise"] for call in judge.calls}
+    assert premises == {a: [sentence(1), sentence(4)], b: [sentence(0), sentence(3)]}, "chunks apart, premise order kept"
+    assert len(judge.calls) == 2, "the repeated statement is asked once"
+    assert verdicts[0].evidence == f"{sentence(1)} … {sentence(4)}" and verdicts[2] == verdicts[0]
+
+
+def test_statements_with_the_same_closest_sentences_share_one_call_and_a_text_premise_stays_text():
+    from test_llm_double import FixedVectors
+
+    from ragmeter.judges import BatchingEmbedder
+
+    claims = ["Loans last three weeks.", "A loan lasts three weeks."]
+    vectors = {claims[0]: [1, 0], claims[1]: [1, 0.1], sentence(1): [1, 0], sentence(2): [0.9, 0.1], sentence(3): [0, 1]}
+    judge = ScriptedJudge(rule=literal)
+    judge.evidence_sentences = 2
+    judges = Judges(llm=judge, embedder=BatchingEmbedder(FixedVectors(vectors)))
+    asyncio.run(supported(judges, f"{sentence(1)} {sentence(2)} {sentence(3)}", claims, "en"))
+    (call,) = judge.calls
+    assert call.items == claims and call.shared["premise"] == f"{sentence(1)} {sentence(2)}"
+
+
+def test_a_premise_no_longer_than_the_evidence_is_judged_whole_in_one_call():
+    judge = ScriptedJudge(rule=literal)
+    judge.evidence_sentences = 3
+    verdicts, strategy = asyncio.run(supported(judges_with(judge), [sentence(1), sentence(2)], [sentence(1), "Unrelated claim here."], "en"))
+    assert strategy == "whole" and len(judge.calls) == 1
+    assert [v.p_yes for v in verdicts] == [1.0, 0.0] and verdicts[0].evidence is None
+
+
+def test_faithfulness_details_show_the_evidence_each_claim_was_judged_on():
+    judge = ScriptedJudge(rule=literal)
+    judge.evidence_sentences = 1
+    score = run("faithfulness", judge, user_input="q?", retrieved_contexts=[f"{sentence(1)} {sentence(2)}"], response=sentence(2))
+    (claim,) = score.details["claims"]
+    assert score.details["strategy"] == "closest" and claim["evidence"] == sentence(2) and claim["supported"]

@@ -79,3 +79,18 @@ def test_the_packaged_calibration_is_used_only_when_asked_and_changes_cache_keys
     assert raw.describe()["calibrations"] == {}
     assert calibrated.describe()["calibrations"]["supported/en"] == fit
     assert LocalJudge(model_path="other.gguf", calibrated=True).describe()["calibrations"] == {}
+
+
+def test_evidence_sentences_default_by_backend_can_be_set_and_pass_through_the_cache(tmp_path):
+    from ragmeter.judges.config import JudgeConfig
+    from ragmeter.judges.local import EVIDENCE_SENTENCES
+
+    assert JudgeConfig().build(cached=False).evidence_sentences == EVIDENCE_SENTENCES == 3
+    assert JudgeConfig(evidence_sentences=0).build(cached=False).evidence_sentences == 0
+    assert JudgeConfig(evidence_sentences=5, cache_dir=str(tmp_path)).build().evidence_sentences == 5
+    endpoint = JudgeConfig(base_url="http://127.0.0.1:9/v1", model="m")
+    assert endpoint.build(cached=False).evidence_sentences == 0, "endpoints read the whole premise"
+    assert endpoint.updated(evidence_sentences=2).build(cached=False).evidence_sentences == 2
+    for wrong in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="evidence_sentences must be a whole number"):
+            JudgeConfig(evidence_sentences=wrong).build(cached=False)

@@ -34,11 +34,14 @@ class Verdict:
             probabilities), ``"calibrated logits"`` (the same, recalibrated for a model
             known to lean one way), ``"logprobs"`` (an endpoint's token log-probabilities) or
             ``"text"`` (a yes or no in the reply: 1.0 or 0.0).
+        evidence: The part of the premise the judge was shown, when it was not the whole
+            premise (see ``LLMJudge.evidence_sentences``).
     """
 
     p_yes: float
     reason: str | None = None
     method: str = "text"
+    evidence: str | None = None
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.p_yes <= 1.0:
@@ -62,6 +65,12 @@ class ContextTooLong(JudgeError):
         super().__init__(f"prompt needs {tokens} tokens, the judge's context window holds {limit}")
 
 
+def check_evidence_sentences(value: int) -> None:
+    """``evidence_sentences`` must be a whole number, 0 or more."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"evidence_sentences must be a whole number, 0 or more (0: the whole premise), got {value!r}")
+
+
 class LLMJudge(ABC):
     """A model that judges. Subclasses: the local llama.cpp judge, OpenAI-compatible HTTP.
 
@@ -69,11 +78,16 @@ class LLMJudge(ABC):
         backend: ``"local"`` or ``"openai"``.
         model: The model's name (for caching, pricing and reports).
         context_window: Tokens one prompt may use.
+        evidence_sentences: When a statement is checked against a premise (faithfulness,
+            context recall, correctness...), how many of the premise's sentences the judge
+            sees: the ones most similar to the statement. 0 (the default): the whole
+            premise. Small models judge better against a few focused sentences.
     """
 
     backend: str
     model: str
     context_window: int
+    evidence_sentences: int = 0
 
     @abstractmethod
     async def verdicts(

@@ -109,6 +109,7 @@ class CachingJudge(LLMJudge):
     def __init__(self, judge: LLMJudge, cache: DiskCache):
         self.judge, self.cache = judge, cache
         self.backend, self.model, self.context_window = judge.backend, judge.model, judge.context_window
+        self.evidence_sentences = judge.evidence_sentences
 
     def _key(self, kind: str, task: str, lang: str, *parts: Any) -> str:
         return cache_key(self.judge.describe(), prompts_version(lang), kind, task, lang, *parts)

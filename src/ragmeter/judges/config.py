@@ -22,7 +22,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from ragmeter.judges.base import JudgeError, LLMJudge
+from ragmeter.judges.base import JudgeError, LLMJudge, check_evidence_sentences
 from ragmeter.judges.cache import CACHE_FILE, CachingJudge, DiskCache, user_cache_dir
 from ragmeter.metering import PriceTable
 
@@ -53,6 +53,9 @@ class JudgeConfig:
             support with the fit in ``resources/local_judge_calibration.json`` (made on
             QAGS news summaries). Stricter: better balanced accuracy on subtle, long-article
             claims, but clearly supported claims can fall below 0.5; off by default.
+        evidence_sentences: Premise sentences the judge sees per statement it checks, the
+            ones most similar to the statement; 0 for the whole premise; ``None`` for the
+            backend's default (3 for the local judge, the whole premise for endpoints).
         cache: Keep answers in the disk cache and reuse them.
         cache_dir: Folder of the cache (default ``$RAGMETER_CACHE_DIR`` or ``~/.cache/ragmeter``).
         prices: Price table file (JSON or YAML) overriding the packaged one.
@@ -70,6 +73,7 @@ class JudgeConfig:
     gguf: str | None = None
     threads: int | None = None
     calibrated: bool = False
+    evidence_sentences: int | None = None
     cache: bool = True
     cache_dir: str | None = None
     prices: str | None = None
@@ -115,6 +119,8 @@ class JudgeConfig:
             raise ValueError(f"unknown judge backend '{self.chosen_backend}'; use one of {', '.join(BACKENDS)}")
         if self.verdict_mode not in ("batch", "single"):
             raise ValueError(f"unknown verdict mode '{self.verdict_mode}'; use batch or single")
+        if self.evidence_sentences is not None:
+            check_evidence_sentences(self.evidence_sentences)
 
     def api_key(self) -> str | None:
         if self.api_key_env:
@@ -155,13 +161,15 @@ class JudgeConfig:
                 context_window=self.context_window or 128_000,
                 verdict_mode=self.verdict_mode,
                 prices=PriceTable(self.prices),
+                evidence_sentences=self.evidence_sentences or 0,
             )
         else:
             from ragmeter.judges.local import LocalJudge, check_local_judge
 
             check_local_judge(self.gguf)
+            evidence = {} if self.evidence_sentences is None else {"evidence_sentences": self.evidence_sentences}
             judge = LocalJudge(
-                model_path=self.gguf, context_window=self.context_window or 4096, threads=self.threads, calibrated=self.calibrated
+                model_path=self.gguf, context_window=self.context_window or 4096, threads=self.threads, calibrated=self.calibrated, **evidence
             )
         cache = cache or (self.open_cache() if cached else None)
         return CachingJudge(judge, cache) if cache is not None else judge

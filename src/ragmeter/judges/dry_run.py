@@ -39,6 +39,7 @@ class DryRunJudge(LLMJudge):
     def __init__(self, target: LLMJudge, per_item: bool, price: tuple[float, float] | None):
         self.target, self.per_item, self.price = target, per_item, price
         self.backend, self.model, self.context_window = target.backend, target.model, target.context_window
+        self.evidence_sentences = target.evidence_sentences
         self._heads_seen: set[tuple[str, str]] = set()
 
     def count_tokens(self, text: str) -> int:

@@ -39,7 +39,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from ragmeter.judges.base import ContextTooLong, FieldValue, JudgeError, LLMJudge, Verdict
+from ragmeter.judges.base import ContextTooLong, FieldValue, JudgeError, LLMJudge, Verdict, check_evidence_sentences
 from ragmeter.judges.prompts import BATCH_VERDICTS_SCHEMA, PromptBook, VerdictPrompt
 from ragmeter.metering import PriceTable, Usage, record
 
@@ -156,6 +156,9 @@ class OpenAIJudge(LLMJudge):
         max_tokens: Longest reply to a JSON request (:meth:`generate`, batch verdicts).
         http_client: An ``AsyncClient`` of the HTTP library the ``openai`` package uses
             (proxies, custom transports, tests); default: the package's own.
+        evidence_sentences: Premise sentences shown per statement checked (see
+            :class:`~ragmeter.judges.base.LLMJudge`); 0, the default, shows the whole
+            premise and keeps one request for all statements of a sample in batch mode.
     """
 
     backend = "openai"
@@ -177,7 +180,9 @@ class OpenAIJudge(LLMJudge):
         verdict_mode: str = "batch",
         max_tokens: int = 2048,
         http_client: Any = None,
+        evidence_sentences: int = 0,
     ):
+        check_evidence_sentences(evidence_sentences)
         if verdict_mode not in VERDICT_MODES:
             raise ValueError(f"verdict_mode must be one of {', '.join(VERDICT_MODES)}, got {verdict_mode!r}")
         if concurrency < 1:
@@ -198,6 +203,7 @@ class OpenAIJudge(LLMJudge):
         self.temperature = temperature
         self.seed = seed
         self.verdict_mode = verdict_mode
+        self.evidence_sentences = evidence_sentences
         self.max_tokens = max_tokens
         self._secret = api_key or ""
         self._price = (prices or PriceTable()).price(model)

@@ -2,7 +2,8 @@
 
 Every metric here makes one verdicts call for all the chunks (or all the claims) of a
 sample, except context relevance, which asks once per chunk (the chunk first, then the
-question). Blank retrieved contexts are never sent to the judge: they count as not useful /
+question), and claims checked by a judge with ``evidence_sentences``, each against the
+context sentences closest to it (see ``llm_support.supported``). Blank retrieved contexts are never sent to the judge: they count as not useful /
 not relevant where the metric ranks or counts chunks, and are left out of premises.
 """
 
@@ -144,7 +145,8 @@ class ContextRecall(LLMMetric):
     supported reference claims / reference claims.
 
     Claims are the reference's sentences (``claims="llm"``: judge-written statements), all
-    checked in one verdicts call against all retrieved contexts. 0 when nothing was
+    checked in one verdicts call against all retrieved contexts (against the closest
+    context sentences with a judge that has ``evidence_sentences``). 0 when nothing was
     retrieved (none of the reference is covered).
     """
 

@@ -28,8 +28,10 @@ class Faithfulness(LLMMetric):
 
     Claims are the response's sentences (``claims="llm"``: statements written by the
     judge); one verdicts call checks them all against all retrieved contexts, and a claim
-    is supported when the judge's p(yes) reaches ``threshold``. Over-long contexts are
-    checked chunk by chunk, then window by window (the details give the strategy). Unscored
+    is supported when the judge's p(yes) reaches ``threshold``. A judge with
+    ``evidence_sentences`` (the local judge: 3) checks each claim against the sentences of
+    the contexts closest to it instead; the details show that evidence. Over-long contexts
+    are checked chunk by chunk, then window by window (the details give the strategy). Unscored
     when the response is empty or nothing was retrieved: faithfulness is undefined without
     contexts. Text in the response that addresses the judge is just another claim.
     """
