@@ -38,10 +38,11 @@ from ragmeter.stats import roc_auc
 RESOURCE = Path(__file__).resolve().parents[1] / "src" / "ragmeter" / "resources" / "local_judge_calibration.json"
 
 
-def raw_p_yes(rows: list[dict]) -> list[float]:
-    """Raw P(yes) of each claim against its article, through the faithfulness metric."""
+def raw_p_yes(rows: list[dict], threads: int | None) -> list[float]:
+    """Raw P(yes) of each claim against its article, through the faithfulness metric;
+    ``threads``: CPU threads of the local judge (None: its default)."""
     samples = [{"id": r["id"], "user_input": "Summarise the article.", "retrieved_contexts": [r["context"]], "response": r["claim"]} for r in rows]
-    judge = LocalJudge(calibrated=False)
+    judge = LocalJudge(calibrated=False, threads=threads)
     result = ragmeter.Evaluator(["faithfulness"], judges=Judges(llm=judge), progress=True).run(ragmeter.load_dataset(samples))
     by_id = {s.key: s.scores["faithfulness"] for s in result.samples}
     values = []
@@ -80,10 +81,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", type=Path, default=Path("../shared/data"))
     parser.add_argument("--limit", type=int, default=None, help="Fit on the first N calibration claims only (a quick look).")
+    parser.add_argument("--threads", type=int, default=None, help="CPU threads of the local judge (default: its own)")
     args = parser.parse_args()
     rows = [r for r in qags_rows(args.data_dir) if in_qags_calibration_split(r["id"])][: args.limit]
     y = np.array([int(r["faithful_majority"]) for r in rows])
-    p = np.array(raw_p_yes(rows))
+    p = np.array(raw_p_yes(rows, args.threads))
     slope, intercept = fit_balanced_logistic(p, y)
     calibrated = np.array([recalibrate(v, slope, intercept) for v in p])
     fit = {

@@ -5,9 +5,9 @@ on. This script compares, on QAGS claims of the calibration split (articles whos
 is divisible by 4, never measured by ``ragmeter bench qags``), the local judge's P(yes)
 that the claim is supported by:
 
-- ``full``: the whole article (what faithfulness does now);
+- ``full``: the whole article (what faithfulness did before ``evidence_sentences``);
 - ``top<k>``: the k article sentences most similar to the claim (USE cosine), in article
-  order, as one premise;
+  order, as one premise (what faithfulness does now with the local judge, k = 3);
 - ``max<k>``: each of those k sentences alone, keeping the highest P(yes) (SummaC-style).
 
 It reports ROC-AUC and balanced accuracy at P(yes) >= 0.5 with 95% bootstrap intervals
