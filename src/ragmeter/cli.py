@@ -18,7 +18,7 @@ from rich.table import Table
 
 from ragmeter.bench.report import write as write_bench
 from ragmeter.bench.runner import run_task
-from ragmeter.bench.suites import DEFAULT_DATA_DIR, SUITES, labelled_file
+from ragmeter.bench.suites import DEFAULT_DATA_DIR, SUITES, bench_tasks, labelled_file
 from ragmeter.config import load_config
 from ragmeter.engine import DEFAULT_CONCURRENCY, Evaluator, applicable_metrics, resolve_metrics
 from ragmeter.io import InputError, InputIssue, load_dataset
@@ -309,7 +309,11 @@ def _dry_run(dataset, chosen, judges: Judges, judge_config: JudgeConfig, concurr
 @app.command("bench")
 def bench_command(
     suites: Annotated[
-        Optional[list[str]], typer.Argument(help="Labelled sets to measure against: qags, ragchecker, clapnq, msmarco, rgb (default: all).")
+        Optional[list[str]],
+        typer.Argument(
+            help="Labelled sets to measure against: qags, ragchecker, clapnq, msmarco, rgb (default: all); "
+            "a set/task name (clapnq/context_recall) measures that task only."
+        ),
     ] = None,
     data_dir: Annotated[Path, typer.Option(help="Folder of the labelled sets.")] = DEFAULT_DATA_DIR,
     limit: Annotated[Optional[int], typer.Option(min=1, help="Units drawn from each set (seeded); default: all.")] = None,
@@ -354,10 +358,7 @@ def bench_command(
             resolve_metrics([metric])
             tasks = [labelled_file(labelled, metric, label_field, limit, seed)]
         else:
-            unknown = sorted(set(suites or []) - set(SUITES))
-            if unknown:
-                raise ValueError(f"unknown set(s) {', '.join(unknown)}; use {', '.join(SUITES)}")
-            tasks = [task for suite in (suites or list(SUITES)) for task in SUITES[suite](data_dir, limit, seed)]
+            tasks = bench_tasks(suites or list(SUITES), data_dir, limit, seed)
     except (ValueError, FileNotFoundError, InputError) as exc:
         raise _fail(str(exc)) from None
     needs_llm = any(create_metric(t.metric).needs == Needs.LLM for t in tasks)

@@ -211,6 +211,17 @@ def test_bench_on_your_own_labelled_file_writes_results(tmp_path):
     assert "roc_auc" not in (tmp_path / "mine.md").read_text() and "ROC-AUC 1.000" in (tmp_path / "mine.md").read_text()
 
 
+def test_a_set_or_one_of_its_tasks_can_be_chosen(data_dir):
+    everything = [t.name for t in suites.clapnq(data_dir, None, 0)]
+    assert [t.name for t in suites.bench_tasks(["clapnq"], data_dir, None, 0)] == everything
+    chosen = suites.bench_tasks(["clapnq/context_recall", "rgb", "clapnq/answerability", "clapnq/context_recall"], data_dir, None, 0)
+    assert [t.name for t in chosen] == ["clapnq/context_recall", "rgb/context_relevance", "clapnq/answerability"]
+    with pytest.raises(ValueError, match="set clapnq has no task clapnq/nothing; its tasks: clapnq/context_precision"):
+        suites.bench_tasks(["clapnq/nothing"], data_dir, None, 0)
+    with pytest.raises(ValueError, match="unknown set"):
+        suites.bench_tasks(["nosuchset/context_recall"], data_dir, None, 0)
+
+
 def test_bench_rejects_unknown_sets_and_labels_that_are_not_numbers(tmp_path):
     runner = CliRunner()
     assert runner.invoke(app, ["bench", "nosuchset", "--data-dir", str(tmp_path)]).exit_code == 2

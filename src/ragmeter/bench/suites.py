@@ -24,7 +24,7 @@ import csv
 import json
 import random
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -293,3 +293,23 @@ SUITES: dict[str, Callable[[Path, int | None, int], list[Task]]] = {
     "msmarco": msmarco,
     "rgb": rgb,
 }
+
+
+def bench_tasks(names: Sequence[str], data_dir: Path, limit: int | None, seed: int) -> list[Task]:
+    """The tasks ``names`` ask for, in their order: a set name (``clapnq``) stands for all its
+    tasks, a task name (``clapnq/context_recall``) for that task only. Each set is built once.
+    Raises ValueError naming what is unknown."""
+    unknown = sorted({name for name in names if name.split("/", 1)[0] not in SUITES})
+    if unknown:
+        raise ValueError(f"unknown set(s) {', '.join(unknown)}; use {', '.join(SUITES)}, or set/task")
+    built: dict[str, list[Task]] = {}
+    chosen: list[Task] = []
+    for name in names:
+        suite = name.split("/", 1)[0]
+        if suite not in built:
+            built[suite] = SUITES[suite](data_dir, limit, seed)
+        matching = [task for task in built[suite] if name in (suite, task.name)]
+        if not matching:
+            raise ValueError(f"set {suite} has no task {name}; its tasks: {', '.join(t.name for t in built[suite])}")
+        chosen += [task for task in matching if task.name not in {t.name for t in chosen}]
+    return chosen
