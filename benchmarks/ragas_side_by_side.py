@@ -20,6 +20,9 @@ Usage:
 
 Writes ``ragas_side_by_side.json`` and ``.md`` into --out. Takes hours on 2 CPU cores; an
 interrupted run started again with the same --work directory scores only what is missing.
+Each tool's figures are saved in --work, so the tools can run in separate invocations (on
+separate cores) and ``--report-only`` writes one report from all of them, RAGAS's partial
+results included (the samples column says how many were scored).
 """
 
 from __future__ import annotations
@@ -213,6 +216,41 @@ def summarise_ragas(rows: list[dict]) -> dict:
     }
 
 
+TOOL_NAMES = {"ragas": "ragas 0.4.3 (server)", "server": "ragmeter (server, batch)", "local": "ragmeter (local judge)"}
+
+
+def save_figures(work: Path, tool: str, metrics: dict[str, dict], threads: int | None) -> None:
+    """Keeps one tool's figures in ``work`` so that a later invocation can report them."""
+    (work / f"figures-{tool}.json").write_text(json.dumps({"threads": threads, "metrics": metrics}))
+
+
+def saved_figures(work: Path) -> dict[str, dict]:
+    return {tool: json.loads((work / f"figures-{tool}.json").read_text()) for tool in TOOLS if (work / f"figures-{tool}.json").exists()}
+
+
+def score(args: argparse.Namespace, tasks: dict[str, Task]) -> None:
+    """Runs the tools ``args.tools`` asks for on ``tasks`` and saves their figures."""
+    if {"ragas", "server"} & set(args.tools):
+        python = ensure_ragas_venv(args.venv) if "ragas" in args.tools else None
+        port = free_port()
+        base_url = f"http://127.0.0.1:{port}/v1"
+        server = start_server(port, args.threads)
+        try:
+            if python is not None:
+                ragas_rows = run_ragas(python, tasks, base_url, args.work)
+                save_figures(args.work, "ragas", {name: summarise_ragas(ragas_rows[name]) for name in tasks}, args.threads)
+            if "server" in args.tools:
+                http_judge = OpenAIJudge(base_url=base_url, model="local-gguf", timeout=600, context_window=8192)
+                save_figures(args.work, "server", run_ragmeter(tasks, http_judge, args.work / "ragmeter-server"), args.threads)
+        finally:
+            server.kill()
+            server.wait()
+    if "local" in args.tools:
+        local_judge = LocalJudge(context_window=8192, threads=args.threads)
+        save_figures(args.work, "local", run_ragmeter(tasks, local_judge, args.work / "ragmeter-local"), args.threads)
+        asyncio.run(local_judge.aclose())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--per-metric", type=int, default=30)
@@ -227,29 +265,19 @@ def main() -> None:
         help="ragas and ragmeter through the server, ragmeter's in-process local judge",
     )  # fmt: skip
     parser.add_argument("--metrics", nargs="+", choices=METRICS, default=list(METRICS), help="the metrics to run and report")
+    parser.add_argument(
+        "--report-only", action="store_true",
+        help="score nothing: write the report from what earlier runs with this --work directory saved (RAGAS's partial results included)",
+    )  # fmt: skip
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     tasks = {name: task for name, task in build_tasks(args.data_dir, args.per_metric, args.seed).items() if name in args.metrics}
-    tools: dict[str, dict[str, dict]] = {}
-    if {"ragas", "server"} & set(args.tools):
-        python = ensure_ragas_venv(args.venv) if "ragas" in args.tools else None
-        port = free_port()
-        base_url = f"http://127.0.0.1:{port}/v1"
-        server = start_server(port, args.threads)
-        try:
-            if python is not None:
-                ragas_rows = run_ragas(python, tasks, base_url, args.work)
-                tools["ragas 0.4.3 (server)"] = {name: summarise_ragas(ragas_rows[name]) for name in tasks}
-            if "server" in args.tools:
-                http_judge = OpenAIJudge(base_url=base_url, model="local-gguf", timeout=600, context_window=8192)
-                tools["ragmeter (server, batch)"] = run_ragmeter(tasks, http_judge, args.work / "ragmeter-server")
-        finally:
-            server.kill()
-            server.wait()
-    if "local" in args.tools:
-        local_judge = LocalJudge(context_window=8192, threads=args.threads)
-        tools["ragmeter (local judge)"] = run_ragmeter(tasks, local_judge, args.work / "ragmeter-local")
-        asyncio.run(local_judge.aclose())
+    if args.report_only:
+        if (args.work / "ragas_results.json").exists():
+            ragas_rows = json.loads((args.work / "ragas_results.json").read_text())
+            save_figures(args.work, "ragas", {name: summarise_ragas(ragas_rows[name]) for name in tasks if ragas_rows.get(name)}, args.threads)
+    else:
+        score(args, tasks)
     report = {
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "commit": git_commit(),
@@ -257,8 +285,15 @@ def main() -> None:
         "seed": args.seed,
         "model": packaged_model_path().name,
         "tools": {
-            tool: {name: {**{k: v for k, v in figures.items() if k != "values"}, "agreement": agreement(tasks[name], figures["values"])} for name, figures in by_metric.items()}
-            for tool, by_metric in tools.items()
+            TOOL_NAMES[tool]: {
+                "threads": saved["threads"],
+                **{
+                    name: {**{k: v for k, v in figures.items() if k != "values"}, "agreement": agreement(tasks[name], figures["values"])}
+                    for name, figures in saved["metrics"].items()
+                    if name in tasks
+                },
+            }
+            for tool, saved in saved_figures(args.work).items()
         },
         "tasks": {name: {"task": t.name, "kind": t.kind, "reference": t.reference, "samples": len(t.dataset)} for name, t in tasks.items()},
     }
@@ -268,22 +303,26 @@ def main() -> None:
         "# RAGAS and ragmeter side by side",
         "",
         f"{report['date']}, commit {report['commit']}; model {report['model']} for every tool (llama-cpp-python server, or in-process); "
-        f"seed {args.seed}; {args.per_metric} samples per metric; {args.threads} CPU thread(s). "
-        f"Command: `python benchmarks/ragas_side_by_side.py --per-metric {args.per_metric} --threads {args.threads} "
-        f"--tools {' '.join(args.tools)} --metrics {' '.join(tasks)}`.",
+        f"seed {args.seed}; {args.per_metric} samples per metric; CPU threads: "
+        + ", ".join(f"{tool} {saved['threads']}" for tool, saved in report["tools"].items())
+        + f". Command: `python benchmarks/ragas_side_by_side.py --per-metric {args.per_metric} --threads N --metrics {' '.join(tasks)}` "
+        "(the tools may run in separate invocations with the same --work directory, --tools choosing them; "
+        "`--report-only` then writes this report from what they saved).",
         "",
-        "| metric | tool | agreement with humans | NaN | errors | unscored | calls / sample | prompt tok. / sample | output tok. / sample | s / sample |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| metric | tool | samples | agreement with humans | NaN | errors | unscored | calls / sample | prompt tok. / sample | output tok. / sample | s / sample |",
+        "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for name in tasks:
+    for name, task in tasks.items():
         for tool, by_metric in report["tools"].items():
+            if name not in by_metric:
+                continue
             f = by_metric[name]
             agree = ", ".join(
                 f"{k} {v['value']:.3f}" + (f" [{v['ci_low']:.3f}, {v['ci_high']:.3f}]" if v["ci_low"] is not None else "") for k, v in f["agreement"].items()
             )
             evaluated = f" ({f['prompt_tokens_evaluated']:.0f} evaluated)" if f["prompt_tokens_evaluated"] not in (None, f["prompt_tokens"]) else ""
             lines.append(
-                f"| {name} | {tool} | {agree or '–'} | {f['nan']} | {f['errors']} | {f['unscored']} | {f['calls']:.1f} | "
+                f"| {name} | {tool} | {f['n']} of {len(task.dataset)} | {agree or '–'} | {f['nan']} | {f['errors']} | {f['unscored']} | {f['calls']:.1f} | "
                 f"{f['prompt_tokens']:.0f}{evaluated} | {f['completion_tokens']:.0f} | {f['seconds']:.1f} |"
             )
     lines += [
@@ -291,7 +330,7 @@ def main() -> None:
         "Tokens are counted at the client as the server reports them (RAGAS, ragmeter through the server) or by the local "
         "judge itself; \"evaluated\" is what the local judge actually ran through the model after reusing saved prefix states. "
         "Seconds: RAGAS, wall time of each sample's `ascore` (its embedding calls included); ragmeter, the judge's time per sample. "
-        "The tools ran one after another on the same machine.",
+        "Every tool ran on the same machine with the CPU threads given above; two of them may have run at once, each on its own core.",
     ]
     (args.out / "ragas_side_by_side.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
