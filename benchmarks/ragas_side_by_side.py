@@ -231,8 +231,16 @@ def save_figures(work: Path, tool: str, metrics: dict[str, dict], threads: int |
     (work / f"figures-{tool}.json").write_text(json.dumps({"threads": threads, "metrics": metrics}))
 
 
-def saved_figures(work: Path) -> dict[str, dict]:
-    return {tool: json.loads((work / f"figures-{tool}.json").read_text()) for tool in TOOLS if (work / f"figures-{tool}.json").exists()}
+def saved_figures(work: Path, partial_ragas_threads: int | None = None) -> dict[str, dict]:
+    """Every tool's figures saved in ``work``, in TOOLS order. With ``partial_ragas_threads``
+    (the threads an unfinished RAGAS run used), RAGAS's figures are read from its results
+    file instead, which holds whatever it scored before it stopped."""
+    saved = {tool: json.loads((work / f"figures-{tool}.json").read_text()) for tool in TOOLS if (work / f"figures-{tool}.json").exists()}
+    results = work / "ragas_results.json"
+    if partial_ragas_threads is not None and results.exists():
+        rows = json.loads(results.read_text())
+        saved["ragas"] = {"threads": partial_ragas_threads, "metrics": {name: summarise_ragas(r) for name, r in rows.items() if r}}
+    return {tool: saved[tool] for tool in TOOLS if tool in saved}
 
 
 def score(args: argparse.Namespace, tasks: dict[str, Task]) -> None:
@@ -267,7 +275,10 @@ def main() -> None:
     parser.add_argument("--venv", type=Path, default=Path.home() / ".cache" / "ragmeter" / "ragas-venv")
     parser.add_argument("--out", type=Path, default=HERE / "results")
     parser.add_argument("--work", type=Path, default=Path("/tmp/ragmeter-ragas-side-by-side"), help="kept between runs: a re-run resumes")
-    parser.add_argument("--threads", type=int, default=os.cpu_count() or 2, help="CPU threads for the server and the local judge")
+    parser.add_argument(
+        "--threads", type=int, default=os.cpu_count() or 2,
+        help="CPU threads for the server and the local judge; with --report-only, the threads RAGAS's run used",
+    )  # fmt: skip
     parser.add_argument(
         "--tools", nargs="+", choices=TOOLS, default=list(TOOLS),
         help="ragas and ragmeter through the server (ragmeter with all verdicts of a sample in one request, "
@@ -281,11 +292,7 @@ def main() -> None:
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     tasks = {name: task for name, task in build_tasks(args.data_dir, args.per_metric, args.seed).items() if name in args.metrics}
-    if args.report_only:
-        if (args.work / "ragas_results.json").exists():
-            ragas_rows = json.loads((args.work / "ragas_results.json").read_text())
-            save_figures(args.work, "ragas", {name: summarise_ragas(ragas_rows[name]) for name in tasks if ragas_rows.get(name)}, args.threads)
-    else:
+    if not args.report_only:
         score(args, tasks)
     report = {
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -302,7 +309,7 @@ def main() -> None:
                     if name in tasks
                 },
             }
-            for tool, saved in saved_figures(args.work).items()
+            for tool, saved in saved_figures(args.work, args.threads if args.report_only else None).items()
         },
         "tasks": {name: {"task": t.name, "kind": t.kind, "reference": t.reference, "samples": len(t.dataset)} for name, t in tasks.items()},
     }

@@ -164,12 +164,12 @@ class JudgeConfig:
                 evidence_sentences=self.evidence_sentences or 0,
             )
         else:
-            from ragmeter.judges.local import LocalJudge, check_local_judge
+            from ragmeter.judges.local import EVIDENCE_SENTENCES, LocalJudge, check_local_judge
 
             check_local_judge(self.gguf)
-            evidence = {} if self.evidence_sentences is None else {"evidence_sentences": self.evidence_sentences}
             judge = LocalJudge(
-                model_path=self.gguf, context_window=self.context_window or 4096, threads=self.threads, calibrated=self.calibrated, **evidence
-            )
+                model_path=self.gguf, context_window=self.context_window or 4096, threads=self.threads, calibrated=self.calibrated,
+                evidence_sentences=EVIDENCE_SENTENCES if self.evidence_sentences is None else self.evidence_sentences,
+            )  # fmt: skip
         cache = cache or (self.open_cache() if cached else None)
         return CachingJudge(judge, cache) if cache is not None else judge

@@ -3,8 +3,9 @@
 Every metric here makes one verdicts call for all the chunks (or all the claims) of a
 sample, except context relevance, which asks once per chunk (the chunk first, then the
 question), and claims checked by a judge with ``evidence_sentences``, each against the
-context sentences closest to it (see ``llm_support.supported``). Blank retrieved contexts are never sent to the judge: they count as not useful /
-not relevant where the metric ranks or counts chunks, and are left out of premises.
+context sentences closest to it (see ``llm_support.supported``). Blank retrieved contexts
+are never sent to the judge: they count as not useful / not relevant where the metric
+ranks or counts chunks, and are left out of premises.
 """
 
 from __future__ import annotations
