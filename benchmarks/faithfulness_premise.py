@@ -35,9 +35,9 @@ from ragmeter.bench.report import git_commit
 from ragmeter.bench.suites import in_qags_calibration_split, qags_rows
 from ragmeter.judges.embeddings import USEEncoder
 from ragmeter.judges.local import LocalJudge
-from ragmeter.metering import Usage, metered
-from ragmeter.stats import balanced_accuracy, bootstrap_statistic, roc_auc
-from ragmeter.text import split_sentences
+from ragmeter.judges.metering import Usage, metered
+from ragmeter.results.stats import balanced_accuracy, bootstrap_statistic, roc_auc
+from ragmeter.data.text import split_sentences
 
 HERE = Path(__file__).resolve().parent
 

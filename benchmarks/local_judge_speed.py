@@ -29,7 +29,7 @@ from pathlib import Path
 import ragmeter
 from ragmeter.judges import Judges
 from ragmeter.judges.local import LocalJudge
-from ragmeter.metering import Usage
+from ragmeter.judges.metering import Usage
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 METRICS = ("faithfulness", "context_precision")

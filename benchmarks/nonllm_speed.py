@@ -48,7 +48,7 @@ def build_samples(n: int, unique: bool) -> list[dict]:
 def run_variant(n: int, unique: bool) -> dict:
     """Evaluate in this process and measure; called in a child process."""
     import ragmeter
-    from ragmeter.engine import applicable_metrics
+    from ragmeter.run.engine import applicable_metrics
 
     dataset = ragmeter.load_dataset(build_samples(n, unique))
     metrics = applicable_metrics(dataset)

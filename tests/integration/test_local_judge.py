@@ -8,7 +8,7 @@ import pytest
 
 from ragmeter.judges.base import ContextTooLong
 from ragmeter.judges.local import LocalJudge, recalibrate
-from ragmeter.metering import metered
+from ragmeter.judges.metering import metered
 
 pytestmark = pytest.mark.integration
 

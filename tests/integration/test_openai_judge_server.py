@@ -32,7 +32,7 @@ import pytest
 from ragmeter.judges.base import JudgeError, Verdict
 from ragmeter.judges.openai_compat import OpenAIJudge
 from ragmeter.judges.prompts import PromptBook
-from ragmeter.metering import Usage, metered
+from ragmeter.judges.metering import Usage, metered
 
 sys.path.insert(0, str(Path(__file__).parent))
 from fault_proxy import RETRYABLE, FaultProxy  # noqa: E402

@@ -19,8 +19,8 @@ from typer.testing import CliRunner
 
 from ragmeter.cli import app
 from ragmeter.judges.local import LocalJudge
-from ragmeter.metering import metered
-from ragmeter.pairwise import Pair, judge_pairs
+from ragmeter.judges.metering import metered
+from ragmeter.decide.pairwise import Pair, judge_pairs
 
 pytestmark = pytest.mark.integration
 

@@ -19,8 +19,8 @@ except ImportError:  # the browser fixture fails with how to install it
 from ragmeter.metrics.base import Score
 from ragmeter.report.html import render_html
 from ragmeter.report.summary import build_summary
-from ragmeter.result import Result, SampleResult
-from ragmeter.schema import Sample
+from ragmeter.results import Result, SampleResult
+from ragmeter.data.schema import Sample
 
 pytestmark = pytest.mark.integration
 

@@ -16,7 +16,7 @@ from ragmeter.bench import suites
 from ragmeter.bench.runner import measure, unit_score
 from ragmeter.bench.suites import Task
 from ragmeter.cli import app
-from ragmeter.io import load_dataset
+from ragmeter.data import load_dataset
 
 
 def write_jsonl(path, rows):

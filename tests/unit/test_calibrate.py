@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 from typer.testing import CliRunner
 
-from ragmeter.calibrate import (
+from ragmeter.decide.calibrate import (
     accuracy,
     calibrate,
     calibrate_run,
@@ -21,8 +21,8 @@ from ragmeter.calibrate import (
 )
 from ragmeter.cli import app
 from ragmeter.metrics.base import Score
-from ragmeter.result import Result, SampleResult
-from ragmeter.schema import Sample
+from ragmeter.results import Result, SampleResult
+from ragmeter.data.schema import Sample
 
 REPS, BIG_N, SMALL_N = 1000, 2000, 100
 

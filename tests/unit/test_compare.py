@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ragmeter.cli import app
-from ragmeter.compare import (
+from ragmeter.decide.compare import (
     A_BETTER,
     B_BETTER,
     NO_DIFFERENCE,
@@ -26,9 +26,9 @@ from ragmeter.compare import (
 )
 from ragmeter.metrics.base import Score
 from ragmeter.report import write_reports
-from ragmeter.result import Result, SampleResult
-from ragmeter.schema import Sample
-from ragmeter.stats import holm, paired_bootstrap_ci, paired_permutation_pvalue, wilcoxon_pvalue
+from ragmeter.results import Result, SampleResult
+from ragmeter.data.schema import Sample
+from ragmeter.results.stats import holm, paired_bootstrap_ci, paired_permutation_pvalue, wilcoxon_pvalue
 
 runner = CliRunner()
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import pytest
 
 from ragmeter import Evaluator, InputError, Metric, Result, Sample, Score, evaluate, load_dataset
-from ragmeter.journal import JOURNAL_FILE
+from ragmeter.run.journal import JOURNAL_FILE
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,8 @@ from collections import Counter
 import pytest
 
 import ragmeter
-from ragmeter.compare import A_BETTER, B_BETTER, NO_DIFFERENCE, compare_runs
-from ragmeter.experiment import (
+from ragmeter.decide.compare import A_BETTER, B_BETTER, NO_DIFFERENCE, compare_runs
+from ragmeter.decide.experiment import (
     ConfiguredPipeline,
     PipelineOutputError,
     arun_experiment,
@@ -31,7 +31,7 @@ from ragmeter.experiment import (
     pipeline_from_config,
     run_experiment,
 )
-from ragmeter.result import Result
+from ragmeter.results import Result
 
 N = 60
 METRICS = ["token_f1", "hit_rate", "retrieval_recall"]

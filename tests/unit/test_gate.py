@@ -12,11 +12,11 @@ import pytest
 from typer.testing import CliRunner
 
 from ragmeter.cli import app
-from ragmeter.gate import FAIL, PASS, SKIPPED, GateInputError, Threshold, load_thresholds, run_gate
+from ragmeter.decide.gate import FAIL, PASS, SKIPPED, GateInputError, Threshold, load_thresholds, run_gate
 from ragmeter.metrics.base import Score, create_metric
 from ragmeter.report import write_reports
-from ragmeter.result import Result, SampleResult
-from ragmeter.schema import Sample
+from ragmeter.results import Result, SampleResult
+from ragmeter.data.schema import Sample
 
 runner = CliRunner()
 

@@ -16,7 +16,7 @@ import pytest
 from ragmeter.judges import openai_compat
 from ragmeter.judges.base import ContextTooLong, JudgeError, Verdict
 from ragmeter.judges.openai_compat import OpenAIJudge
-from ragmeter.metering import PriceTable, metered
+from ragmeter.judges.metering import PriceTable, metered
 
 # The openai client's HTTP library: httpx2 for openai >= 3, httpx before.
 if "httpx2" in str(inspect.signature(openai.AsyncOpenAI.__init__).parameters["http_client"].annotation):

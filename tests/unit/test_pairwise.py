@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from ragmeter.cli import app
 from ragmeter.judges.base import JudgeError
-from ragmeter.pairwise import (
+from ragmeter.decide.pairwise import (
     Pair,
     combine,
     judge_pair,

@@ -22,8 +22,7 @@ from sklearn.metrics import (
     top_k_accuracy_score,
 )
 
-from ragmeter import ranking
-
+from ragmeter.metrics import ranking
 T, F = True, False
 
 # The running example: T F T F F with R = 3, so one relevant item was never retrieved.

@@ -8,14 +8,14 @@ from html.parser import HTMLParser
 
 import pytest
 
-from ragmeter.io import InputIssue
+from ragmeter.data import InputIssue
 from ragmeter.metrics.base import Score
 from ragmeter.report.charts import family_bars, family_chart, histogram, radar_chart
 from ragmeter.report.formatting import format_number
 from ragmeter.report.html import render_html
 from ragmeter.report.summary import build_summary
-from ragmeter.result import Result, SampleResult
-from ragmeter.schema import Sample
+from ragmeter.results import Result, SampleResult
+from ragmeter.data.schema import Sample
 
 HOSTILE_QUESTION = '<script>alert("x")</script> What is the refund window?'
 HOSTILE_RESPONSE = "</script><script>alert(2)</script> Refunds take 14 days."

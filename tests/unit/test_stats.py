@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragmeter.stats import bootstrap_ci, describe
+from ragmeter.results.stats import bootstrap_ci, describe
 
 
 def test_interval_is_reproducible_and_contains_the_mean():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragmeter.text import detect_language, han_ratio, normalize, split_sentences, tokenize
+from ragmeter.data.text import detect_language, han_ratio, normalize, split_sentences, tokenize
 
 # --- normalize -------------------------------------------------------------------------
 

@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragmeter.bench.suites import Task
-from ragmeter.engine import Evaluator
+from ragmeter.run.engine import Evaluator
 from ragmeter.judges import Judges
 from ragmeter.metrics.base import Score, create_metric
-from ragmeter.result import Result
-from ragmeter.stats import balanced_accuracy, bootstrap_statistic, pearson, roc_auc, spearman
+from ragmeter.results import Result
+from ragmeter.results.stats import balanced_accuracy, bootstrap_statistic, pearson, roc_auc, spearman
 
 
 @dataclass

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragmeter.io import Dataset, load_dataset
+from ragmeter.data import Dataset, load_dataset
 
 DEFAULT_DATA_DIR = Path("../shared/data")
 

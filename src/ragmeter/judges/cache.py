@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ragmeter.judges.base import FieldValue, LLMJudge, Verdict
-from ragmeter.metering import Usage, record
+from ragmeter.judges.metering import Usage, record
 
 CACHE_FILE = "cache.sqlite"
 

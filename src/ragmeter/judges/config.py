@@ -24,7 +24,7 @@ from typing import Any
 
 from ragmeter.judges.base import JudgeError, LLMJudge, check_evidence_sentences
 from ragmeter.judges.cache import CACHE_FILE, CachingJudge, DiskCache, user_cache_dir
-from ragmeter.metering import PriceTable
+from ragmeter.judges.metering import PriceTable
 
 BACKENDS = ("local", "openai")
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from ragmeter.judges.base import FieldValue, LLMJudge, Verdict
 from ragmeter.judges.prompts import PromptBook
-from ragmeter.metering import Usage, record
+from ragmeter.judges.metering import Usage, record
 
 #: Tokens a judge writes per item of a batched verdict ({"id", "reason", "verdict"}).
 BATCH_TOKENS_PER_ITEM = 30

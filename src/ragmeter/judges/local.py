@@ -51,7 +51,7 @@ import numpy as np
 
 from ragmeter.judges.base import ContextTooLong, FieldValue, JudgeError, LLMJudge, Verdict, check_evidence_sentences
 from ragmeter.judges.prompts import PromptBook, VerdictPrompt
-from ragmeter.metering import Usage, record
+from ragmeter.judges.metering import Usage, record
 
 PACKAGED_MODEL = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 PACKAGED_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"

@@ -41,7 +41,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ragmeter.judges.base import ContextTooLong, FieldValue, JudgeError, LLMJudge, Verdict, check_evidence_sentences
 from ragmeter.judges.prompts import BATCH_VERDICTS_SCHEMA, PromptBook, VerdictPrompt
-from ragmeter.metering import PriceTable, Usage, record
+from ragmeter.judges.metering import PriceTable, Usage, record
 
 log = logging.getLogger("ragmeter.judges.openai")
 

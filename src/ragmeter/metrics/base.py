@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ragmeter.schema import Sample
+from ragmeter.data.schema import Sample
 
 if TYPE_CHECKING:
     from ragmeter.judges import Judges

@@ -16,7 +16,7 @@ from importlib import resources
 from typing import Any
 
 from ragmeter.metrics.base import Metric, Score, register
-from ragmeter.schema import Sample
+from ragmeter.data.schema import Sample
 
 # [1], [1, 3], [^2], [doc-id#2], 【1】, ［1］ : a bracket holding ids without spaces. Not an
 # index (array[0]: a Latin letter or digit right before) and not a Markdown link ([text](url)).

@@ -17,7 +17,7 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
-from ragmeter import ranking
+from ragmeter.metrics import ranking
 from ragmeter.judges.base import Verdict
 from ragmeter.metrics.base import Score, register
 from ragmeter.metrics.llm_support import (
@@ -35,8 +35,8 @@ from ragmeter.metrics.llm_support import (
     string_list,
     supported,
 )
-from ragmeter.schema import Sample
-from ragmeter.text import normalize
+from ragmeter.data.schema import Sample
+from ragmeter.data.text import normalize
 
 ENTITIES_SCHEMA: dict[str, Any] = {
     "type": "object",

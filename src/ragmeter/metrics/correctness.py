@@ -44,7 +44,7 @@ from ragmeter.metrics.llm_support import (
     judged,
     supported,
 )
-from ragmeter.schema import Sample
+from ragmeter.data.schema import Sample
 
 MODES = ("precision", "recall", "f1")
 COUNTINGS = ("expected", "decided")

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ragmeter.metrics.base import Metric, Needs, Score, register
-from ragmeter.schema import Sample
-from ragmeter.text import split_sentences
+from ragmeter.data.schema import Sample
+from ragmeter.data.text import split_sentences
 
 
 def best_match(queries: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -17,7 +17,7 @@ from ragmeter.metrics.llm_support import (
     judged,
     supported,
 )
-from ragmeter.schema import Sample
+from ragmeter.data.schema import Sample
 
 
 @register

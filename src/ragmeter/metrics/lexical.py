@@ -19,8 +19,8 @@ from sacrebleu.metrics import BLEU as SacreBLEU
 from sacrebleu.metrics import CHRF as SacreCHRF
 
 from ragmeter.metrics.base import Metric, Score, register
-from ragmeter.schema import Sample
-from ragmeter.text import HAN, detect_language, normalize, tokenize
+from ragmeter.data.schema import Sample
+from ragmeter.data.text import HAN, detect_language, normalize, tokenize
 
 _ARTICLES = frozenset({"a", "an", "the"})
 _PUNCTUATION = re.compile(r"[^\w\s]", re.UNICODE)

@@ -47,8 +47,8 @@ import numpy as np
 from ragmeter.judges.base import ContextTooLong, FieldValue, JudgeError, LLMJudge, Verdict
 from ragmeter.metrics.base import Metric, Needs, Score
 from ragmeter.metrics.checks import judge_instruction
-from ragmeter.schema import Sample
-from ragmeter.text import HAN, detect_language, split_sentences, tokenize
+from ragmeter.data.schema import Sample
+from ragmeter.data.text import HAN, detect_language, split_sentences, tokenize
 
 if TYPE_CHECKING:
     from ragmeter.judges import Judges

@@ -9,7 +9,7 @@ import numpy as np
 
 from ragmeter.metrics.base import Score, register
 from ragmeter.metrics.llm_support import LLMMetric, MalformedOutput, blank, string_list
-from ragmeter.schema import Sample
+from ragmeter.data.schema import Sample
 
 #: Questions the judge writes from the response (RAGAS calls this "strictness").
 N_QUESTIONS = 3

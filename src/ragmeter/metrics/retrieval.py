@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 from rapidfuzz.distance import Levenshtein
 
-from ragmeter import ranking
+from ragmeter.metrics import ranking
 from ragmeter.metrics.base import Metric, Score, register
-from ragmeter.schema import Sample
-from ragmeter.text import normalize
+from ragmeter.data.schema import Sample
+from ragmeter.data.text import normalize
 
 _IDS = ("retrieved_context_ids", "reference_context_ids")
 

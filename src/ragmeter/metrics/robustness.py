@@ -22,7 +22,7 @@ from ragmeter.metrics.llm_support import (
     premise_verdicts,
     supported,
 )
-from ragmeter.schema import Sample
+from ragmeter.data.schema import Sample
 
 NOISE_MODES = ("relevant", "irrelevant")
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from ragmeter.metrics.base import Score, register
 from ragmeter.metrics.llm_support import LLMMetric, MalformedOutput, ask, blank, check_threshold, chunks_of
-from ragmeter.schema import Sample
+from ragmeter.data.schema import Sample
 
 #: Aspects that need no definition: name -> criterion, per prompt language. Each is
 #: phrased so that "yes" is the good outcome.

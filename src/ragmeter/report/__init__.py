@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from ragmeter.data.files import write_json, write_text
 from ragmeter.report.html import render_html
 from ragmeter.report.markdown import render_markdown
 from ragmeter.report.summary import build_summary
-from ragmeter.result import SUMMARY_FILE, Result
+from ragmeter.results import Result
+from ragmeter.results.rundir import SUMMARY_FILE
 
 REPORT_MD = "report.md"
 REPORT_HTML = "report.html"
@@ -20,8 +21,8 @@ def write_json_and_markdown(directory: str | Path, json_name: str, document: dic
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     json_path, md_path = directory / json_name, directory / md_name
-    json_path.write_text(json.dumps(document, ensure_ascii=False, indent=1), encoding="utf-8")
-    md_path.write_text(markdown, encoding="utf-8")
+    write_json(json_path, document)
+    write_text(md_path, markdown)
     return json_path, md_path
 
 
@@ -33,9 +34,9 @@ def write_reports(result: Result, directory: str | Path) -> dict:
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     summary = build_summary(result)
-    (directory / SUMMARY_FILE).write_text(json.dumps(summary, ensure_ascii=False, indent=1), encoding="utf-8")
-    (directory / REPORT_MD).write_text(render_markdown(summary, result), encoding="utf-8")
-    (directory / REPORT_HTML).write_text(render_html(summary, result), encoding="utf-8")
+    write_json(directory / SUMMARY_FILE, summary)
+    write_text(directory / REPORT_MD, render_markdown(summary, result))
+    write_text(directory / REPORT_HTML, render_html(summary, result))
     return summary
 
 

@@ -13,7 +13,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from ragmeter.result import Result
+from ragmeter.results import Result
 
 #: For each signal, candidate metrics best first, with (low below, high from) thresholds.
 #: Embedding cosines of unrelated texts sit near 0.2-0.3, hence their higher cut-offs.

@@ -26,7 +26,7 @@ from markupsafe import Markup
 from ragmeter.metrics.base import FAMILIES, Score
 from ragmeter.report import charts
 from ragmeter.report.formatting import format_number
-from ragmeter.result import Result, SampleResult
+from ragmeter.results import Result, SampleResult
 
 #: Sample keys listed per diagnosis pattern (all of them are reachable with the filter).
 SAMPLES_PER_PATTERN = 10

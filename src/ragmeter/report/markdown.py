@@ -6,7 +6,7 @@ from typing import Any
 
 from ragmeter.metrics.base import FAMILIES
 from ragmeter.report.formatting import format_number
-from ragmeter.result import Result
+from ragmeter.results import Result
 
 #: Problem samples listed per diagnosis pattern.
 SAMPLES_PER_PATTERN = 10

@@ -15,7 +15,7 @@ from typing import Any
 
 from ragmeter.metrics.base import FAMILIES
 from ragmeter.report.diagnosis import diagnose
-from ragmeter.result import Result
+from ragmeter.results import Result
 
 #: Issues listed in full in the summary; all of them are in input_issues.jsonl.
 MAX_LISTED_ISSUES = 50

@@ -22,13 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter import __version__
-from ragmeter.io import Dataset, InputError, InputIssue, LoadedSample, load_dataset
-from ragmeter.journal import Journal, make_record
+from ragmeter.data import Dataset, InputError, InputIssue, LoadedSample, load_dataset
+from ragmeter.run.journal import Journal, make_record
 from ragmeter.judges import Judges
 from ragmeter.judges.config import JudgeConfig
-from ragmeter.metering import Usage, metered
+from ragmeter.judges.metering import Usage, metered
 from ragmeter.metrics.base import FAMILIES, Metric, Needs, Score, create_metric, metric_classes
-from ragmeter.result import Result, SampleResult
+from ragmeter.results import Result, SampleResult
 
 DEFAULT_CONCURRENCY = 32
 #: LLM metrics that automatic selection adds when a judge is available; the others

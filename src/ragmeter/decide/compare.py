@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragmeter.result import Result, SampleResult
-from ragmeter.stats import (
+from ragmeter.results import Result, SampleResult
+from ragmeter.results.stats import (
     EXACT_PERMUTATION_MAX_N,
     holm,
     paired_bootstrap_ci,

@@ -1,78 +1,58 @@
 """The outcome of a run: every sample's scores, and aggregates per metric.
 
-A run directory holds ``results.jsonl`` (one line per sample: the sample, its scores with
-reasons and details, and the time each metric took) and ``summary.json`` (run settings,
-metric descriptions and aggregates); :meth:`Result.load` reads them back.
+:meth:`Result.save` and :meth:`Result.load` write and read a run directory
+(:mod:`ragmeter.results.rundir`).
 """
 
 from __future__ import annotations
 
-import json
-import os
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
-from ragmeter.io import InputIssue
-from ragmeter.metering import Usage
+from ragmeter.data import InputIssue
+from ragmeter.data.files import write_json, write_json_lines
+from ragmeter.judges.metering import Usage
 from ragmeter.metrics.base import Score
-from ragmeter.schema import Sample
-from ragmeter.stats import describe
+from ragmeter.results.records import SampleResult
+from ragmeter.results.rundir import read_run, write_run
+from ragmeter.results.stats import describe
 
-RESULTS_FILE = "results.jsonl"
-SUMMARY_FILE = "summary.json"
-ISSUES_FILE = "input_issues.jsonl"
 #: Distinct unscored reasons kept per metric in the aggregates.
 MAX_REASONS = 10
 
 
-@dataclass
-class SampleResult:
-    """One sample's scores.
+class UnscoredReason(TypedDict):
+    """One reason samples went unscored, how many, and whether it was an error."""
 
-    Attributes:
-        key: The sample's key in the dataset (its id, or source and line).
-        sample: The sample itself.
-        source: File (or ``<DataFrame>``) it came from.
-        location: Line or row in that source.
-        scores: Score per metric id.
-        seconds: Wall time per metric id spent scoring it (as first measured, for
-            scores resumed from the journal).
-        usage: Model calls, tokens and cost per metric id.
+    reason: str
+    count: int
+    failed: bool
+
+
+class Aggregate(TypedDict):
+    """A metric's aggregate over a run (``Result.aggregates[metric_id]``).
+
+    ``mean`` ... ``p95`` and the 95% bootstrap interval of the mean (``ci_low``,
+    ``ci_high``) are ``None`` without scored samples (the interval also with one);
+    ``usage`` holds ``total`` (a :class:`Usage` as a dict) and ``per_sample`` means.
     """
 
-    key: str
-    sample: Sample
-    source: str
-    location: str
-    scores: dict[str, Score] = field(default_factory=dict)
-    seconds: dict[str, float] = field(default_factory=dict)
-    usage: dict[str, Usage] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "key": self.key,
-            "source": self.source,
-            "location": self.location,
-            "sample": self.sample.model_dump(exclude_none=True),
-            "scores": {m: s.to_dict() for m, s in self.scores.items()},
-            "seconds": self.seconds,
-            "usage": {m: u.to_dict() for m, u in self.usage.items()},
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "SampleResult":
-        return cls(
-            key=data["key"],
-            sample=Sample.model_validate(data["sample"]),
-            source=data.get("source", ""),
-            location=data.get("location", ""),
-            scores={m: Score.from_dict(s) for m, s in data.get("scores", {}).items()},
-            seconds=data.get("seconds", {}),
-            usage={m: Usage.from_dict(u) for m, u in data.get("usage", {}).items()},
-        )
+    mean: float | None
+    median: float | None
+    std: float | None
+    min: float | None
+    max: float | None
+    p95: float | None
+    ci_low: float | None
+    ci_high: float | None
+    n_scored: int
+    n_unscored: int
+    n_failed: int
+    unscored_reasons: list[UnscoredReason]
+    usage: dict[str, Any]
 
 
 @dataclass(repr=False)
@@ -111,11 +91,11 @@ class Result:
         return [s.scores[metric_id].value for s in self.samples if metric_id in s.scores and s.scores[metric_id].value is not None]
 
     @cached_property
-    def aggregates(self) -> dict[str, dict[str, Any]]:
+    def aggregates(self) -> dict[str, Aggregate]:
         """Per metric: descriptive statistics with a 95% bootstrap interval of the mean,
         the numbers scored, unscored and failed, and the most common unscored reasons
         (``{"reason", "count", "failed"}``, most frequent first)."""
-        table: dict[str, dict[str, Any]] = {}
+        table: dict[str, Aggregate] = {}
         for metric_id in self.metric_ids:
             scores = [s.scores[metric_id] for s in self.samples if metric_id in s.scores]
             unscored = [s for s in scores if s.value is None]
@@ -168,8 +148,8 @@ class Result:
         return pd.DataFrame(rows)
 
     def to_jsonl(self, path: str | Path) -> None:
-        """Write one JSON line per sample (sample, scores, reasons, details, seconds)."""
-        _write_atomically(path, "".join(json.dumps(s.to_dict(), ensure_ascii=False) + "\n" for s in self.samples))
+        """Write one JSON line per sample (sample, scores, reasons, details, seconds), atomically."""
+        write_json_lines(path, (s.to_dict() for s in self.samples))
 
     def to_json(self, path: str | Path) -> None:
         """Write the whole result as one JSON document: run, metrics, aggregates, samples."""
@@ -179,46 +159,20 @@ class Result:
             "input_issues": [i.to_dict() for i in self.issues],
             "samples": [s.to_dict() for s in self.samples],
         }
-        _write_atomically(path, json.dumps(document, ensure_ascii=False, indent=1))
+        write_json(path, document)
 
     def save(self, directory: str | Path) -> None:
-        """Write ``results.jsonl`` and the input issues into ``directory``; reports
-        (``summary.json``, ``report.md``, ``report.html``) are written by :mod:`ragmeter.report`."""
-        directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
-        self.to_jsonl(directory / RESULTS_FILE)
-        _write_atomically(
-            directory / ISSUES_FILE, "".join(json.dumps(i.to_dict(), ensure_ascii=False) + "\n" for i in self.issues)
-        )
+        """Write the run directory's data files: ``results.jsonl``, ``run.json`` and
+        ``input_issues.jsonl`` (see :mod:`ragmeter.results.rundir`). Reports are written by
+        :mod:`ragmeter.report`."""
+        write_run(directory, self.samples, self.run, self.metrics, self.issues)
 
     @classmethod
     def load(cls, directory: str | Path) -> "Result":
-        """Read a run directory written by ``ragmeter eval``."""
-        directory = Path(directory)
-        summary_path, results_path = directory / SUMMARY_FILE, directory / RESULTS_FILE
-        for path in (summary_path, results_path):
-            if not path.exists():
-                raise FileNotFoundError(f"{path} not found: is {directory} a ragmeter run directory?")
-        summary = json.loads(summary_path.read_text(encoding="utf-8"))
-        samples = [
-            SampleResult.from_dict(json.loads(line))
-            for line in results_path.read_text(encoding="utf-8").splitlines()
-            if line.strip()
-        ]
-        issues_path = directory / ISSUES_FILE
-        issues = []
-        if issues_path.exists():
-            issues = [
-                InputIssue(**json.loads(line))
-                for line in issues_path.read_text(encoding="utf-8").splitlines()
-                if line.strip()
-            ]
-        metrics = [{k: v for k, v in m.items() if k != "aggregate"} for m in summary["metrics"]]
-        return cls(samples=samples, metrics=metrics, issues=issues, run=summary.get("run", {}))
+        """Read a run directory written by ``ragmeter eval``.
 
-
-def _write_atomically(path: str | Path, text: str) -> None:
-    path = Path(path)
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(text, encoding="utf-8")
-    os.replace(temporary, path)
+        Raises:
+            RunDirError: It is not a readable run directory (the message names the file and line).
+        """
+        samples, metrics, issues, run = read_run(directory)
+        return cls(samples=samples, metrics=metrics, issues=issues, run=run)

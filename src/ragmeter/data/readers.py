@@ -1,9 +1,9 @@
-"""Loading samples from JSONL, JSON, CSV, Parquet, pandas DataFrames and lists of dicts.
+"""Reading sample records from files and frames, row by row, with each row's location.
 
-A bad row never stops loading: it becomes an :class:`InputIssue` that names the source,
-the line (or row) and the field, and the row is skipped. Only problems with a whole
-source (missing file, empty file, unknown format, a JSON file that is not a list) raise
-:class:`InputError`. ``strict=True`` turns every issue into an :class:`InputError`.
+Each reader yields ``(location, record)`` pairs, where ``record`` is a dict to turn into a
+:class:`~ragmeter.data.schema.Sample` or an :class:`~ragmeter.data.issues.InputIssue` for a row
+that cannot be read (invalid JSON or UTF-8, a CSV row with the wrong number of cells...).
+Problems with a whole source raise :class:`~ragmeter.data.issues.InputError`.
 """
 
 from __future__ import annotations
@@ -12,14 +12,11 @@ import ast
 import csv
 import io
 import json
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
-from ragmeter.schema import Sample
+from ragmeter.data.issues import InputError, InputIssue
 
 #: Fields that hold lists; CSV cells for them are JSON (or Python literal) lists.
 LIST_FIELDS = frozenset(
@@ -37,151 +34,8 @@ TEXT_FIELDS = frozenset({"id", "sample_id", "user_input", "question", "response"
 SUPPORTED_SUFFIXES = (".jsonl", ".ndjson", ".json", ".csv", ".parquet")
 
 
-@dataclass(frozen=True)
-class InputIssue:
-    """A problem with one row of input.
-
-    Attributes:
-        source: The file the row came from (or ``<DataFrame>``, ``<list>``).
-        location: Where in the source: ``"line 7"``, ``"row 3"``.
-        field: The offending field, with a list index when it applies
-            (``"retrieved_contexts[2]"``), or ``None`` when the whole row is bad.
-        message: What is wrong, in plain words.
-        skipped: True when the row was dropped; False when the sample is still evaluated
-            on the metrics it can support.
-    """
-
-    source: str
-    location: str
-    field: str | None
-    message: str
-    skipped: bool = True
-
-    def __str__(self) -> str:
-        where = f"{self.source}, {self.location}"
-        if self.field:
-            where += f", field '{self.field}'"
-        return f"{where}: {self.message}"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "source": self.source,
-            "location": self.location,
-            "field": self.field,
-            "message": self.message,
-            "skipped": self.skipped,
-        }
-
-
-class InputError(Exception):
-    """Input that cannot be used at all (or any issue, in strict mode)."""
-
-    def __init__(self, issues: Sequence[InputIssue]):
-        self.issues = list(issues)
-        lines = [str(i) for i in self.issues[:20]]
-        if len(self.issues) > 20:
-            lines.append(f"... and {len(self.issues) - 20} more")
-        super().__init__("\n".join(lines))
-
-
-@dataclass(frozen=True)
-class LoadedSample:
-    """A sample together with where it came from.
-
-    Attributes:
-        sample: The sample.
-        key: Unique key within the dataset: the sample id, or source and line.
-        source: The file (or ``<DataFrame>``) it came from.
-        location: Its line or row in that source.
-    """
-
-    sample: Sample
-    key: str
-    source: str
-    location: str
-
-
-@dataclass
-class Dataset:
-    """Samples ready to evaluate, and the issues found while loading them."""
-
-    samples: list[LoadedSample] = field(default_factory=list)
-    issues: list[InputIssue] = field(default_factory=list)
-
-    def __len__(self) -> int:
-        return len(self.samples)
-
-    def __iter__(self) -> Iterator[LoadedSample]:
-        return iter(self.samples)
-
-
-def load_dataset(*sources: Any, strict: bool = False) -> Dataset:
-    """Load samples from one or more sources into a single :class:`Dataset`.
-
-    Args:
-        sources: File paths (``.jsonl``, ``.ndjson``, ``.json``, ``.csv``, ``.parquet``),
-            pandas DataFrames, Hugging Face ``datasets.Dataset`` objects (anything with
-            ``to_pandas()``), lists of dicts or lists of :class:`Sample`.
-        strict: Raise :class:`InputError` on the first source with any bad row instead of
-            skipping the row.
-
-    Raises:
-        InputError: A source is unreadable as a whole, or (strict) any row is bad.
-    """
-    dataset = Dataset()
-    seen_keys: dict[str, str] = {}
-    for source in sources:
-        name, rows = _rows_of(source)
-        for location, row in rows:
-            if isinstance(row, InputIssue):
-                dataset.issues.append(row)
-                continue
-            sample = row if isinstance(row, Sample) else _sample_or_issue(name, location, row)
-            if isinstance(sample, InputIssue):
-                dataset.issues.append(sample)
-                continue
-            key = sample.id if sample.id is not None else f"{name}:{location.split()[-1]}"
-            if key in seen_keys:
-                dataset.issues.append(
-                    InputIssue(name, location, "id", f"duplicate id '{key}' (first seen at {seen_keys[key]})")
-                )
-                continue
-            seen_keys[key] = f"{name}, {location}"
-            dataset.samples.append(LoadedSample(sample, key, name, location))
-    if strict and dataset.issues:
-        raise InputError(dataset.issues)
-    return dataset
-
-
-def _sample_or_issue(source: str, location: str, record: Any) -> Sample | InputIssue:
-    if not isinstance(record, dict):
-        return InputIssue(source, location, None, f"expected an object with sample fields, got {_describe(record)}")
-    try:
-        return Sample.from_record(record)
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        field_name = _field_path(error["loc"])
-        message = error["msg"]
-        if error["type"] == "extra_forbidden":
-            message = "unknown field"
-        elif "input" in error:
-            message += f" (got {_describe(error['input'])})"
-        more = len(exc.errors()) - 1
-        if more:
-            message += f"; and {more} more problem{'s' if more > 1 else ''} in this row"
-        return InputIssue(source, location, field_name, message)
-    except ValueError as exc:
-        return InputIssue(source, location, None, str(exc))
-
-
-def _field_path(loc: Sequence[Any]) -> str:
-    path = ""
-    for part in loc:
-        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
-    return path
-
-
-def _describe(value: Any) -> str:
+def describe_value(value: Any) -> str:
+    """A value's type and a short repr, for messages."""
     text = repr(value)
     if len(text) > 60:
         text = text[:57] + "..."
@@ -191,7 +45,7 @@ def _describe(value: Any) -> str:
 Rows = Iterable[tuple[str, Any]]
 
 
-def _rows_of(source: Any) -> tuple[str, Rows]:
+def rows_of(source: Any) -> tuple[str, Rows]:
     if isinstance(source, (str, Path)):
         path = Path(source)
         return str(path), _rows_of_file(path)
@@ -350,7 +204,7 @@ def _csv_value(column: str, cell: str) -> Any:
             except (ValueError, SyntaxError):
                 raise ValueError("expected a JSON list such as [\"first\", \"second\"]") from None
         if not isinstance(value, list):
-            raise ValueError(f"expected a JSON list, got {_describe(value)}")
+            raise ValueError(f"expected a JSON list, got {describe_value(value)}")
         return value
     if column == "metadata":
         try:

@@ -51,9 +51,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ragmeter.compare import Comparison, MetricComparison, compare_results, format_p, format_signed
+from ragmeter.decide.compare import Comparison, MetricComparison, compare_results, format_p, format_signed
 from ragmeter.report.formatting import format_number
-from ragmeter.result import Result, SampleResult
+from ragmeter.results import Result, SampleResult
 
 PASS, FAIL, SKIPPED = "pass", "fail", "skipped"
 

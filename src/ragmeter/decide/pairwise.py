@@ -41,7 +41,7 @@ from typing import Any
 
 from ragmeter.judges.base import LLMJudge
 from ragmeter.report import write_json_and_markdown
-from ragmeter.schema import Sample
+from ragmeter.data.schema import Sample
 
 TASK = "pairwise"
 OPTIONS = ("1", "2")
@@ -151,7 +151,7 @@ def _check_margin(margin: float) -> None:
 
 
 def _length(text: str) -> int:
-    from ragmeter.text import tokenize
+    from ragmeter.data.text import tokenize
 
     return len(tokenize(text))
 
@@ -347,7 +347,7 @@ def judge_pairs(
 ) -> PairwiseReport:
     """Blocking :func:`ajudge_pairs` (also from inside a running event loop); ``close``
     releases the judge afterwards (its model memory, its connections)."""
-    from ragmeter.engine import _run_coroutine
+    from ragmeter.run.engine import _run_coroutine
 
     async def run() -> PairwiseReport:
         try:
@@ -379,8 +379,8 @@ def load_side(path: str | Path) -> Side:
     Raises:
         FileNotFoundError, InputError, ValueError: The path cannot be read.
     """
-    from ragmeter.io import load_dataset
-    from ragmeter.result import Result
+    from ragmeter.data import load_dataset
+    from ragmeter.results import Result
 
     path = Path(path)
     if path.is_dir():

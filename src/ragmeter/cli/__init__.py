@@ -19,18 +19,19 @@ from rich.table import Table
 from ragmeter.bench.report import write as write_bench
 from ragmeter.bench.runner import run_task
 from ragmeter.bench.suites import DEFAULT_DATA_DIR, SUITES, bench_tasks, labelled_file
-from ragmeter.config import load_config
-from ragmeter.engine import DEFAULT_CONCURRENCY, Evaluator, applicable_metrics, resolve_metrics
-from ragmeter.io import InputError, InputIssue, load_dataset
+from ragmeter.run.config import load_config
+from ragmeter.run.engine import DEFAULT_CONCURRENCY, Evaluator, applicable_metrics, resolve_metrics
+from ragmeter.data import InputError, InputIssue, load_dataset
 from ragmeter.judges import BatchingEmbedder, JudgeError, Judges
 from ragmeter.judges.cache import CachingJudge, EmbeddingStore
 from ragmeter.judges.config import JudgeConfig
 from ragmeter.judges.dry_run import DryRunJudge, estimated_local_seconds
 from ragmeter.judges.embeddings import USEEncoder
-from ragmeter.metering import PriceTable, Usage
+from ragmeter.judges.metering import PriceTable, Usage
 from ragmeter.metrics.base import FAMILIES, Needs, create_metric, metric_classes
 from ragmeter.report import REPORT_HTML, REPORT_MD, write_reports
-from ragmeter.result import RESULTS_FILE, SUMMARY_FILE, Result
+from ragmeter.results import Result
+from ragmeter.results.rundir import RESULTS_FILE, RUN_FILE, SUMMARY_FILE
 
 app = typer.Typer(
     name="ragmeter",
@@ -428,8 +429,7 @@ def pairwise_command(
     Reports the win rate of B over A (95% Wilson interval, ties count half), the tie rate,
     the judge's position consistency and its length bias; writes pairwise.json and pairwise.md.
     """
-    from ragmeter import pairwise
-
+    from ragmeter.decide import pairwise
     try:
         settings = _judge_config(
             load_config(config) if config else None,
@@ -485,8 +485,7 @@ def calibrate_command(
     Accuracy, Cohen's kappa, Pearson, Spearman and Kendall tau with bootstrap intervals on the
     labelled samples; the PPI mean over the whole run next to the labels-only mean.
     """
-    from ragmeter import calibrate
-
+    from ragmeter.decide import calibrate
     try:
         report = calibrate.calibrate_run(run_dir, labels, metric, confidence=confidence)
     except KeyError as exc:
@@ -517,8 +516,7 @@ def compare_command(
     Samples are matched by id, else by question; unmatched and duplicate samples are listed.
     Writes compare.md, compare.json and compare.html to --out. Exit code 0 (a report, not a gate).
     """
-    from ragmeter import compare
-
+    from ragmeter.decide import compare
     try:
         comparison = compare.compare_runs(a, b, alpha=alpha, n_permutations=permutations, seed=seed)
     except (FileNotFoundError, json.JSONDecodeError, KeyError, ValueError) as exc:
@@ -558,8 +556,7 @@ def gate_command(
     the baseline's by more than --max-drop. Exit codes: 0 every check passed, 1 a check
     failed, 2 usage or input error.
     """
-    from ragmeter import gate
-
+    from ragmeter.decide import gate
     try:
         report = gate.run_gate(
             run_dir, thresholds=thresholds, baseline=baseline, max_drop=max_drop, alpha=alpha, n_permutations=permutations, seed=seed

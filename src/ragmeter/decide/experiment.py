@@ -7,7 +7,7 @@ other keys land in the sample's metadata. :func:`pipeline_from_config` turns a b
 and a config dict (chunk size, top-k, reranker, model...) into a pipeline that remembers
 its config, so configurations can be A/B tested::
 
-    from ragmeter.experiment import pipeline_from_config, run_experiment
+    from ragmeter.decide.experiment import pipeline_from_config, run_experiment
 
     a = pipeline_from_config(build_rag, {"chunk_size": 256, "top_k": 5})
     b = pipeline_from_config(build_rag, {"chunk_size": 512, "top_k": 3})
@@ -51,14 +51,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragmeter.engine import DEFAULT_CONCURRENCY, Evaluator, _run_coroutine, applicable_metrics, resolve_metrics
-from ragmeter.io import Dataset, InputError, InputIssue, LoadedSample, load_dataset
+from ragmeter.run.engine import DEFAULT_CONCURRENCY, Evaluator, _run_coroutine, applicable_metrics, resolve_metrics
+from ragmeter.data import Dataset, InputError, InputIssue, LoadedSample, load_dataset
 from ragmeter.judges import Judges
-from ragmeter.metering import Usage
+from ragmeter.judges.metering import Usage
 from ragmeter.metrics.base import Metric, Needs, Score
-from ragmeter.result import Result, SampleResult
-from ragmeter.schema import Sample
-from ragmeter.stats import describe
+from ragmeter.results import Result, SampleResult
+from ragmeter.data.schema import Sample
+from ragmeter.results.stats import describe
 
 #: A RAG pipeline: question -> (contexts, answer), or a dict; sync or async.
 Pipeline = Callable[[str], Any]
@@ -576,7 +576,7 @@ async def arun_experiment(
     """
     default_compare = compare is None
     if compare is None:
-        from ragmeter.compare import compare_results as compare  # checked before any pipeline runs
+        from ragmeter.decide.compare import compare_results as compare  # checked before any pipeline runs
     if pipeline_concurrency < 1:
         raise ValueError("pipeline_concurrency must be at least 1")
     if not 0 < alpha < 1:
@@ -636,7 +636,7 @@ async def arun_experiment(
     if root is not None:
         root.mkdir(parents=True, exist_ok=True)
         if default_compare:
-            from ragmeter.compare import write_comparison
+            from ragmeter.decide.compare import write_comparison
 
             write_comparison(comparison, root)
         (root / EXPERIMENT_FILE).write_text(json.dumps(experiment.to_dict(), ensure_ascii=False, indent=1, default=str), encoding="utf-8")

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from ragmeter.report import write_json_and_markdown
-from ragmeter.result import Result
+from ragmeter.results import Result
 
 THRESHOLD = 0.5
 JSON_FILE = "calibration.json"

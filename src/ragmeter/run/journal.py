@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import IO, Any
 
-from ragmeter.metering import Usage
+from ragmeter.judges.metering import Usage
 from ragmeter.metrics.base import Score
 
 JOURNAL_FILE = "journal.jsonl"

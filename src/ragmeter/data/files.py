@@ -1,0 +1,138 @@
+"""Writing and reading ragmeter's own files safely.
+
+Every file ragmeter writes (results, journals, summaries, reports, test sets) goes through
+this module, so the same guarantees hold everywhere:
+
+- **Atomic.** Text is written to a new temporary file in the target's directory and renamed
+  over the target, so a reader (or a kill) never sees a torn file: the old content or the
+  new, nothing in between.
+- **Never through a link.** The temporary file is created with a random name and
+  ``O_EXCL``, so a symbolic link planted in the output directory (at the target's name or at
+  a predictable temporary name) is never followed: the rename replaces the link itself.
+- **Strict JSON, one record per line.** JSON lines escape the characters that some readers
+  take for line ends (U+0085, U+2028, U+2029), so whatever a sample contains, a JSON-lines
+  file has exactly one record per ``\\n``-terminated line. Numbers that JSON cannot hold
+  (NaN, infinities) are written as ``null``; strict parsers never see ``NaN``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+#: Characters JSON allows raw inside strings that some readers treat as line breaks.
+_LINE_BREAKERS = {"\u0085": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
+def _default_mode() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+_FILE_MODE = _default_mode()
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` with every non-finite float (NaN, infinities) replaced by ``None``, tuples as
+    lists, and objects JSON does not know as their ``str``: what strict JSON can hold."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if value is None or isinstance(value, (str, int, bool)):
+        return value
+    if hasattr(value, "item") and callable(value.item):  # numpy scalars
+        return jsonable(value.item())
+    return str(value)
+
+
+def json_text(value: Any, indent: int | None = 1) -> str:
+    """``value`` as strict JSON text (see :func:`jsonable`), non-ASCII kept as is."""
+    return json.dumps(jsonable(value), ensure_ascii=False, indent=indent, allow_nan=False)
+
+
+def json_line(value: Any) -> str:
+    """``value`` as one line of strict JSON, ending in ``\\n``, with the characters some
+    readers take for line breaks escaped."""
+    text = json.dumps(jsonable(value), ensure_ascii=False, allow_nan=False)
+    for raw, escaped in _LINE_BREAKERS.items():
+        if raw in text:
+            text = text.replace(raw, escaped)
+    return text + "\n"
+
+
+@contextmanager
+def atomic_writer(path: str | Path) -> Iterator[IO[str]]:
+    """Open a temporary file beside ``path`` for writing text; on success it is flushed to
+    disk and renamed over ``path`` (replacing a link at ``path``, never following it). On an
+    error the temporary file is removed and ``path`` is left as it was.
+
+    Raises:
+        OSError: The directory does not exist or cannot be written.
+    """
+    target = Path(path)
+    descriptor, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        os.fchmod(descriptor, _FILE_MODE)
+        with os.fdopen(descriptor, "w", encoding="utf-8", newline="\n") as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, target)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def write_text(path: str | Path, text: str) -> Path:
+    """Write ``text`` to ``path`` atomically (see :func:`atomic_writer`); return the path."""
+    with atomic_writer(path) as handle:
+        handle.write(text)
+    return Path(path)
+
+
+def write_json(path: str | Path, value: Any, indent: int | None = 1) -> Path:
+    """Write ``value`` as strict JSON to ``path``, atomically; return the path."""
+    return write_text(path, json_text(value, indent))
+
+
+def write_json_lines(path: str | Path, records: Iterable[Any]) -> Path:
+    """Write one strict JSON line per record to ``path``, atomically, without holding the
+    whole file in memory; return the path."""
+    with atomic_writer(path) as handle:
+        for record in records:
+            handle.write(json_line(record))
+    return Path(path)
+
+
+def read_json_lines(path: str | Path) -> Iterator[tuple[int, str]]:
+    """The non-blank lines of a JSON-lines file with their numbers (from 1), split on
+    ``\\n`` only (a U+2028 inside a string is not a line end). Parsing is the caller's:
+    ``json.loads`` each line and report the line number on failure."""
+    with open(path, encoding="utf-8", newline="") as handle:
+        for number, line in enumerate(_lines(handle), start=1):
+            if line.strip():
+                yield number, line
+
+
+def _lines(handle: IO[str], block: int = 1 << 20) -> Iterator[str]:
+    """Lines of a text file opened with ``newline=""``, split on ``\\n`` only."""
+    pending = ""
+    while chunk := handle.read(block):
+        pending += chunk
+        *complete, pending = pending.split("\n")
+        yield from complete
+    if pending:
+        yield pending

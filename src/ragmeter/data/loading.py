@@ -1,0 +1,129 @@
+"""Loading samples from JSONL, JSON, CSV, Parquet, pandas DataFrames and lists of dicts.
+
+A bad row never stops loading: it becomes an :class:`InputIssue` that names the source,
+the line (or row) and the field, and the row is skipped. Only problems with a whole
+source (missing file, empty file, unknown format, a JSON file that is not a list) raise
+:class:`InputError`. ``strict=True`` turns every issue into an :class:`InputError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from ragmeter.data.issues import InputError, InputIssue
+from ragmeter.data.readers import describe_value, rows_of
+from ragmeter.data.schema import Sample
+
+
+@dataclass(frozen=True)
+class LoadedSample:
+    """A sample together with where it came from.
+
+    Attributes:
+        sample: The sample.
+        key: Unique key within the dataset: the sample id, or source and line.
+        source: The file (or ``<DataFrame>``) it came from.
+        location: Its line or row in that source.
+    """
+
+    sample: Sample
+    key: str
+    source: str
+    location: str
+
+
+@dataclass
+class Dataset:
+    """Samples ready to evaluate, and the issues found while loading them."""
+
+    samples: list[LoadedSample] = field(default_factory=list)
+    issues: list[InputIssue] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+    def __iter__(self) -> Iterator[LoadedSample]:
+        return iter(self.samples)
+
+
+def load_dataset(*sources: Any, strict: bool = False) -> Dataset:
+    """Load samples from one or more sources into a single :class:`Dataset`.
+
+    Args:
+        sources: File paths (``.jsonl``, ``.ndjson``, ``.json``, ``.csv``, ``.parquet``),
+            pandas DataFrames, Hugging Face ``datasets.Dataset`` objects (anything with
+            ``to_pandas()``), lists of dicts or lists of :class:`Sample`.
+        strict: Raise :class:`InputError` on the first source with any bad row instead of
+            skipping the row.
+
+    Raises:
+        InputError: A source is unreadable as a whole, or (strict) any row is bad.
+    """
+    dataset = Dataset()
+    seen_keys: dict[str, str] = {}
+    for source in sources:
+        name, rows = rows_of(source)
+        for location, row in rows:
+            if isinstance(row, InputIssue):
+                dataset.issues.append(row)
+                continue
+            sample = row if isinstance(row, Sample) else _sample_or_issue(name, location, row)
+            if isinstance(sample, InputIssue):
+                dataset.issues.append(sample)
+                continue
+            key = sample.id if sample.id is not None else f"{name}:{location.split()[-1]}"
+            if key in seen_keys:
+                dataset.issues.append(
+                    InputIssue(name, location, "id", f"duplicate id '{key}' (first seen at {seen_keys[key]})")
+                )
+                continue
+            seen_keys[key] = f"{name}, {location}"
+            dataset.samples.append(LoadedSample(sample, key, name, location))
+    if strict and dataset.issues:
+        raise InputError(dataset.issues)
+    return dataset
+
+
+def _sample_or_issue(source: str, location: str, record: Any) -> Sample | InputIssue:
+    if not isinstance(record, dict):
+        return InputIssue(source, location, None, f"expected an object with sample fields, got {describe_value(record)}")
+    try:
+        return Sample.from_record(record)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field_name = _field_path(error["loc"])
+        message = error["msg"]
+        if error["type"] == "extra_forbidden":
+            message = "unknown field"
+        elif "input" in error:
+            message += f" (got {describe_value(error['input'])})"
+        more = len(exc.errors()) - 1
+        if more:
+            message += f"; and {more} more problem{'s' if more > 1 else ''} in this row"
+        return InputIssue(source, location, field_name, message)
+    except ValueError as exc:
+        return InputIssue(source, location, None, str(exc))
+
+
+def _field_path(loc: Sequence[Any]) -> str:
+    path = ""
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    return path
+
+
+
+def as_dataset(data: Any, strict: bool = False) -> Dataset:
+    """``data`` as a :class:`Dataset`: a Dataset as it is; a path or a list of paths, a
+    DataFrame, a Hugging Face dataset or a list of dicts or Samples loaded with
+    :func:`load_dataset`."""
+    if isinstance(data, Dataset):
+        return data
+    if isinstance(data, (list, tuple)) and data and all(isinstance(d, (str, Path)) for d in data):
+        return load_dataset(*data, strict=strict)
+    return load_dataset(data, strict=strict)

@@ -1,0 +1,1 @@
+"""Decisions from runs: compare, gate, calibrate, pairwise judging, A/B experiments."""

@@ -1,0 +1,57 @@
+"""One sample's record in a run: the sample, where it came from, and its scores."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ragmeter.data.schema import Sample
+from ragmeter.judges.metering import Usage
+from ragmeter.metrics.base import Score
+
+
+@dataclass
+class SampleResult:
+    """One sample's scores.
+
+    Attributes:
+        key: The sample's key in the dataset (its id, or source and line).
+        sample: The sample itself.
+        source: File (or ``<DataFrame>``) it came from.
+        location: Line or row in that source.
+        scores: Score per metric id.
+        seconds: Wall time per metric id spent scoring it (as first measured, for
+            scores resumed from the journal).
+        usage: Model calls, tokens and cost per metric id.
+    """
+
+    key: str
+    sample: Sample
+    source: str
+    location: str
+    scores: dict[str, Score] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+    usage: dict[str, Usage] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "source": self.source,
+            "location": self.location,
+            "sample": self.sample.model_dump(exclude_none=True),
+            "scores": {m: s.to_dict() for m, s in self.scores.items()},
+            "seconds": self.seconds,
+            "usage": {m: u.to_dict() for m, u in self.usage.items()},
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "SampleResult":
+        return cls(
+            key=data["key"],
+            sample=Sample.model_validate(data["sample"]),
+            source=data.get("source", ""),
+            location=data.get("location", ""),
+            scores={m: Score.from_dict(s) for m, s in data.get("scores", {}).items()},
+            seconds=data.get("seconds", {}),
+            usage={m: Usage.from_dict(u) for m, u in data.get("usage", {}).items()},
+        )

@@ -1,0 +1,1 @@
+"""Running metrics over samples: the engine, its journal, and the run configuration."""
