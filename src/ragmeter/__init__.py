@@ -6,7 +6,8 @@ The public API is what this module exports; everything else may change between r
 __version__ = "0.1.0"
 
 from ragmeter.run.engine import Evaluator, evaluate  # noqa: E402
-from ragmeter.decide.experiment import pipeline_from_config, run_experiment  # noqa: E402
+from ragmeter.decide.experiment import run_experiment  # noqa: E402
+from ragmeter.run.pipelines import pipeline_from_config  # noqa: E402
 from ragmeter.data import Dataset, InputError, InputIssue, load_dataset  # noqa: E402
 from ragmeter.judges import Judges  # noqa: E402
 from ragmeter.metrics import Metric, Needs, Score, create_metric, metric_classes  # noqa: E402

@@ -232,7 +232,7 @@ def test_bench_rejects_unknown_sets_and_labels_that_are_not_numbers(tmp_path):
 
 
 def test_a_stopped_bench_keeps_the_tasks_it_finished(tmp_path, monkeypatch):
-    from ragmeter import cli
+    from ragmeter.cli import bench as cli
     from ragmeter.bench.runner import run_task
 
     samples = [{"id": f"s{i}", "response": r, "reference": "Loans last three weeks."} for i, r in enumerate(["Loans last three weeks.", "Cards are free."])]

@@ -9,16 +9,11 @@ import pytest
 from scipy import stats
 from typer.testing import CliRunner
 
-from ragmeter.decide.calibrate import (
-    accuracy,
-    calibrate,
-    calibrate_run,
-    classical_mean_ci,
-    cohens_kappa,
-    confusion_matrix,
-    ppi_mean_ci,
-    read_labels,
-)
+from ragmeter.decide.calibrate import calibrate, calibrate_run
+from ragmeter.decide.labels import read_labels, score
+from ragmeter.report.calibration import render_markdown
+from ragmeter.results.inference import classical_mean_ci, ppi_mean_ci
+from ragmeter.results.stats import accuracy, cohens_kappa, confusion_matrix
 from ragmeter.cli import app
 from ragmeter.metrics.base import Score
 from ragmeter.results import Result, SampleResult
@@ -152,7 +147,7 @@ def test_calibrate_reports_agreement_the_means_and_every_missing_id():
     assert report.classical.estimate == pytest.approx(y.mean())
     assert report.variance_ratio == pytest.approx(report.classical.se**2 / report.ppi.se**2)
     assert any("not in the run" in w for w in report.warnings)
-    text = report.to_markdown()
+    text = render_markdown(report.to_dict())
     assert "zz" in text and "s6" in text and "Unscored samples" in text
 
 
@@ -172,7 +167,8 @@ def test_calibrate_refuses_too_few_labels_and_measurements():
 def test_read_labels_reports_bad_lines(tmp_path):
     path = tmp_path / "human.jsonl"
     path.write_text('{"id": 1, "label": 1}\n{"id": "b", "label": 1.5}\nnot json\n{"id": "c"}\n{"id": 1, "label": 0}\n{"id": "d", "label": 0.25}\n')
-    labels, problems = read_labels(path)
+    found = read_labels(path, "label", score)
+    labels, problems = found.by_id, found.problems
     assert labels == {"1": 1.0, "d": 0.25}
     assert [p.split(": ")[0].rsplit(", ", 1)[1] for p in problems] == ["line 2", "line 3", "line 4", "line 5"]
 

@@ -20,15 +20,13 @@ from ragmeter.decide.compare import (
     compare_results,
     compare_runs,
     match_samples,
-    render_html,
-    render_markdown,
-    write_comparison,
 )
+from ragmeter.report.compare import render_html, render_markdown, write_comparison
 from ragmeter.metrics.base import Score
 from ragmeter.report import write_reports
 from ragmeter.results import Result, SampleResult
 from ragmeter.data.schema import Sample
-from ragmeter.results.stats import holm, paired_bootstrap_ci, paired_permutation_pvalue, wilcoxon_pvalue
+from ragmeter.results.inference import holm, paired_bootstrap_ci, paired_permutation_pvalue, wilcoxon_pvalue
 
 runner = CliRunner()
 
@@ -260,7 +258,7 @@ def test_duplicates_are_left_out_and_reported_never_silently_dropped():
     # Every sample of both runs is accounted for: matched, unmatched or duplicate.
     assert match["n_matched"] + match["n_unmatched_a"] + match["n_duplicate_samples_a"] == match["n_a"] == 4
     assert match["n_matched"] + match["n_unmatched_b"] + match["n_duplicate_samples_b"] == match["n_b"] == 4
-    markdown = render_markdown(comparison)
+    markdown = render_markdown(comparison.to_dict())
     assert "Duplicates in A, left out (2 samples)" in markdown and "`data.jsonl:2`" in markdown
     assert "Unmatched samples of B (1)" in markdown and "ambiguous" in markdown
 
@@ -274,7 +272,7 @@ def test_unscored_pairs_are_excluded_per_metric_and_counted():
     assert f1.n_pairs == 3 and f1.mean_diff == pytest.approx(0.1)
     assert f1.excluded == {"unscored_in_a": 1, "unscored_in_b": 1, "unscored_in_both": 1, "keys": ["s1", "s2", "s4"], "count": 3}
     assert comparison.metric("rougeL").n_pairs == 6
-    assert "Pairs left out because a side is unscored" in render_markdown(comparison)
+    assert "Pairs left out because a side is unscored" in render_markdown(comparison.to_dict())
 
 
 def test_metrics_in_one_run_only_are_listed():
@@ -316,7 +314,7 @@ def hostile_comparison():
 
 
 def test_the_html_page_escapes_hostile_text_and_loads_nothing():
-    page = render_html(hostile_comparison())
+    page = render_html(hostile_comparison().to_dict())
     lowered = page.lower()
     assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;" in page
     assert "&lt;/script&gt;&lt;script&gt;alert(2)&lt;/script&gt;" in page

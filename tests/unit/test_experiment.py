@@ -23,14 +23,8 @@ import pytest
 
 import ragmeter
 from ragmeter.decide.compare import A_BETTER, B_BETTER, NO_DIFFERENCE, compare_runs
-from ragmeter.decide.experiment import (
-    ConfiguredPipeline,
-    PipelineOutputError,
-    arun_experiment,
-    normalise_output,
-    pipeline_from_config,
-    run_experiment,
-)
+from ragmeter.decide.experiment import arun_experiment, run_experiment
+from ragmeter.run.pipelines import ConfiguredPipeline, PipelineOutputError, normalise_output, pipeline_from_config
 from ragmeter.results import Result
 
 N = 60

@@ -18,10 +18,10 @@ from ragmeter.decide.pairwise import (
     load_side,
     match_samples,
     order_verdict,
-    read_labels,
-    wilson_interval,
-    write_report,
+    read_preferences,
 )
+from ragmeter.report.pairwise import write_report
+from ragmeter.results.inference import wilson_interval
 from test_llm_double import ScriptedJudge
 
 # Three pairs where A is right and short, B wrong and long, and one the other way round.
@@ -158,9 +158,9 @@ def test_samples_are_matched_by_id_and_leftovers_reported(tmp_path):
         {"id": "5", "user_input": "Q5?", "response": "b5"},
     ])
     pairs, report = match_samples(load_side(a), load_side(b), reference_metric="score")
-    assert report["matched_by"] == "id"
+    assert report["by"] == "id"
     assert [(p.key, p.response_a, p.response_b, p.reference) for p in pairs] == [("1", "a1", "b1", "a"), ("2", "a2", "b2", "b")]
-    assert report["unmatched_a"] == ["4"] and report["unmatched_b"] == ["3", "5"]
+    assert [u["key"] for u in report["unmatched_a"]] == ["4"] and [u["key"] for u in report["unmatched_b"]] == ["3", "5"]
     assert report["unusable"] == [{"side": "A", "key": "3", "reason": "no response"}]
 
 
@@ -168,13 +168,14 @@ def test_samples_without_ids_are_matched_by_question(tmp_path):
     a = _jsonl(tmp_path / "a.jsonl", [{"user_input": "How long?", "response": "x"}, {"user_input": "Why?", "response": "y"}])
     b = _jsonl(tmp_path / "b.jsonl", [{"user_input": "how  long?", "response": "z"}])
     pairs, report = match_samples(load_side(a), load_side(b))
-    assert report["matched_by"] == "question" and [(p.response_a, p.response_b) for p in pairs] == [("x", "z")]
+    assert report["by"] == "question" and [(p.response_a, p.response_b) for p in pairs] == [("x", "z")]
     assert len(report["unmatched_a"]) == 1 and report["unmatched_b"] == []
 
 
 def test_labels_file_gives_the_reference(tmp_path):
     path = _jsonl(tmp_path / "labels.jsonl", [{"id": "1", "better": "B"}, {"id": "2", "better": "maybe"}])
-    labels, problems = read_labels(path)
+    found = read_preferences(path)
+    labels, problems = found.by_id, found.problems
     assert labels == {"1": "b"} and len(problems) == 1 and "line 2" in problems[0]
 
 
@@ -196,7 +197,7 @@ def test_cli_pairwise_writes_json_and_markdown(tmp_path, monkeypatch):
     result = CliRunner().invoke(app, ["pairwise", str(a), str(b), "--criterion", "Factually correct.", "--out", str(out)])
     assert result.exit_code == 0, result.output
     document = json.loads((out / "pairwise.json").read_text())
-    assert document["statistics"]["wins_a"] == 3 and document["matching"]["unmatched_a"] == ["q4"]
+    assert document["statistics"]["wins_a"] == 3 and [u["key"] for u in document["matching"]["unmatched_a"]] == ["q4"]
     assert (out / "pairwise.md").exists()
     assert "win rate of B over A" in result.output and "q4" in result.output
 

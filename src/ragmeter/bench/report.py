@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from ragmeter.bench.runner import TaskResult
+from ragmeter.data.files import write_json, write_text
+from ragmeter.report.formatting import format_estimate
 
 _STATISTIC_NAMES = {
     "balanced_accuracy": "balanced acc.",
@@ -26,12 +27,6 @@ def git_commit() -> str:
         return "unknown"
 
 
-def _interval(statistic: dict[str, Any]) -> str:
-    if statistic["ci_low"] is None:
-        return f"{statistic['value']:.3f}"
-    return f"{statistic['value']:.3f} [{statistic['ci_low']:.3f}, {statistic['ci_high']:.3f}]"
-
-
 def write(results: list[TaskResult], settings: dict[str, Any], out_dir: Path, name: str) -> tuple[Path, Path]:
     """Write ``<name>.json`` and ``<name>.md`` into ``out_dir``; return their paths."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -42,7 +37,7 @@ def write(results: list[TaskResult], settings: dict[str, Any], out_dir: Path, na
         "tasks": [r.to_dict() for r in results],
     }
     json_path, md_path = out_dir / f"{name}.json", out_dir / f"{name}.md"
-    json_path.write_text(json.dumps(document, ensure_ascii=False, indent=1), encoding="utf-8")
+    write_json(json_path, document)
     judge = settings.get("judge") or {}
     lines = [
         f"# Agreement with human labels: {name}",
@@ -60,7 +55,7 @@ def write(results: list[TaskResult], settings: dict[str, Any], out_dir: Path, na
         "|---|---:|---|---:|---:|---:|---:|---|",
     ]
     for result in results:
-        agreement = "<br>".join(f"{_STATISTIC_NAMES[k]} {_interval(v)}" for k, v in result.statistics.items()) or "–"
+        agreement = "<br>".join(f"{_STATISTIC_NAMES[k]} {format_estimate(v)}" for k, v in result.statistics.items()) or "–"
         cost = result.cost_per_sample
         calls = f"{cost['calls']:.1f}" + (f" (+{cost['cached_calls']:.1f} cached)" if cost.get("cached_calls") else "")
         lines.append(
@@ -73,5 +68,5 @@ def write(results: list[TaskResult], settings: dict[str, Any], out_dir: Path, na
         for result in unscored:
             for reason, count in result.unscored_reasons.items():
                 lines.append(f"- {result.task.name}: {count} × {reason}")
-    md_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_text(md_path, "\n".join(lines) + "\n")
     return json_path, md_path

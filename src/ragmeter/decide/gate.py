@@ -44,15 +44,14 @@ for the samples it did not score.
 from __future__ import annotations
 
 import math
-import xml.etree.ElementTree as ET
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ragmeter.decide.compare import Comparison, MetricComparison, compare_results, format_p, format_signed
-from ragmeter.report.formatting import format_number
+from ragmeter.decide.compare import Comparison, MetricComparison, compare_results
+from ragmeter.report.junit import render_junit
+from ragmeter.report.formatting import format_number, format_p_equals, format_signed
 from ragmeter.results import Result, SampleResult
 
 PASS, FAIL, SKIPPED = "pass", "fail", "skipped"
@@ -280,27 +279,8 @@ class GateReport:
         }
 
     def to_junit(self) -> str:
-        """JUnit XML: one test case per check, ``<failure>`` for failed and ``<skipped>``
-        for skipped checks, in one test suite named after the run (timestamp in UTC)."""
-        failures = len(self.failed)
-        skipped = sum(1 for c in self.checks if c.verdict == SKIPPED)
-        attributes = {"tests": str(len(self.checks)), "failures": str(failures), "errors": "0", "skipped": str(skipped)}
-        suites = ET.Element("testsuites", {"name": "ragmeter gate", **attributes})
-        suite = ET.SubElement(
-            suites,
-            "testsuite",
-            {"name": f"ragmeter gate {self.run}", **attributes, "timestamp": datetime.now(timezone.utc).replace(tzinfo=None).isoformat(timespec="seconds")},
-        )
-        for check in self.checks:
-            case = ET.SubElement(suite, "testcase", {"classname": f"ragmeter.gate.{check.kind}", "name": check.name, "time": "0"})
-            if check.verdict == FAIL:
-                failure = ET.SubElement(case, "failure", {"message": check.message, "type": f"{check.kind} check failed"})
-                failure.text = f"{check.metric}: {check.rule}\nobserved: {check.observed}\n{check.message}"
-            elif check.verdict == SKIPPED:
-                ET.SubElement(case, "skipped", {"message": check.message})
-            ET.SubElement(case, "system-out").text = f"observed: {check.observed}"
-        ET.indent(suites)
-        return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+        """The checks as JUnit XML (see :func:`ragmeter.report.junit.render_junit`)."""
+        return render_junit(self.to_dict())
 
 
 def threshold_checks(result: Result, rules: list[Threshold]) -> list[Check]:
@@ -408,7 +388,7 @@ def _mean_check(m: MetricComparison, rule: str, max_drop: float, alpha: float) -
     drop = -improvement
     observed = (
         f"{format_signed(m.mean_diff, None)} [{format_signed(m.ci_low, None)}, {format_signed(m.ci_high, None)}], "
-        f"{_p(m.p_permutation)}, Holm {_p(m.p_holm)}, n={m.n_pairs}"
+        f"{format_p_equals(m.p_permutation)}, Holm {format_p_equals(m.p_holm)}, n={m.n_pairs}"
     )
     if excluded["count"]:
         observed += f", {excluded['count']} pair(s) unscored"
@@ -417,10 +397,10 @@ def _mean_check(m: MetricComparison, rule: str, max_drop: float, alpha: float) -
     if failed:
         message = (
             f"{m.metric} dropped by {drop:.3f} (> {max_drop:g}) versus the baseline "
-            f"({m.mean_a:.3f} → {m.mean_b:.3f}); significant: Holm-adjusted {_p(m.p_holm)} < α = {alpha:g}"
+            f"({m.mean_a:.3f} → {m.mean_b:.3f}); significant: Holm-adjusted {format_p_equals(m.p_holm)} < α = {alpha:g}"
         )
     elif drop > max_drop:
-        message = f"{m.metric} dropped by {drop:.3f} (> {max_drop:g}) but not significantly (Holm-adjusted {_p(m.p_holm)} ≥ α = {alpha:g})"
+        message = f"{m.metric} dropped by {drop:.3f} (> {max_drop:g}) but not significantly (Holm-adjusted {format_p_equals(m.p_holm)} ≥ α = {alpha:g})"
     elif drop > 0:
         message = f"{m.metric} dropped by {drop:.3f}, within {max_drop:g}"
     else:
@@ -489,11 +469,6 @@ def _unscored_reason(sample_result: SampleResult, metric: str) -> tuple[str | No
     return None, False
 
 
-def _p(p: float | None) -> str:
-    text = format_p(p)
-    return f"p {text[0]} {text[1:]}" if text.startswith("<") else f"p = {text}"
-
-
 def run_gate(
     run_dir: str | Path,
     *,
@@ -541,36 +516,3 @@ def _load(directory: str | Path) -> Result:
         return Result.load(directory)
     except (FileNotFoundError, json.JSONDecodeError, KeyError, ValueError) as exc:
         raise GateInputError(f"cannot read run directory {directory}: {exc}") from None
-
-
-def rich_table(report: GateReport):
-    """Every check as a rich table for the terminal."""
-    from rich.markup import escape
-    from rich.table import Table
-
-    table = Table(title=f"Quality gate: {escape(report.run)}", title_justify="left")
-    for column in ("metric", "check", "rule", "observed", "verdict"):
-        table.add_column(column, no_wrap=column in ("metric", "verdict"))
-    styles = {PASS: "[green]pass[/]", FAIL: "[bold red]FAIL[/]", SKIPPED: "[yellow]skipped[/]"}
-    for check in report.checks:
-        table.add_row(escape(check.metric), check.kind, escape(check.rule), escape(check.observed), styles[check.verdict])
-    return table
-
-
-def summary_lines(report: GateReport) -> list[str]:
-    """Plain-text lines (no markup): each failure and skip with its message, then the outcome."""
-    lines = [f"FAIL {c.metric} ({c.kind}): {c.message}" for c in report.failed]
-    lines += [f"skipped {c.metric} ({c.kind}): {c.message}" for c in report.checks if c.verdict == SKIPPED]
-    if report.comparison is not None:
-        match = report.comparison.matching.to_dict()
-        lines.append(
-            f"Baseline: {match['n_matched']} samples matched by {match['by']}; {match['n_unmatched_b']} of the run and "
-            f"{match['n_unmatched_a']} of the baseline unmatched; "
-            f"{match['n_duplicate_samples_b'] + match['n_duplicate_samples_a']} duplicates left out."
-        )
-    n_failed = len(report.failed)
-    lines.append(
-        f"Gate {'FAILED' if n_failed else 'passed'}: {len(report.checks)} check(s), {n_failed} failed, "
-        f"{sum(1 for c in report.checks if c.verdict == SKIPPED)} skipped."
-    )
-    return lines

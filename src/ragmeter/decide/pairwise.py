@@ -32,23 +32,23 @@ statistics, and counted.
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragmeter.decide.labels import Labels, preference, read_labels
+from ragmeter.decide.matching import label_of, normalise_question, pair_items
 from ragmeter.judges.base import LLMJudge
-from ragmeter.report import write_json_and_markdown
+from ragmeter.results.inference import wilson_interval
+from ragmeter.run.sync import run_sync
 from ragmeter.data.schema import Sample
 
 TASK = "pairwise"
 OPTIONS = ("1", "2")
 DEFAULT_CRITERION = "Factually correct and answers the question."
 DEFAULT_CONCURRENCY = 4
-JSON_FILE = "pairwise.json"
-MARKDOWN_FILE = "pairwise.md"
 _SIDES = ("a", "b")
 
 
@@ -204,21 +204,6 @@ async def judge_pair(judge: LLMJudge, pair: Pair, criterion: str = DEFAULT_CRITE
 # ---- statistics ----------------------------------------------------------------------------
 
 
-def wilson_interval(successes: float, n: int, confidence: float = 0.95) -> tuple[float, float] | None:
-    """Wilson score interval of a proportion (``successes`` may be fractional: ties count
-    half); ``None`` when ``n`` is 0."""
-    if n <= 0:
-        return None
-    from scipy.stats import norm
-
-    z = float(norm.ppf(1 - (1 - confidence) / 2))
-    p = successes / n
-    denominator = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denominator
-    half = z * math.sqrt(max(p * (1 - p) / n + z * z / (4 * n * n), 0.0)) / denominator
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
 def _share(hits: int, n: int) -> float | None:
     return hits / n if n else None
 
@@ -306,9 +291,6 @@ class PairwiseReport:
             "pairs": [v.to_dict() for v in self.verdicts],
         }
 
-    def to_markdown(self) -> str:
-        return render_markdown(self)
-
 
 async def ajudge_pairs(
     pairs: Iterable[Pair],
@@ -347,8 +329,6 @@ def judge_pairs(
 ) -> PairwiseReport:
     """Blocking :func:`ajudge_pairs` (also from inside a running event loop); ``close``
     releases the judge afterwards (its model memory, its connections)."""
-    from ragmeter.run.engine import _run_coroutine
-
     async def run() -> PairwiseReport:
         try:
             return await ajudge_pairs(pairs, judge, criterion, **options)
@@ -356,7 +336,7 @@ def judge_pairs(
             if close:
                 await judge.aclose()
 
-    return _run_coroutine(run())
+    return run_sync(run())
 
 
 # ---- inputs: two sample files or run directories -----------------------------------------
@@ -392,12 +372,9 @@ def load_side(path: str | Path) -> Side:
     return Side(str(path), [(s.key, s.sample) for s in dataset], issues=[str(i) for i in dataset.issues])
 
 
-def _norm_question(text: str | None) -> str:
-    return " ".join((text or "").split()).casefold()
-
-
 def _reference_from(side_a: Side, side_b: Side, key_a: str, key_b: str, sample_a: Sample, sample_b: Sample, metric: str) -> str | None:
     """Which side a metric (or a numeric metadata field) says is better, or None."""
+
     def value(side: Side, key: str, sample: Sample) -> float | None:
         found = side.scores.get(key, {}).get(metric)
         if found is None:
@@ -413,25 +390,10 @@ def _reference_from(side_a: Side, side_b: Side, key_a: str, key_b: str, sample_a
     return ("a" if a > b else "b") if higher else ("a" if a < b else "b")
 
 
-def read_labels(path: str | Path) -> tuple[dict[str, str], list[str]]:
-    """Reference labels from JSONL lines ``{"id": ..., "better": "A" | "B" | "tie"}``;
-    returns the labels by id and the problems found (by line)."""
-    labels: dict[str, str] = {}
-    problems: list[str] = []
-    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-            key, better = str(row["id"]), str(row["better"]).strip().lower()
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            problems.append(f"{path}, line {number}: expected {{\"id\": ..., \"better\": \"A\" | \"B\" | \"tie\"}} ({type(exc).__name__})")
-            continue
-        if better not in ("a", "b", "tie"):
-            problems.append(f"{path}, line {number}: 'better' must be A, B or tie, got {row['better']!r}")
-            continue
-        labels[key] = better
-    return labels, problems
+def read_preferences(path: str | Path) -> Labels[str]:
+    """Reference labels from JSON lines ``{"id": ..., "better": "A" | "B" | "tie"}``
+    (see :mod:`ragmeter.decide.labels`)."""
+    return read_labels(path, "better", preference)
 
 
 def match_samples(
@@ -441,152 +403,51 @@ def match_samples(
     reference_metric: str | None = None,
     labels: Mapping[str, str] | None = None,
 ) -> tuple[list[Pair], dict[str, Any]]:
-    """Pairs of samples answering the same question: by id when every sample on both sides
-    has one and some ids are shared, else by question (whitespace and case ignored).
+    """Pairs of samples answering the same question, by the matching rule of
+    :mod:`ragmeter.decide.matching` (id, else question). Samples without a question or a
+    response cannot be judged and are listed as unusable.
 
-    A reference winner comes from ``labels`` (by pair key or question) or, failing that,
-    from ``reference_metric`` (a metric of both run directories, or a numeric metadata
-    field of both sample files; its direction from the run's metric description).
+    A reference winner comes from ``labels`` (by sample id, or key for samples without one)
+    or, failing that, from ``reference_metric`` (a metric of both run directories, or a
+    numeric metadata field of both sample files; its direction from the run's metric
+    description).
 
     Returns:
-        The pairs, and a report: ``matched_by``, ``unmatched_a`` and ``unmatched_b``
-        (keys), ``unusable`` (key, side and reason: no question or no response),
-        ``duplicates`` and the sides' input issues.
+        The pairs, and a report: the matching (``by``, ``unmatched_a``, ``unmatched_b``,
+        ``duplicates_a``, ``duplicates_b``...), ``unusable`` (key, side and reason),
+        ``questions_differ`` and the sides' input issues.
     """
-    by_id = all(s.id is not None for _, s in side_a.samples + side_b.samples) and bool(
-        {s.id for _, s in side_a.samples} & {s.id for _, s in side_b.samples}
-    )
-
-    def match_key(sample: Sample) -> str:
-        return sample.id if by_id else _norm_question(sample.user_input)
-
     unusable: list[dict[str, str]] = []
-    duplicates: list[dict[str, str]] = []
 
-    def usable(side_name: str, side: Side) -> dict[str, tuple[str, Sample]]:
-        found: dict[str, tuple[str, Sample]] = {}
+    def usable(side_name: str, side: Side) -> list[tuple[str, Sample]]:
+        kept = []
         for key, sample in side.samples:
             missing = [f for f in ("user_input", "response") if not (getattr(sample, f) or "").strip()]
             if missing:
                 unusable.append({"side": side_name, "key": key, "reason": f"no {' and no '.join(missing)}"})
-                continue
-            k = match_key(sample)
-            if k in found:
-                duplicates.append({"side": side_name, "key": key, "reason": f"same {'id' if by_id else 'question'} as {found[k][0]}; left out"})
-                continue
-            found[k] = (key, sample)
-        return found
+            else:
+                kept.append((key, sample))
+        return kept
 
-    a, b = usable("A", side_a), usable("B", side_b)
+    matching = pair_items(usable("A", side_a), usable("B", side_b), lambda item: item[1], lambda item: item[0])
     pairs: list[Pair] = []
     questions_differ: list[str] = []
-    for k, (key_a, sample_a) in a.items():
-        if k not in b:
-            continue
-        key_b, sample_b = b[k]
-        if by_id and _norm_question(sample_a.user_input) != _norm_question(sample_b.user_input):
+    for (key_a, sample_a), (key_b, sample_b) in matching.pairs:
+        if normalise_question(sample_a.user_input) != normalise_question(sample_b.user_input):
             questions_differ.append(key_a)
-        reference = None
-        if labels is not None:
-            reference = labels.get(key_a, labels.get(sample_a.user_input or ""))
+        reference = label_of(labels, sample_a, key_a) if labels is not None else None
         if reference is None and reference_metric:
             reference = _reference_from(side_a, side_b, key_a, key_b, sample_a, sample_b, reference_metric)
         pairs.append(Pair(key_a, sample_a.user_input or "", sample_a.response or "", sample_b.response or "", reference))
     report = {
         "a": side_a.path,
         "b": side_b.path,
-        "matched_by": "id" if by_id else "question",
+        **matching.to_dict(),
         "n_pairs": len(pairs),
-        "unmatched_a": [key for k, (key, _) in a.items() if k not in b],
-        "unmatched_b": [key for k, (key, _) in b.items() if k not in a],
         "unusable": unusable,
-        "duplicates": duplicates,
         "questions_differ": questions_differ,
         "input_issues": {"A": side_a.issues, "B": side_b.issues},
         "reference": "labels" if labels is not None else (f"metric {reference_metric}" if reference_metric else None),
         "n_with_reference": sum(p.reference is not None for p in pairs),
     }
     return pairs, report
-
-
-# ---- output --------------------------------------------------------------------------------
-
-
-def _pct(value: float | None) -> str:
-    return "–" if value is None else f"{100 * value:.1f}%"
-
-
-def summary_rows(statistics: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """The headline numbers as (label, text) rows, for the terminal and the Markdown."""
-    s = statistics
-    win = s["win_rate_b"]
-    interval = f" [{_pct(win['ci_low'])}, {_pct(win['ci_high'])}]" if win["ci_low"] is not None else ""
-    bias = s["length_bias"]
-    rows = [
-        ("pairs judged", f"{s['n_judged']} of {s['n_pairs']}" + (f" ({s['n_failed']} failed)" if s["n_failed"] else "")),
-        ("B wins / A wins / ties", f"{s['wins_b']} / {s['wins_a']} / {s['ties']}"),
-        (f"win rate of B over A ({int(100 * win['confidence'])}% Wilson CI, ties half)", _pct(win["value"]) + interval),
-        ("tie rate", _pct(s["tie_rate"])),
-        ("position consistency (both orders agree)", _pct(s["position_consistency"])),
-        ("first-position rate (0.5 = no position bias)", _pct(s["first_position_rate"])),
-        (f"longer wins (of {bias['n_decided']} decided pairs)", _pct(bias["longer_wins"])),
-    ]
-    if bias["longer_is_better"] is not None:
-        rows.append((f"longer is the better one (reference, {bias['n_reference']} pairs)", _pct(bias["longer_is_better"])))
-        rows.append(("length bias (longer wins - longer is better)", "–" if bias["bias"] is None else f"{100 * bias['bias']:+.1f} points"))
-    agreement = s["reference_agreement"]
-    if agreement["n"]:
-        rows.append((f"judge agrees with the reference ({agreement['n']} pairs)", _pct(agreement["value"])))
-    return rows
-
-
-def render_markdown(report: PairwiseReport) -> str:
-    m = report.matching
-    lines = [
-        "# Pairwise comparison",
-        "",
-        f"Criterion: {report.criterion}",
-        "",
-    ]
-    if m:
-        lines += [f"A: `{m.get('a')}`; B: `{m.get('b')}`; matched by {m.get('matched_by')}.", ""]
-    judge = report.settings.get("judge") or {}
-    lines += [
-        f"Judge: {judge.get('backend', '-')} `{judge.get('model', '-')}`; each pair judged in both orders; "
-        f"no-preference margin {report.margin} around 0.5.",
-        "",
-        "| measure | value |",
-        "|---|---|",
-        *[f"| {label} | {value} |" for label, value in summary_rows(report.statistics)],
-        "",
-    ]
-    inconsistent = [v for v in report.verdicts if v.judged and not v.consistent]
-    if inconsistent:
-        lines += ["Pairs where the verdict depends on the order (counted as ties):", ""]
-        lines += [f"- `{v.key}`: P(A better | A first) {v.p_a_first:.2f}, P(B better | B first) {v.p_b_first:.2f}" for v in inconsistent[:50]]
-        if len(inconsistent) > 50:
-            lines.append(f"- … and {len(inconsistent) - 50} more (see {JSON_FILE})")
-        lines.append("")
-    failed = [v for v in report.verdicts if not v.judged]
-    if failed:
-        lines += ["Pairs not judged:", ""]
-        lines += [f"- `{v.key}`: {v.error}" for v in failed[:50]]
-        lines.append("")
-    if m:
-        leftovers = [
-            ("in A only", m.get("unmatched_a", [])),
-            ("in B only", m.get("unmatched_b", [])),
-            ("unusable", [f"{u['side']} {u['key']} ({u['reason']})" for u in m.get("unusable", [])]),
-            ("duplicates", [f"{u['side']} {u['key']} ({u['reason']})" for u in m.get("duplicates", [])]),
-            ("same id, different question", m.get("questions_differ", [])),
-        ]
-        for title, keys in leftovers:
-            if keys:
-                shown = ", ".join(f"`{k}`" for k in keys[:20]) + (f" and {len(keys) - 20} more" if len(keys) > 20 else "")
-                lines.append(f"- {len(keys)} sample(s) {title}: {shown}")
-    return "\n".join(lines).rstrip() + "\n"
-
-
-def write_report(report: PairwiseReport, out_dir: str | Path) -> tuple[Path, Path]:
-    """Write ``pairwise.json`` and ``pairwise.md`` into ``out_dir``; return their paths."""
-    return write_json_and_markdown(out_dir, JSON_FILE, report.to_dict(), MARKDOWN_FILE, render_markdown(report))

@@ -14,7 +14,7 @@ from typing import Any
 
 from ragmeter.judges.base import FieldValue, LLMJudge, Verdict
 from ragmeter.judges.prompts import PromptBook
-from ragmeter.judges.metering import Usage, record
+from ragmeter.judges.metering import PriceTable, Usage, record
 
 #: Tokens a judge writes per item of a batched verdict ({"id", "reason", "verdict"}).
 BATCH_TOKENS_PER_ITEM = 30
@@ -107,3 +107,15 @@ def placeholder(schema: Mapping[str, Any]) -> Any:
 def estimated_local_seconds(usage: Usage) -> float:
     """Rough seconds the packaged local judge needs for ``usage`` on 2 CPU cores."""
     return usage.prompt_tokens_evaluated / LOCAL_PROMPT_TOKENS_PER_SECOND + usage.completion_tokens / LOCAL_GENERATED_TOKENS_PER_SECOND
+
+
+def stand_in(judge: LLMJudge, verdict_mode: str, prices: PriceTable) -> DryRunJudge:
+    """The :class:`DryRunJudge` for ``judge`` (a caching wrapper is looked through): one
+    call per item for the local judge and for endpoints in ``single`` verdict mode, and the
+    price of the judge's model from ``prices`` (nothing for the local judge)."""
+    target = getattr(judge, "judge", judge)
+    if target.backend == "local":
+        return DryRunJudge(target, per_item=True, price=(0.0, 0.0))
+    found = prices.price(target.model)
+    price = (found.input_per_million, found.output_per_million) if found else None
+    return DryRunJudge(target, per_item=verdict_mode == "single", price=price)

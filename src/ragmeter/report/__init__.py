@@ -15,17 +15,6 @@ REPORT_MD = "report.md"
 REPORT_HTML = "report.html"
 
 
-def write_json_and_markdown(directory: str | Path, json_name: str, document: dict, md_name: str, markdown: str) -> tuple[Path, Path]:
-    """Write ``document`` as JSON and ``markdown`` into ``directory`` (created if missing);
-    return the two paths."""
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    json_path, md_path = directory / json_name, directory / md_name
-    write_json(json_path, document)
-    write_text(md_path, markdown)
-    return json_path, md_path
-
-
 def write_reports(result: Result, directory: str | Path) -> dict:
     """Write ``summary.json``, ``report.md`` and ``report.html`` into ``directory``.
 

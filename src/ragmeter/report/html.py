@@ -36,7 +36,7 @@ _GOOD_PATTERNS = ("healthy", "correct_refusal")
 
 
 @lru_cache(maxsize=1)
-def _environment() -> jinja2.Environment:
+def environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("ragmeter", "report/templates"),
         autoescape=True,
@@ -176,7 +176,7 @@ def render_html(summary: dict[str, Any], result: Result) -> str:
         "n_failed": sum(m["aggregate"].get("n_failed", 0) for m in metrics),
         "short": _short,
     }
-    return _environment().get_template("report.html.j2").render(**context)
+    return environment().get_template("report.html.j2").render(**context)
 
 
 def _families_view(metrics: list[dict[str, Any]], family_means: dict[str, Any]) -> list[dict[str, Any]]:

@@ -5,12 +5,14 @@ Every random draw is seeded, so the same scores always give the same intervals.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 #: Most index draws held in memory at once by the bootstrap (about 40 MB of int64).
-_MAX_DRAWS_PER_BLOCK = 5_000_000
+MAX_DRAWS_PER_BLOCK = 5_000_000
 
 
 def bootstrap_ci(
@@ -36,7 +38,7 @@ def bootstrap_ci(
         return None
     rng = np.random.default_rng(seed)
     means = np.empty(n_resamples)
-    block = max(1, _MAX_DRAWS_PER_BLOCK // n)
+    block = max(1, MAX_DRAWS_PER_BLOCK // n)
     for start in range(0, n_resamples, block):
         stop = min(start + block, n_resamples)
         means[start:stop] = data[rng.integers(0, n, size=(stop - start, n))].mean(axis=1)
@@ -167,119 +169,45 @@ def bootstrap_statistic(
     }
 
 
-# Paired comparisons of two runs on the same samples -------------------------------------
+def kendall(x: Sequence[float], y: Sequence[float]) -> float:
+    """Kendall's tau-b; ``nan`` when either side is constant."""
+    from scipy.stats import kendalltau
 
-#: Up to this many non-zero differences, the permutation test enumerates every sign
-#: assignment (2**16 = 65,536) instead of drawing random ones.
-EXACT_PERMUTATION_MAX_N = 16
-
-
-def paired_bootstrap_ci(
-    diffs: Sequence[float],
-    confidence: float = 0.95,
-    n_resamples: int = 10_000,
-    seed: int = 0,
-) -> tuple[float, float] | None:
-    """Percentile bootstrap interval of the mean paired difference.
-
-    ``diffs[i]`` is ``b_i - a_i`` for the i-th matched pair. Each resample draws ``n`` pairs
-    with replacement (a pair keeps its two values together, so the pairing is respected)
-    and takes the mean of their differences; the interval is the ``(1 - confidence) / 2``
-    and ``1 - (1 - confidence) / 2`` quantiles of those means.
-
-    Returns:
-        ``(low, high)``, or ``None`` for fewer than two pairs.
-    """
-    return bootstrap_ci(diffs, confidence=confidence, n_resamples=n_resamples, seed=seed)
+    if np.std(x) == 0 or np.std(y) == 0:
+        return float("nan")
+    return float(kendalltau(x, y).statistic)
 
 
-def _permutation_tolerance(d: np.ndarray) -> float:
-    # Sums of the same numbers in another order differ by rounding: count those as ties.
-    return 1e-9 * float(np.abs(d).sum())
+def confusion_matrix(a: Sequence[Any], b: Sequence[Any]) -> tuple[list[Any], np.ndarray]:
+    """Categories (sorted) and the matrix of counts: rows ``a``, columns ``b``."""
+    if len(a) != len(b):
+        raise ValueError(f"the two raters rated {len(a)} and {len(b)} items")
+    categories = sorted(set(a) | set(b))
+    index = {c: i for i, c in enumerate(categories)}
+    matrix = np.zeros((len(categories), len(categories)), dtype=int)
+    for x, y in zip(a, b):
+        matrix[index[x], index[y]] += 1
+    return categories, matrix
 
 
-def paired_permutation_pvalue(
-    diffs: Sequence[float],
-    n_permutations: int = 10_000,
-    seed: int = 0,
-    exact_max_n: int = EXACT_PERMUTATION_MAX_N,
-) -> float:
-    """Two-sided p-value of the paired sign-flip permutation test of "mean difference = 0".
-
-    Under the null hypothesis each pair's two values are exchangeable, so each difference
-    is as likely to have either sign. The statistic is ``T = |sum(d)|`` (equivalent to the
-    absolute mean difference); the p-value is the share of sign assignments ``s`` with
-    ``|sum(s * d)| >= T``. Zero differences take no part (their sign changes nothing).
-
-    With at most ``exact_max_n`` non-zero differences every one of the ``2**n`` sign
-    assignments is enumerated and the p-value is exact. Otherwise ``n_permutations``
-    assignments are drawn at random (seeded) and the p-value is ``(1 + hits) /
-    (1 + n_permutations)``, which counts the observed assignment and so is never 0 and
-    never anti-conservative.
-
-    Returns:
-        The p-value in (0, 1]; 1.0 when every difference is zero (or there is none).
-    """
-    d = np.asarray(diffs, dtype=float)
-    d = d[d != 0]
-    n = len(d)
-    if n == 0:
-        return 1.0
-    total = float(d.sum())
-    threshold = abs(total) - _permutation_tolerance(d)
-    if n <= exact_max_n:
-        bits = (np.arange(2**n, dtype=np.int64)[:, None] >> np.arange(n)) & 1
-        sums = 2.0 * (bits @ d) - total  # sum(s * d) with s = 2 * bit - 1
-        return float(np.count_nonzero(np.abs(sums) >= threshold) / 2**n)
-    rng = np.random.default_rng(seed)
-    hits = 0
-    width = (n + 7) // 8
-    block = max(1, _MAX_DRAWS_PER_BLOCK // n)
-    for start in range(0, n_permutations, block):
-        size = min(block, n_permutations - start)
-        bits = np.unpackbits(rng.integers(0, 256, size=(size, width), dtype=np.uint8), axis=1)[:, :n]
-        sums = 2.0 * (bits @ d) - total
-        hits += int(np.count_nonzero(np.abs(sums) >= threshold))
-    return (hits + 1) / (n_permutations + 1)
+def cohens_kappa(a: Sequence[Any], b: Sequence[Any]) -> float:
+    """Cohen's kappa of two raters' categorical ratings: (p_o - p_e) / (1 - p_e), with p_o
+    the observed agreement and p_e the agreement expected from the marginals; ``nan`` when
+    p_e = 1 (both raters used one and the same category)."""
+    _, matrix = confusion_matrix(list(a), list(b))
+    total = matrix.sum()
+    if total == 0:
+        return float("nan")
+    observed = np.trace(matrix) / total
+    expected = float((matrix.sum(axis=1) * matrix.sum(axis=0)).sum()) / total**2
+    if math.isclose(expected, 1.0):
+        return float("nan")
+    return float((observed - expected) / (1 - expected))
 
 
-def wilcoxon_pvalue(diffs: Sequence[float]) -> float | None:
-    """Two-sided p-value of the Wilcoxon signed-rank test (scipy defaults: zero differences
-    dropped, exact distribution for small samples without ties); ``None`` when every
-    difference is zero or there are none."""
-    import warnings
-
-    from scipy.stats import wilcoxon
-
-    d = np.asarray(diffs, dtype=float)
-    if not np.any(d != 0):
-        return None
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            p = float(wilcoxon(d).pvalue)
-        except ValueError:
-            return None
-    return p if np.isfinite(p) else None
-
-
-def holm(pvalues: Sequence[float]) -> list[float]:
-    """Holm-Bonferroni adjusted p-values, in the order given.
-
-    With the ``m`` p-values sorted ascending, ``p_(1) <= ... <= p_(m)``, the adjusted value
-    of the i-th is ``max over j <= i of min(1, (m - j + 1) * p_(j))``. Rejecting every
-    hypothesis whose adjusted p-value is below ``alpha`` keeps the family-wise error rate
-    (the chance of any false rejection) at most ``alpha``, whatever the dependence between
-    the tests.
-    """
-    p = np.asarray(pvalues, dtype=float)
-    m = len(p)
-    if m == 0:
-        return []
-    if np.any(~np.isfinite(p)) or np.any(p < 0) or np.any(p > 1):
-        raise ValueError("p-values must be numbers in [0, 1]")
-    order = np.argsort(p, kind="stable")
-    scaled = np.minimum(1.0, (m - np.arange(m)) * p[order])
-    adjusted = np.empty(m)
-    adjusted[order] = np.maximum.accumulate(scaled)
-    return [float(x) for x in adjusted]
+def accuracy(a: Sequence[Any], b: Sequence[Any]) -> float:
+    """Share of items both raters put in the same category."""
+    x, y = np.asarray(a), np.asarray(b)
+    if x.shape != y.shape or x.size == 0:
+        raise ValueError("accuracy needs two equally long, non-empty sequences")
+    return float((x == y).mean())

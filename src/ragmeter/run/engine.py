@@ -12,7 +12,6 @@ import asyncio
 import math
 import platform
 import sys
-import threading
 import time
 import traceback
 from collections import defaultdict
@@ -22,13 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter import __version__
-from ragmeter.data import Dataset, InputError, InputIssue, LoadedSample, load_dataset
+from ragmeter.data import Dataset, InputError, InputIssue, LoadedSample, as_dataset
 from ragmeter.run.journal import Journal, make_record
-from ragmeter.judges import Judges
+from ragmeter.judges import Judges, LLMJudge
 from ragmeter.judges.config import JudgeConfig
 from ragmeter.judges.metering import Usage, metered
 from ragmeter.metrics.base import FAMILIES, Metric, Needs, Score, create_metric, metric_classes
 from ragmeter.results import Result, SampleResult
+from ragmeter.run.sync import run_sync
 
 DEFAULT_CONCURRENCY = 32
 #: LLM metrics that automatic selection adds when a judge is available; the others
@@ -84,6 +84,17 @@ def missing_field_issues(dataset: Dataset, metrics: Sequence[Metric]) -> list[In
     return issues
 
 
+def default_llm_judge() -> LLMJudge:
+    """The judge LLM metrics use when none is given: the one the ``RAGMETER_JUDGE_*``
+    environment describes (the embedded local model unless an endpoint is configured),
+    behind the disk cache. The caller closes it (``aclose``).
+
+    Raises:
+        JudgeError: That judge cannot be built (not installed, no model name...).
+    """
+    return JudgeConfig.from_env().build()
+
+
 class Evaluator:
     """Scores datasets with a fixed set of metrics and judges.
 
@@ -126,14 +137,14 @@ class Evaluator:
 
     def run(self, dataset: Dataset) -> Result:
         """Score ``dataset`` and return the result (blocking)."""
-        return _run_coroutine(self.arun(dataset))
+        return run_sync(self.arun(dataset))
 
     def _ensure_llm_judge(self) -> bool:
         """Build the default LLM judge if a metric needs one and none was given; return
         True when the engine built it (and so must close it)."""
         if self.judges.llm is not None or not any(m.needs == Needs.LLM for m in self.metrics):
             return False
-        self.judges.llm = JudgeConfig.from_env().build()
+        self.judges.llm = default_llm_judge()
         return True
 
     async def arun(self, dataset: Dataset) -> Result:
@@ -287,28 +298,6 @@ class _progress:
             self._bar.stop()
 
 
-def _run_coroutine(coroutine):
-    """Run a coroutine to completion, also from inside a running event loop (notebooks)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coroutine)
-    outcome: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            outcome["value"] = asyncio.run(coroutine)
-        except BaseException as exc:  # re-raised in the caller's thread
-            outcome["error"] = exc
-
-    thread = threading.Thread(target=target)
-    thread.start()
-    thread.join()
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
-
-
 def evaluate(
     data: Any,
     metrics: Iterable[str | Metric] | None = None,
@@ -340,12 +329,7 @@ def evaluate(
     Returns:
         The :class:`Result`: per-sample scores with reasons, aggregates with intervals.
     """
-    if isinstance(data, Dataset):
-        dataset = data
-    elif isinstance(data, (list, tuple)) and data and all(isinstance(d, (str, Path)) for d in data):
-        dataset = load_dataset(*data, strict=strict)
-    else:
-        dataset = load_dataset(data, strict=strict)
+    dataset = as_dataset(data, strict=strict)
     if strict and dataset.issues:
         raise InputError(dataset.issues)
     if not dataset.samples:

@@ -1,0 +1,67 @@
+"""The ``ragmeter`` Typer application, its global ``--debug`` option, and how commands fail.
+
+Every command is registered with :func:`command`, which gives it the same error handling:
+a known problem (bad input, a bad option) ends in a one-line message and exit code 2; an
+unexpected error also ends in one line and exit 2, with the traceback only under
+``--debug`` (or ``RAGMETER_DEBUG=1``); Ctrl-C ends in exit code 130.
+"""
+
+import functools
+import os
+import traceback
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from ragmeter.cli.console import USAGE_ERROR, console, fail, say
+
+app = typer.Typer(
+    name="ragmeter",
+    help="Evaluate retrieval-augmented generation systems: retrieval, generation, and both together.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+INTERRUPTED = 130
+_state = {"debug": bool(os.environ.get("RAGMETER_DEBUG"))}
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@app.callback()
+def _main(
+    debug: Annotated[bool, typer.Option("--debug", help="Show the traceback of an unexpected error.")] = False,
+) -> None:
+    """Evaluate retrieval-augmented generation systems: retrieval, generation, and both together."""
+    if debug:
+        _state["debug"] = True
+
+
+def command(name: str) -> Callable[[F], F]:
+    """Register ``function`` as the command ``name`` with the shared error handling."""
+
+    def register(function: F) -> F:
+        @functools.wraps(function)
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return function(*args, **kwargs)
+            except (typer.Exit, typer.Abort, SystemExit):
+                raise
+            except KeyboardInterrupt:
+                say(("interrupted", "yellow"))
+                raise typer.Exit(INTERRUPTED) from None
+            except Exception as exc:  # the last line of defence: no user-facing traceback
+                if _state["debug"]:
+                    console.print(traceback.format_exc(), end="")
+                raise fail(f"unexpected error: {type(exc).__name__}: {exc} (run `ragmeter --debug {name} ...` for the traceback)") from None
+
+        app.command(name)(guarded)
+        return function
+
+    return register
+
+
+__all__ = ["INTERRUPTED", "USAGE_ERROR", "app", "command"]

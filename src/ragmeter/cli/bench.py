@@ -1,0 +1,92 @@
+"""``ragmeter bench``: agreement of metrics with human labels, with intervals and cost."""
+
+import shlex
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ragmeter.bench.report import write as write_bench
+from ragmeter.bench.runner import run_task
+from ragmeter.bench.suites import DEFAULT_DATA_DIR, SUITES, Task, bench_tasks, labelled_file
+from ragmeter.cli.app import command
+from ragmeter.cli.console import fail, say
+from ragmeter.cli.options import JudgeOptions, judge_options
+from ragmeter.data import InputError
+from ragmeter.judges import BatchingEmbedder, JudgeError, Judges
+from ragmeter.judges.cache import EmbeddingStore
+from ragmeter.judges.config import JudgeConfig
+from ragmeter.judges.embeddings import USEEncoder
+from ragmeter.metrics import Needs, create_metric
+from ragmeter.run.engine import resolve_metrics
+
+
+@command("bench")
+@judge_options
+def bench_command(
+    suites: Annotated[
+        Optional[list[str]],
+        typer.Argument(
+            help="Labelled sets to measure against: qags, ragchecker, clapnq, msmarco, rgb (default: all); "
+            "a set/task name (clapnq/context_recall) measures that task only."
+        ),
+    ] = None,
+    data_dir: Annotated[Path, typer.Option(help="Folder of the labelled sets.")] = DEFAULT_DATA_DIR,
+    limit: Annotated[Optional[int], typer.Option(min=1, help="Units drawn from each set (seeded); default: all.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the draw.")] = 0,
+    labelled: Annotated[Optional[Path], typer.Option(help="Your own labelled samples instead of the built-in sets.")] = None,
+    metric: Annotated[Optional[str], typer.Option(help="With --labelled: the metric to measure.")] = None,
+    label_field: Annotated[str, typer.Option(help="With --labelled: the column holding the human label.")] = "label",
+    out: Annotated[Path, typer.Option(help="Folder for the results (Markdown and JSON).")] = Path("benchmarks/results"),
+    name: Annotated[Optional[str], typer.Option(help="File name of the results (default: meta_eval_<judge backend>).")] = None,
+    concurrency: Annotated[int, typer.Option(min=1, help="Most (sample, metric) pairs scored at once.")] = 8,
+    *,
+    judge_options: JudgeOptions,
+) -> None:
+    """Measure metrics against human labels: agreement with 95% intervals, and cost per sample.
+
+    Reads the labelled sets by path (never copies them) and writes Markdown and JSON
+    results with the date, commit, judge and settings.
+    """
+    try:
+        _, settings = judge_options.resolve()
+        if labelled is not None:
+            if not metric:
+                raise ValueError("--labelled needs --metric")
+            resolve_metrics([metric])
+            tasks = [labelled_file(labelled, metric, label_field, limit, seed)]
+        else:
+            tasks = bench_tasks(suites or list(SUITES), data_dir, limit, seed)
+    except (ValueError, FileNotFoundError, InputError) as exc:
+        raise fail(str(exc)) from None
+    judges = _judges(settings, tasks)
+    described = judges.llm.describe() if judges.llm is not None else {"backend": "none", "model": "-"}
+    run_settings = {
+        "judge": described,
+        "limit": limit,
+        "seed": seed,
+        "data_dir": str(data_dir),
+        "command": "ragmeter " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
+    }
+    results = []
+    for task in tasks:
+        say(f"{task.name}: {len(task.dataset)} samples, {len(task.units)} labelled units …")
+        results.append(run_task(task, judges, concurrency=concurrency))
+        for statistic, value in results[-1].statistics.items():
+            say(f"  {statistic} {value['value']:.3f} [{value['ci_low']}, {value['ci_high']}]")
+        # Written after every task: a long run that is stopped keeps the tasks it finished.
+        json_path, md_path = write_bench(results, run_settings, out, name or f"meta_eval_{described['backend']}")
+    say(f"Wrote {md_path} and {json_path}")
+
+
+def _judges(settings: JudgeConfig, tasks: list[Task]) -> Judges:
+    llm = None
+    if any(create_metric(t.metric).needs == Needs.LLM for t in tasks):
+        try:
+            llm = settings.build()
+        except JudgeError as exc:
+            raise fail(f"the benchmark needs an LLM judge: {exc}") from None
+    disk_cache = settings.open_cache()
+    store = EmbeddingStore(disk_cache, USEEncoder.model_name) if disk_cache is not None else None
+    return Judges(embedder=BatchingEmbedder(store=store), llm=llm)

@@ -1,0 +1,71 @@
+"""Printing to the terminal without letting data act as markup or control codes.
+
+The consoles have rich markup off: text from the data (questions, ids, file names, error
+messages that quote them) is printed as it is, never interpreted (``[/bold]`` or
+``[link=...]`` in a sample stays text). Control characters, which could move the cursor,
+change colours or rewrite the terminal title, are shown as escapes (``\\x1b``). Styles come
+only from the code, as ``(text, style)`` pairs.
+"""
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+USAGE_ERROR = 2
+
+#: Messages and progress (stderr): soft_wrap keeps a file name and line on one line.
+console = Console(stderr=True, soft_wrap=True, markup=False, highlight=False, emoji=False)
+#: Listings a user may pipe (stdout).
+stdout = Console(markup=False, highlight=False, emoji=False)
+
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def clean(value: Any) -> str:
+    """``value`` as text with control characters (and bidirectional overrides) shown as
+    escapes, so that it cannot drive the terminal."""
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), str(value))
+
+
+def styled(*parts: Any) -> Text:
+    """Text from parts: a plain value (cleaned, never markup) or a ``(value, style)`` pair."""
+    text = Text()
+    for part in parts:
+        if isinstance(part, tuple):
+            text.append(clean(part[0]), style=part[1])
+        else:
+            text.append(clean(part))
+    return text
+
+
+def say(*parts: Any, to: Console = console) -> None:
+    """Print one line built from ``parts`` (see :func:`styled`)."""
+    to.print(styled(*parts))
+
+
+def fail(message: str) -> typer.Exit:
+    """Print ``error: message`` and return the exit (code 2) for the caller to raise."""
+    say(("error: ", "bold red"), message)
+    return typer.Exit(USAGE_ERROR)
+
+
+def table(title: str, columns: Iterable[str | tuple[str, str]], rows: Iterable[Iterable[Any]]) -> Table:
+    """A table whose cells are cleaned text (a cell may be a ``(value, style)`` pair).
+
+    Args:
+        title: Shown above the table.
+        columns: Column names, or ``(name, "right")`` for right-aligned columns.
+        rows: Cell values, one iterable per row.
+    """
+    grid = Table(title=styled(title), title_justify="left")
+    for column in columns:
+        name, justify = column if isinstance(column, tuple) else (column, "left")
+        grid.add_column(clean(name), justify=justify)  # type: ignore[arg-type]
+    for row in rows:
+        grid.add_row(*(styled(cell) for cell in row))
+    return grid

@@ -1,0 +1,210 @@
+"""``ragmeter eval``: score samples and write the run directory and its reports."""
+
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from ragmeter.cli.app import command
+from ragmeter.cli.console import console, fail, say, table
+from ragmeter.cli.issues import print_issues
+from ragmeter.cli.options import JudgeOptions, judge_options
+from ragmeter.data import Dataset, InputError, load_dataset
+from ragmeter.judges import BatchingEmbedder, JudgeError, Judges
+from ragmeter.judges.cache import EmbeddingStore
+from ragmeter.judges.config import JudgeConfig
+from ragmeter.run.estimate import estimate_usage
+from ragmeter.judges.embeddings import USEEncoder
+from ragmeter.judges.metering import Usage
+from ragmeter.metrics import Metric, Needs, metric_classes
+from ragmeter.report import REPORT_HTML, REPORT_MD, write_reports
+from ragmeter.report.formatting import format_number
+from ragmeter.results import Result
+from ragmeter.results.rundir import RESULTS_FILE, SUMMARY_FILE
+from ragmeter.run.engine import DEFAULT_CONCURRENCY, Evaluator, applicable_metrics, resolve_metrics
+
+
+@command("eval")
+@judge_options
+def eval_command(
+    data: Annotated[list[Path], typer.Argument(help="Sample files: .jsonl, .json, .csv or .parquet (several allowed).")],
+    metrics: Annotated[
+        Optional[str],
+        typer.Option(
+            "--metrics",
+            "-m",
+            help="Comma-separated metric names (`ragmeter metrics` lists them; add @k to rank metrics: ndcg@5). "
+            "'auto' (default): every model-free metric the data has fields for, plus the core LLM metrics when a "
+            "judge is available; 'model-free': without LLM metrics; 'all': every model-free metric.",
+        ),
+    ] = None,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory for results, journal and reports.")] = Path("ragmeter-out"),
+    dry_run: Annotated[bool, typer.Option(help="Estimate LLM calls, tokens and cost; call no model and write nothing.")] = False,
+    concurrency: Annotated[int, typer.Option(min=1, help="Most (sample, metric) pairs scored at once.")] = DEFAULT_CONCURRENCY,
+    strict: Annotated[bool, typer.Option(help="Stop on the first bad row or missing field instead of skipping it.")] = False,
+    fresh: Annotated[bool, typer.Option(help="Ignore scores journalled by an earlier run in --out; recompute all.")] = False,
+    progress: Annotated[
+        Optional[bool], typer.Option("--progress/--no-progress", help="Progress bar (default: on when stderr is a terminal).")
+    ] = None,
+    *,
+    judge_options: JudgeOptions,
+) -> None:
+    """Evaluate samples and write results.jsonl, summary.json, report.md and report.html to --out.
+
+    Re-running the same command after an interruption (even a kill) resumes: scores already
+    journalled in --out are reused; only missing or failed ones are computed.
+    """
+    try:
+        run_config, settings = judge_options.resolve()
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+    dataset = _load(data, strict)
+    judges, unavailable = _judges(settings)
+    chosen = _choose_metrics(metrics, run_config.metrics if run_config else None, dataset, unavailable)
+    if any(m.needs == Needs.LLM for m in chosen) and judges.llm is None:
+        raise fail(f"LLM metrics need a judge: {unavailable}")
+    if dry_run:
+        _print_estimate(dataset, chosen, judges, settings, concurrency)
+        return
+    evaluator = Evaluator(chosen, judges=judges, concurrency=concurrency, out_dir=out, resume=not fresh, progress=progress, strict=strict)
+    judge_text = f"; judge {judges.llm.backend}: {judges.llm.model}" if judges.llm and any(m.needs == Needs.LLM for m in chosen) else ""
+    say(f"Evaluating {len(dataset)} samples with {len(evaluator.metrics)} metrics → {out}{judge_text}")
+    try:
+        result = evaluator.run(dataset)
+    except InputError as exc:
+        print_issues(exc.issues, written=False)
+        raise fail("samples lack fields the chosen metrics require (--strict)") from None
+    _save_and_print(result, out)
+
+
+def _load(data: list[Path], strict: bool) -> Dataset:
+    try:
+        dataset = load_dataset(*data, strict=strict)
+    except InputError as exc:
+        print_issues(exc.issues, written=False)
+        raise fail("input is not usable; nothing was evaluated") from None
+    if dataset.issues:
+        say((f"{len(dataset.issues)} input issue(s):", "yellow"))
+        print_issues(dataset.issues, written=False)
+    if not dataset.samples:
+        raise fail("no valid samples to evaluate")
+    return dataset
+
+
+def _judges(settings: JudgeConfig) -> tuple[Judges, str | None]:
+    """The judges for the run, and why there is no LLM judge (``None`` when there is one)."""
+    disk_cache = settings.open_cache()
+    llm, unavailable = None, None
+    try:
+        llm = settings.build(disk_cache)
+    except JudgeError as exc:
+        unavailable = str(exc)
+    store = EmbeddingStore(disk_cache, USEEncoder.model_name) if disk_cache is not None else None
+    return Judges(embedder=BatchingEmbedder(store=store), llm=llm), unavailable
+
+
+def _choose_metrics(spec: str | None, configured: list[Metric] | None, dataset: Dataset, unavailable: str | None) -> list[Metric]:
+    """The metrics to run: --metrics, else the config file's, else automatic selection.
+
+    ``unavailable`` is ``None`` when an LLM judge can run, else the reason it cannot.
+    """
+    if spec is None and configured is not None:
+        return configured
+    spec = (spec or "auto").strip()
+    if spec in ("auto", "model-free"):
+        if spec == "auto" and unavailable is not None:
+            say(("LLM metrics skipped", "yellow"), f": {unavailable}")
+        chosen = applicable_metrics(dataset, llm=spec == "auto" and unavailable is None)
+        if not chosen:
+            raise fail("no metric applies: the samples lack the fields every metric requires (see `ragmeter metrics`)")
+        return chosen
+    if spec == "all":
+        return [cls() for cls in metric_classes().values() if cls.needs in (Needs.NOTHING, Needs.EMBEDDINGS)]
+    names = [name.strip() for name in spec.split(",") if name.strip()]
+    if not names:
+        raise fail(f"--metrics {spec!r} names no metric; give names such as token_f1,ndcg@5 (see `ragmeter metrics`)")
+    try:
+        return resolve_metrics(names)
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+
+
+def _save_and_print(result: Result, out: Path) -> None:
+    field_issues = [i for i in result.issues if not i.skipped]
+    if field_issues:
+        say((f"{len(field_issues)} missing field(s); the metrics that need them leave those samples unscored:", "yellow"))
+        print_issues(field_issues)
+    result.save(out)
+    summary = write_reports(result, out)
+    console.print(scores_table(result))
+    usage = usage_rows(result)
+    if usage:
+        console.print(usage_table("LLM judge usage", usage, local=(result.run.get("judge") or {}).get("backend") == "local"))
+    _print_diagnosis(summary["diagnosis"])
+    run = result.run
+    say(f"{run['pairs_computed']} scores computed, {run['pairs_resumed']} resumed from the journal, {run['seconds']:.1f} s.")
+    written = ", ".join(str(out / name) for name in (RESULTS_FILE, SUMMARY_FILE, REPORT_MD))
+    say(f"Wrote {written}; open {out / REPORT_HTML} for the full report.")
+
+
+def scores_table(result: Result) -> Any:
+    """Each metric's mean, 95% CI and counts, as a terminal table."""
+    rows = []
+    for metric in result.metrics:
+        a, unit = result.aggregates[metric["id"]], metric["unit"]
+        interval = f"[{format_number(a['ci_low'], unit)}, {format_number(a['ci_high'], unit)}]" if a["ci_low"] is not None else "–"
+        unscored = str(a["n_unscored"]) + (f" ({a['n_failed']} failed)" if a["n_failed"] else "")
+        name = metric["id"] + (f" ({unit})" if unit else "")
+        rows.append((name, format_number(a["mean"], unit), interval, a["n_scored"], unscored))
+    columns = ["metric", ("mean", "right"), ("95% CI", "right"), ("scored", "right"), ("unscored", "right")]
+    return table("Scores (mean with 95% bootstrap CI)", columns, rows)
+
+
+def usage_rows(result: Result) -> list[tuple[str, Usage]]:
+    """Each LLM metric's total judge usage."""
+    return [
+        (m["id"], Usage.from_dict(result.aggregates[m["id"]]["usage"]["total"])) for m in result.metrics if m["needs"] == Needs.LLM.value
+    ]
+
+
+def usage_table(title: str, rows: list[tuple[str, Usage]], local: bool) -> Any:
+    """Calls, cache hits, tokens, retries and cost per metric, as a terminal table."""
+
+    def cost(usage: Usage) -> str:
+        if local:
+            return "0 (local)"
+        return "unknown price" if usage.cost_usd is None else f"${usage.cost_usd:.4f}"
+
+    columns = ["metric", *((c, "right") for c in ("calls", "cached", "prompt tok.", "output tok.", "retries", "cost"))]
+    cells = [
+        (name, u.calls, u.cached_calls, f"{u.prompt_tokens:,}", f"{u.completion_tokens:,}", u.retries, cost(u)) for name, u in rows
+    ]
+    return table(title, columns, cells)
+
+
+def _print_diagnosis(diagnosis: dict[str, Any]) -> None:
+    problems = [p for p in diagnosis["patterns"] if p["name"] not in ("healthy", "correct_refusal", "inconclusive")]
+    if not diagnosis["signals"]:
+        return
+    if not problems:
+        say("Diagnosis: no problem pattern found.")
+        return
+    say("Diagnosis (see the report for the samples):")
+    for pattern in problems:
+        examples = ", ".join(pattern["samples"][:4]) + (", …" if len(pattern["samples"]) > 4 else "")
+        say(f"  {pattern['count']:>4} × ", (pattern["title"], "bold"), f" ({examples})")
+
+
+def _print_estimate(dataset: Dataset, chosen: list[Metric], judges: Judges, settings: JudgeConfig, concurrency: int) -> None:
+    """``--dry-run``: what the LLM metrics would spend, from a stand-in judge."""
+    llm_metrics = [m for m in chosen if m.needs == Needs.LLM]
+    if not llm_metrics or judges.llm is None:
+        say("No LLM metric chosen: nothing would be spent on a judge.")
+        return
+    estimate = estimate_usage(dataset, llm_metrics, judges, settings, concurrency)
+    rows = [*estimate.per_metric.items(), ("total", estimate.total)]
+    console.print(usage_table(f"Estimate for {len(dataset)} samples (no model was called)", rows, estimate.local))
+    if estimate.local:
+        say(f"The local judge would need roughly {estimate.local_seconds / 60:.0f} min on 2 CPU cores (before cache hits).")
+    elif estimate.total.cost_usd is None:
+        say(f"No price known for model '{estimate.model}': pass --prices to get a cost.")

@@ -1,0 +1,30 @@
+"""Printing input issues, grouped so that a thousand bad rows of one kind take one line."""
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+from ragmeter.cli.console import say
+from ragmeter.data import InputIssue
+
+
+def print_issues(issues: Sequence[InputIssue], limit: int = 12, written: bool = True) -> None:
+    """Issues grouped by source, field and message, with the first locations of each.
+
+    Args:
+        issues: The issues to print.
+        limit: Most groups shown.
+        written: Whether the run wrote ``input_issues.jsonl`` (the pointer to it is shown
+            only then).
+    """
+    groups: dict[tuple[str, str | None, str, bool], list[str]] = defaultdict(list)
+    for issue in issues:
+        groups[(issue.source, issue.field, issue.message, issue.skipped)].append(issue.location)
+    for shown, ((source, field, message, skipped), locations) in enumerate(groups.items()):
+        if shown == limit:
+            more = f"  … and {len(groups) - limit} more kinds of issue"
+            say(more + (" (see input_issues.jsonl)" if written else ""))
+            break
+        where = ", ".join(locations[:5]) + (f" and {len(locations) - 5} more" if len(locations) > 5 else "")
+        field_text = f", field '{field}'" if field else ""
+        action = "row skipped" if skipped else "sample kept"
+        say(f"  {source}, {where}{field_text}: {message} ", (f"({action})", "dim"))

@@ -1,0 +1,116 @@
+"""Options shared by several commands, declared once.
+
+:func:`judge_options` adds the judge settings (``--judge``, ``--judge-base-url``,
+``--judge-model``... ``--config``, ``--no-cache``) to a command; the command receives them
+as one :class:`JudgeOptions` argument named ``judge_options``.
+"""
+
+import functools
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from ragmeter.judges.config import JudgeConfig
+from ragmeter.run.config import RunConfig, load_config
+
+
+@dataclass(frozen=True)
+class JudgeOptions:
+    """The judge settings given on the command line (``None``: not given).
+
+    Attributes mirror :class:`~ragmeter.judges.config.JudgeConfig`; ``config`` is the
+    ``--config`` file, ``cache`` is ``--cache/--no-cache``.
+    """
+
+    config: Optional[Path] = None
+    judge: Optional[str] = None
+    judge_base_url: Optional[str] = None
+    judge_model: Optional[str] = None
+    judge_api_key_env: Optional[str] = None
+    judge_concurrency: Optional[int] = None
+    judge_rpm: Optional[int] = None
+    judge_timeout: Optional[float] = None
+    judge_context_window: Optional[int] = None
+    verdict_mode: Optional[str] = None
+    gguf: Optional[Path] = None
+    prices: Optional[Path] = None
+    cache: bool = True
+
+    def resolve(self) -> tuple[RunConfig | None, JudgeConfig]:
+        """The config file (if any) and the judge settings: the environment, then the
+        config file, then these options.
+
+        Raises:
+            ValueError: The config file or a setting is invalid (the message names it).
+        """
+        run_config = load_config(self.config) if self.config else None
+        settings = JudgeConfig.from_env().updated(**(run_config.judge if run_config else {}))
+        settings = settings.updated(
+            backend=self.judge,
+            base_url=self.judge_base_url,
+            model=self.judge_model,
+            api_key_env=self.judge_api_key_env,
+            concurrency=self.judge_concurrency,
+            requests_per_minute=self.judge_rpm,
+            timeout=self.judge_timeout,
+            context_window=self.judge_context_window,
+            verdict_mode=self.verdict_mode,
+            gguf=str(self.gguf) if self.gguf else None,
+            prices=str(self.prices) if self.prices else None,
+        )
+        if not self.cache:
+            settings = settings.updated(cache=False)
+        settings.validate()
+        return run_config, settings
+
+
+_OPTIONS: dict[str, Any] = {
+    "config": Annotated[
+        Optional[Path], typer.Option("--config", "-c", help="YAML config file: judge settings, metrics with parameters, prices.")
+    ],
+    "judge": Annotated[Optional[str], typer.Option(help="Judge backend: 'local' (embedded model) or 'openai' (any compatible endpoint).")],
+    "judge_base_url": Annotated[Optional[str], typer.Option(help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1.")],
+    "judge_model": Annotated[Optional[str], typer.Option(help="Model name at the endpoint.")],
+    "judge_api_key_env": Annotated[
+        Optional[str], typer.Option(help="Environment variable holding the API key (default RAGMETER_JUDGE_API_KEY, then OPENAI_API_KEY).")
+    ],
+    "judge_concurrency": Annotated[Optional[int], typer.Option(min=1, help="Most requests in flight to the endpoint (default 8).")],
+    "judge_rpm": Annotated[Optional[int], typer.Option(min=1, help="Requests per minute allowed to the endpoint.")],
+    "judge_timeout": Annotated[Optional[float], typer.Option(min=1, help="Seconds per request (default 60).")],
+    "judge_context_window": Annotated[
+        Optional[int], typer.Option(min=256, help="Tokens per prompt (default 4096 local, 128000 endpoint).")
+    ],
+    "verdict_mode": Annotated[
+        Optional[str], typer.Option(help="Endpoint verdicts: 'batch' (all items in one request) or 'single' (one per item, with logprobs).")
+    ],
+    "gguf": Annotated[Optional[Path], typer.Option(help="GGUF model for the local judge instead of the packaged one.")],
+    "prices": Annotated[Optional[Path], typer.Option(help="Price table (JSON or YAML) overriding the packaged one.")],
+    "cache": Annotated[bool, typer.Option("--cache/--no-cache", help="Reuse judge answers and embeddings from the disk cache.")],
+}
+assert set(_OPTIONS) == {f.name for f in fields(JudgeOptions)}
+
+
+def judge_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorator: add the judge options to ``command``, which takes them as one keyword
+    argument ``judge_options: JudgeOptions``."""
+    signature = inspect.signature(command)
+    own = [p for p in signature.parameters.values() if p.name != "judge_options"]
+    defaults = JudgeOptions()
+    added = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=getattr(defaults, name), annotation=annotation)
+        for name, annotation in _OPTIONS.items()
+    ]
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        given = JudgeOptions(**{name: kwargs.pop(name) for name in _OPTIONS if name in kwargs})
+        return command(*args, judge_options=given, **kwargs)
+
+    del wrapper.__wrapped__  # typer must read the signature below, not the original's
+    wrapper.__signature__ = signature.replace(parameters=[*own, *added])  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {p.name: p.annotation for p in [*own, *added]}
+    return wrapper

@@ -1,0 +1,75 @@
+"""``ragmeter pairwise``: which of two systems' responses is better, judged in both orders."""
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ragmeter.cli.app import command
+from ragmeter.cli.console import console, fail, say, table
+from ragmeter.cli.issues import print_issues
+from ragmeter.cli.options import JudgeOptions, judge_options
+from ragmeter.data import InputError
+from ragmeter.decide import pairwise
+from ragmeter.judges import JudgeError
+from ragmeter.report.pairwise import summary_rows, write_report
+from ragmeter.results import RunDirError
+
+
+@command("pairwise")
+@judge_options
+def pairwise_command(
+    a: Annotated[Path, typer.Argument(help="System A: a sample file (.jsonl, .json, .csv, .parquet) or a run directory.")],
+    b: Annotated[Path, typer.Argument(help="System B: same questions (matched by id, else by question).")],
+    criterion: Annotated[str, typer.Option(help="What 'better' means, e.g. 'Factually correct and answers the question.'")] = (
+        pairwise.DEFAULT_CRITERION
+    ),
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for pairwise.json and pairwise.md.")] = Path("ragmeter-pairwise"),
+    margin: Annotated[float, typer.Option(min=0.0, max=0.49, help="P(first better) within 0.5 ± margin counts as no preference.")] = 0.0,
+    reference_metric: Annotated[
+        Optional[str], typer.Option(help="Reference for length bias: a metric of both run directories (or a numeric metadata field).")
+    ] = None,
+    labels: Annotated[Optional[Path], typer.Option(help='Reference labels, JSONL: {"id": ..., "better": "A" | "B" | "tie"}.')] = None,
+    concurrency: Annotated[int, typer.Option(min=1, help="Pairs judged at once.")] = pairwise.DEFAULT_CONCURRENCY,
+    *,
+    judge_options: JudgeOptions,
+) -> None:
+    """Judge which of two systems' responses to the same questions is better, in both orders.
+
+    Reports the win rate of B over A (95% Wilson interval, ties count half), the tie rate,
+    the judge's position consistency and its length bias; writes pairwise.json and pairwise.md.
+    """
+    try:
+        _, settings = judge_options.resolve()
+        side_a, side_b = pairwise.load_side(a), pairwise.load_side(b)
+        reference = pairwise.read_preferences(labels) if labels else None
+    except InputError as exc:
+        print_issues(exc.issues, written=False)
+        raise fail("input is not usable; nothing was judged") from None
+    except (ValueError, OSError, RunDirError) as exc:
+        raise fail(str(exc)) from None
+    pairs, matching = pairwise.match_samples(side_a, side_b, reference_metric=reference_metric, labels=reference.by_id if reference else None)
+    matching["label_issues"] = reference.problems if reference else []
+    for problem in matching["label_issues"]:
+        say(f"  {problem}")
+    if not pairs:
+        raise fail(f"no question has a response on both sides ({a}, {b}); matched by {matching['by']}")
+    try:
+        llm = settings.build()
+    except JudgeError as exc:
+        raise fail(f"pairwise judging needs an LLM judge: {exc}") from None
+    say(f"Judging {len(pairs)} pairs in both orders ({2 * len(pairs)} judge calls); judge {llm.backend}: {llm.model}")
+    report = pairwise.judge_pairs(pairs, llm, criterion, margin=margin, concurrency=concurrency, close=True)
+    report.matching = matching
+    report.settings.update(a=str(a), b=str(b))
+    json_path, md_path = write_report(report, out)
+    console.print(table(f"B ({b}) vs A ({a})", ["measure", ("value", "right")], summary_rows(report.statistics)))
+    leftovers = (
+        ("in A only", [u["key"] for u in matching["unmatched_a"]]),
+        ("in B only", [u["key"] for u in matching["unmatched_b"]]),
+        ("unusable", [f"{u['side']} {u['key']} ({u['reason']})" for u in matching["unusable"]]),
+    )
+    for title, keys in leftovers:
+        if keys:
+            say((f"{len(keys)} sample(s) {title}:", "yellow"), f" {', '.join(keys[:10])}{' …' if len(keys) > 10 else ''}")
+    say(f"Wrote {json_path} and {md_path}")

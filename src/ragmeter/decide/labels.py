@@ -1,0 +1,81 @@
+"""Reading human labels: one JSON object per line naming a sample by ``id``.
+
+``{"id": "q7", "label": 1}`` (a score in [0, 1], for ``calibrate``) or
+``{"id": "q7", "better": "A"}`` (a preference, for ``pairwise``). Every problem is kept
+with its file and line: bad JSON, a missing field, a value of the wrong kind, an id
+labelled twice (the first label is kept). Nothing is dropped silently.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+V = TypeVar("V")
+
+
+@dataclass
+class Labels(Generic[V]):
+    """Labels by sample id, and the problems met reading them (each naming file and line)."""
+
+    by_id: dict[str, V] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+
+def score(value: Any) -> float:
+    """A label that is a number in [0, 1] (0/1 for yes/no)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not 0 <= value <= 1:
+        raise ValueError(f"must be a number in [0, 1], got {value!r}")
+    return float(value)
+
+
+def preference(value: Any) -> str:
+    """A label saying which of two responses is better: ``"a"``, ``"b"`` or ``"tie"``
+    (written A, B or tie, in any case)."""
+    text = str(value).strip().lower() if isinstance(value, str) else None
+    if text not in ("a", "b", "tie"):
+        raise ValueError(f"must be A, B or tie, got {value!r}")
+    return text
+
+
+def read_labels(path: str | Path, field_name: str, parse: Callable[[Any], V]) -> Labels[V]:
+    """Read a labels file.
+
+    Args:
+        path: JSON-lines file with one ``{"id": ..., field_name: ...}`` per line.
+        field_name: The field holding the label (``"label"``, ``"better"``).
+        parse: Turns the field's value into a label; raises ``ValueError`` naming what is
+            wrong (see :func:`score`, :func:`preference`).
+
+    Raises:
+        OSError: The file cannot be read.
+    """
+    labels: Labels[V] = Labels()
+    text = Path(path).read_text(encoding="utf-8", errors="replace")
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        where = f"{path}, line {number}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            labels.problems.append(f"{where}: invalid JSON ({exc.msg})")
+            continue
+        if not isinstance(row, dict) or "id" not in row or field_name not in row:
+            labels.problems.append(f'{where}: expected {{"id": ..., "{field_name}": ...}}')
+            continue
+        key = str(row["id"])
+        try:
+            value = parse(row[field_name])
+        except ValueError as exc:
+            labels.problems.append(f"{where}: '{field_name}' of '{key}' {exc}")
+            continue
+        if key in labels.by_id:
+            labels.problems.append(f"{where}: id '{key}' labelled again; the first label is kept")
+            continue
+        labels.by_id[key] = value
+    return labels
