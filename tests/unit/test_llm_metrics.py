@@ -149,7 +149,7 @@ def test_faithfulness_unscored_reasons(fields, reason):
 def test_faithfulness_with_llm_claims_and_no_statements_is_unscored():
     judge = ScriptedJudge(generated={"statements": {"statements": []}})
     score = run("faithfulness", judge, params={"claims": "llm"}, **STANDARD)
-    assert_unscored(score, "the response has no claims to verify (claims mode 'llm')")
+    assert_unscored(score, "the response has no claims to check (claims mode 'llm')")
     judge = ScriptedJudge(generated={"statements": {"claims": ["x"]}})
     assert_unscored(run("faithfulness", judge, params={"claims": "llm"}, **STANDARD), "has no 'statements'", failed=True)
 

@@ -9,19 +9,11 @@ from test_llm_double import ScriptedJudge, by_item, literal, run
 
 from ragmeter import Judges, Sample
 from ragmeter.judges.base import ContextTooLong, Verdict
-from ragmeter.metrics.llm_support import (
-    MalformedOutput,
-    ask,
-    claims_of,
-    decide,
-    item_verdicts,
-    language_of,
-    premise_verdicts,
-    sentence_claims,
-    split_windows,
-    string_list,
-    supported,
-)
+from ragmeter.judges.base import MalformedOutput
+from ragmeter.judges.windowing import ask, item_verdicts, premise_verdicts, split_windows
+from ragmeter.metrics.claims import claims_of, language_of, sentence_claims, string_list
+from ragmeter.metrics.evidence import supported
+from ragmeter.metrics.llm import decide
 
 
 def judges_with(judge: ScriptedJudge) -> Judges:

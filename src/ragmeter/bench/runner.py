@@ -22,7 +22,8 @@ from typing import Any
 from ragmeter.bench.suites import Task
 from ragmeter.run.engine import Evaluator
 from ragmeter.judges import Judges
-from ragmeter.metrics.base import Score, create_metric
+from ragmeter.metrics.base import Score
+from ragmeter.metrics.registry import create_metric
 from ragmeter.results import Result
 from ragmeter.results.stats import balanced_accuracy, bootstrap_statistic, pearson, roc_auc, spearman
 

@@ -20,6 +20,8 @@ _HAN_RUN = re.compile(f"[{HAN}]+")
 _WORD = f"[^\\W_{HAN}]+"
 _TOKEN = re.compile(f"[{HAN}]+|{_WORD}(?:[.'’]{_WORD})*", re.UNICODE)
 _LETTER = re.compile(r"[^\W\d_]", re.UNICODE)
+_CJK_END = re.compile(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]$")
+_CJK_START = re.compile(r"^[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]")
 
 # A sentence ends after Chinese end punctuation, or after . ! ? followed by a space, or at
 # a line break. Decimal numbers ("3.5") and common abbreviations are not sentence ends.
@@ -98,3 +100,12 @@ def split_sentences(text: str) -> list[str]:
     if carry:
         pieces.append(carry)
     return [p for p in pieces if _TOKEN.search(p)]
+
+
+def join_text(a: str, b: str) -> str:
+    """Two pieces of text joined with a space, or with nothing between Chinese characters."""
+    if not a:
+        return b
+    if not b:
+        return a
+    return a + ("" if _CJK_END.search(a) and _CJK_START.search(b) else " ") + b

@@ -159,7 +159,7 @@ def load_thresholds(path: str | Path, result: Result) -> list[Threshold]:
     """
     import yaml
 
-    from ragmeter.metrics.base import metric_classes
+    from ragmeter.metrics.registry import metric_classes
 
     path = Path(path)
     try:

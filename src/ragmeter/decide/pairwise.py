@@ -159,7 +159,7 @@ def _length(text: str) -> int:
 def _lang(pair: Pair) -> str:
     if pair.lang:
         return pair.lang
-    from ragmeter.metrics.llm_support import language_of
+    from ragmeter.metrics.claims import language_of
 
     return language_of(Sample(user_input=pair.question, response=pair.response_a))
 

@@ -52,6 +52,10 @@ class JudgeError(Exception):
     """The judge gave no usable answer (after repair and a re-ask, where they apply)."""
 
 
+class MalformedOutput(JudgeError):
+    """The judge answered, but not in the shape the task asks for (a missing key, a wrong type)."""
+
+
 class ContextTooLong(JudgeError):
     """A prompt does not fit the model's context window.
 

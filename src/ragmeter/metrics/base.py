@@ -8,7 +8,6 @@ judge, and ``score`` returns a :class:`Score`: a value, or no value and the reas
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import hashlib
 import json
 import math
@@ -164,56 +163,3 @@ class Metric(ABC):
             "description": self.description,
             "config": self.config(),
         }
-
-
-_REGISTRY: dict[str, type[Metric]] = {}
-
-
-def register(cls: type[Metric]) -> type[Metric]:
-    """Class decorator: make a metric available by its ``name``."""
-    if cls.name in _REGISTRY and _REGISTRY[cls.name] is not cls:
-        raise ValueError(f"two metrics are named '{cls.name}'")
-    if cls.family not in FAMILIES:
-        raise ValueError(f"metric '{cls.name}' has unknown family '{cls.family}'")
-    _REGISTRY[cls.name] = cls
-    return cls
-
-
-def metric_classes() -> dict[str, type[Metric]]:
-    """All registered metrics by name, in registration order."""
-    _load_builtin_metrics()
-    return dict(_REGISTRY)
-
-
-def create_metric(spec: str, **params: Any) -> Metric:
-    """Build a metric from its name, optionally with a cut-off: ``"ndcg"``, ``"ndcg@5"``.
-
-    Args:
-        spec: Metric name, with ``@k`` for metrics that take a cut-off ``k``.
-        params: Other parameters of the metric (its dataclass fields).
-
-    Raises:
-        ValueError: Unknown name (with suggestions), or a cut-off the metric does not take.
-    """
-    classes = metric_classes()
-    name, _, cutoff = spec.strip().partition("@")
-    if name not in classes:
-        close = difflib.get_close_matches(name, classes, n=3)
-        hint = f"; did you mean {', '.join(close)}?" if close else "; `ragmeter metrics` lists them"
-        raise ValueError(f"unknown metric '{name}'{hint}")
-    cls = classes[name]
-    if cutoff:
-        if "k" not in {f.name for f in dataclasses.fields(cls)}:
-            raise ValueError(f"metric '{name}' takes no @k cut-off")
-        if not cutoff.isdigit() or int(cutoff) < 1:
-            raise ValueError(f"the cut-off in '{spec}' must be a positive integer")
-        params["k"] = int(cutoff)
-    try:
-        return cls(**params)
-    except TypeError as exc:
-        raise ValueError(f"metric '{name}': {exc}") from None
-
-
-def _load_builtin_metrics() -> None:
-    # Importing the family modules runs their @register decorators.
-    from ragmeter.metrics import checks, context, correctness, embedding, faithfulness, lexical, relevance, retrieval, robustness, rubric  # noqa: F401

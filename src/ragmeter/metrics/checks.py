@@ -15,7 +15,9 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from ragmeter.metrics.base import Metric, Score, register
+from ragmeter.metrics.base import Metric, Score
+
+from ragmeter.metrics.registry import register
 from ragmeter.data.schema import Sample
 
 # [1], [1, 3], [^2], [doc-id#2], 【1】, ［1］ : a bracket holding ids without spaces. Not an

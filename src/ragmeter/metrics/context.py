@@ -3,7 +3,7 @@
 Every metric here makes one verdicts call for all the chunks (or all the claims) of a
 sample, except context relevance, which asks once per chunk (the chunk first, then the
 question), and claims checked by a judge with ``evidence_sentences``, each against the
-context sentences closest to it (see ``llm_support.supported``). Blank retrieved contexts
+context sentences closest to it (see ``evidence.supported``). Blank retrieved contexts
 are never sent to the judge: they count as not useful / not relevant where the metric
 ranks or counts chunks, and are left out of premises.
 """
@@ -17,26 +17,15 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
-from ragmeter.metrics import ranking
-from ragmeter.judges.base import Verdict
-from ragmeter.metrics.base import Score, register
-from ragmeter.metrics.llm_support import (
-    LLMMetric,
-    blank,
-    check_claims_mode,
-    check_threshold,
-    chunks_of,
-    claims_of,
-    clip,
-    decide,
-    item_verdicts,
-    judged,
-    premise_verdicts,
-    string_list,
-    supported,
-)
 from ragmeter.data.schema import Sample
 from ragmeter.data.text import normalize
+from ragmeter.judges.base import Verdict
+from ragmeter.judges.windowing import item_verdicts, premise_verdicts
+from ragmeter.metrics import ranking
+from ragmeter.metrics.base import Score
+from ragmeter.metrics.claims import string_list
+from ragmeter.metrics.llm import ClaimCheckingMetric, LLMMetric, blank, check_threshold, chunks_of, clip
+from ragmeter.metrics.registry import register
 
 ENTITIES_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -141,7 +130,7 @@ class ContextPrecisionWithoutReference(_UsefulPrecision):
 
 @register
 @dataclass(frozen=True)
-class ContextRecall(LLMMetric):
+class ContextRecall(ClaimCheckingMetric):
     """Share of the reference answer's claims that the retrieved contexts support:
     supported reference claims / reference claims.
 
@@ -154,31 +143,19 @@ class ContextRecall(LLMMetric):
     name = "context_recall"
     family = "retrieval"
     required = ("user_input", "retrieved_contexts", "reference")
-    threshold: float = 0.5
-    claims: str = "sentences"
-
-    def __post_init__(self) -> None:
-        check_threshold(self.name, self.threshold)
-        check_claims_mode(self.name, self.claims)
-
     async def judge(self, sample: Sample, judges, lang: str) -> Score:
-        if blank(sample.reference):
-            return Score.unscored("reference is empty")
-        claims = await claims_of(sample.reference, sample.user_input, judges, lang, self.claims)
-        if not claims:
-            return Score.unscored(f"the reference has no claims (claims mode '{self.claims}')")
+        claims = await self.claims_in(sample.reference or "", "reference", sample.user_input, judges, lang)
+        if isinstance(claims, Score):
+            return claims
         contexts = chunks_of(sample)
         if not contexts:
             return Score(0.0, f"nothing was retrieved: none of the {len(claims)} reference claims is covered", details={"claims": claims})
-        verdicts, strategy = await supported(judges, contexts, claims, lang)
-        decisions = decide(verdicts, self.threshold)
-        n = sum(decisions)
-        details = {"claims": judged(claims, verdicts, self.threshold), "strategy": strategy, "threshold": self.threshold}
-        missing = [c for c, ok in zip(claims, decisions) if not ok]
-        explanation = f"{n} of {len(claims)} reference claims are supported by the retrieved contexts"
-        if missing:
-            explanation += f"; missing: {clip(missing[0])}"
-        return Score(n / len(claims), explanation, details=details)
+        check = await self.check_claims(claims, contexts, judges, lang)
+        details = {"claims": check.details(), "strategy": check.strategy, "threshold": self.threshold}
+        explanation = f"{check.n_supported} of {len(claims)} reference claims are supported by the retrieved contexts"
+        if check.unsupported():
+            explanation += f"; missing: {clip(check.unsupported()[0])}"
+        return Score(check.n_supported / len(claims), explanation, details=details)
 
 
 @register
@@ -292,7 +269,7 @@ class ContextEntityRecall(LLMMetric):
 
 @register
 @dataclass(frozen=True)
-class ContextUtilization(LLMMetric):
+class ContextUtilization(ClaimCheckingMetric):
     """How much of the useful retrieved information the response uses (RAGChecker):
     reference claims supported by the contexts AND by the response / reference claims
     supported by the contexts.
@@ -306,43 +283,33 @@ class ContextUtilization(LLMMetric):
     name = "context_utilization"
     family = "groundedness"
     required = ("user_input", "retrieved_contexts", "response", "reference")
-    threshold: float = 0.5
-    claims: str = "sentences"
-
-    def __post_init__(self) -> None:
-        check_threshold(self.name, self.threshold)
-        check_claims_mode(self.name, self.claims)
-
     async def judge(self, sample: Sample, judges, lang: str) -> Score:
         if blank(sample.response):
             return Score.unscored("response is empty")
-        if blank(sample.reference):
-            return Score.unscored("reference is empty")
         contexts = chunks_of(sample)
-        if not contexts:
+        if not contexts and not blank(sample.reference):
             return Score.unscored("nothing was retrieved: there is no context to utilise")
-        claims = await claims_of(sample.reference, sample.user_input, judges, lang, self.claims)
-        if not claims:
-            return Score.unscored(f"the reference has no claims (claims mode '{self.claims}')")
-        (in_context, strategy), (in_response, _) = await asyncio.gather(
-            supported(judges, contexts, claims, lang), supported(judges, sample.response, claims, lang)
+        claims = await self.claims_in(sample.reference or "", "reference", sample.user_input, judges, lang)
+        if isinstance(claims, Score):
+            return claims
+        in_context, in_response = await asyncio.gather(
+            self.check_claims(claims, contexts, judges, lang), self.check_claims(claims, sample.response or "", judges, lang)
         )
-        ctx, used = decide(in_context, self.threshold), decide(in_response, self.threshold)
         details = {
             "claims": [
                 {"claim": c, "p_in_contexts": round(a.p_yes, 4), "in_contexts": x, "p_in_response": round(b.p_yes, 4), "in_response": y}
-                for c, a, b, x, y in zip(claims, in_context, in_response, ctx, used)
+                for c, a, b, x, y in zip(claims, in_context.verdicts, in_response.verdicts, in_context.decisions, in_response.decisions)
             ],
-            "strategy": strategy,
+            "strategy": in_context.strategy,
             "threshold": self.threshold,
         }
-        available = sum(ctx)
+        available = in_context.n_supported
         if available == 0:
             return Score.unscored(
                 f"none of the {len(claims)} reference claims is in the retrieved contexts: there was nothing useful to utilise",
                 details,
             )
-        n = sum(x and y for x, y in zip(ctx, used))
+        n = sum(x and y for x, y in zip(in_context.decisions, in_response.decisions))
         return Score(
             n / available,
             f"the response uses {n} of the {available} reference claims found in the retrieved contexts",

@@ -32,18 +32,10 @@ from typing import Any
 
 import numpy as np
 
-from ragmeter.metrics.base import Score, register
-from ragmeter.metrics.llm_support import (
-    LLMMetric,
-    blank,
-    check_claims_mode,
-    check_threshold,
-    claims_of,
-    clip,
-    decide,
-    judged,
-    supported,
-)
+from ragmeter.metrics.base import Score
+
+from ragmeter.metrics.llm import ClaimCheck, ClaimCheckingMetric, blank, clip
+from ragmeter.metrics.registry import register
 from ragmeter.data.schema import Sample
 
 MODES = ("precision", "recall", "f1")
@@ -67,54 +59,11 @@ def _check_beta(name: str, beta: float) -> None:
         raise ValueError(f"{name}: beta must be a positive number, got {beta!r}")
 
 
-async def _claim_verdicts(metric, sample: Sample, judges, lang: str, precision: bool, recall: bool) -> dict[str, Any] | Score:
-    """Claims and verdicts for the sides asked for, or why the sample cannot be scored."""
-    if blank(sample.response):
-        return Score.unscored("response is empty")
-    if blank(sample.reference):
-        return Score.unscored("reference is empty")
-    out: dict[str, Any] = {}
-    jobs = []
-    if precision:
-        response_claims = await claims_of(sample.response, sample.user_input, judges, lang, metric.claims)
-        if not response_claims:
-            return Score.unscored(f"the response has no claims to check (claims mode '{metric.claims}')")
-        out["response_claims"] = response_claims
-        jobs.append(supported(judges, sample.reference, response_claims, lang))
-    if recall:
-        reference_claims = await claims_of(sample.reference, sample.user_input, judges, lang, metric.claims)
-        if not reference_claims:
-            return Score.unscored(f"the reference has no claims to check (claims mode '{metric.claims}')")
-        out["reference_claims"] = reference_claims
-        jobs.append(supported(judges, sample.response, reference_claims, lang))
-    results = await asyncio.gather(*jobs)
-    details: dict[str, Any] = {"threshold": metric.threshold}
-    if precision:
-        verdicts, _ = results[0]
-        supported_by_reference = decide(verdicts, metric.threshold)
-        out["tp"], out["fp"] = sum(supported_by_reference), len(verdicts) - sum(supported_by_reference)
-        out["precision"] = _share(verdicts, supported_by_reference, metric.counting)
-        details["response_claims"] = judged(out["response_claims"], verdicts, metric.threshold, yes="in_reference")
-        details.update(tp=out["tp"], fp=out["fp"], precision=round(out["precision"], 4))
-        out["unsupported"] = [c for c, ok in zip(out["response_claims"], supported_by_reference) if not ok]
-    if recall:
-        verdicts, _ = results[-1]
-        covered = decide(verdicts, metric.threshold)
-        out["covered"], out["fn"] = sum(covered), len(verdicts) - sum(covered)
-        out["recall"] = _share(verdicts, covered, metric.counting)
-        details["reference_claims"] = judged(out["reference_claims"], verdicts, metric.threshold, yes="in_response")
-        details.update(reference_covered=out["covered"], fn=out["fn"], recall=round(out["recall"], 4))
-        out["missing"] = [c for c, ok in zip(out["reference_claims"], covered) if not ok]
-    details["counting"] = metric.counting
-    out["details"] = details
-    return out
-
-
-def _share(verdicts, decisions: list[bool], counting: str) -> float:
+def _share(check: ClaimCheck, counting: str) -> float:
     """Share of claims that hold: expected under the judge's p(yes), or of those decided yes."""
     if counting == "expected":
-        return sum(v.p_yes for v in verdicts) / len(verdicts)
-    return sum(decisions) / len(decisions)
+        return sum(v.p_yes for v in check.verdicts) / len(check.verdicts)
+    return check.n_supported / len(check.claims)
 
 
 def _summary(counts: dict[str, Any]) -> str:
@@ -134,9 +83,57 @@ def _summary(counts: dict[str, Any]) -> str:
     return text
 
 
+@dataclass(frozen=True)
+class _ClaimAgreement(ClaimCheckingMetric):
+    """Shared by the correctness metrics: response claims checked against the reference
+    (precision side) and reference claims against the response (recall side)."""
+
+    family = "correctness"
+    required = ("user_input", "response", "reference")
+    beta: float = 1.0
+    counting: str = "expected"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_counting(self.name, self.counting)
+        _check_beta(self.name, self.beta)
+
+    async def _counts(self, sample: Sample, judges, lang: str, precision: bool, recall: bool) -> dict[str, Any] | Score:
+        """Claims, verdicts and counts for the sides asked for, or why the sample cannot be scored."""
+        if blank(sample.response):
+            return Score.unscored("response is empty")
+        response, reference = sample.response or "", sample.reference or ""
+        sides = []
+        if precision:
+            sides.append(("response", response, reference, "in_reference"))
+        if recall:
+            sides.append(("reference", reference, response, "in_response"))
+        claims = []
+        for what, text, _, _ in sides:
+            found = await self.claims_in(text, what, sample.user_input, judges, lang)
+            if isinstance(found, Score):
+                return found
+            claims.append(found)
+        checks = await asyncio.gather(*(self.check_claims(c, premise, judges, lang) for c, (_, _, premise, _) in zip(claims, sides)))
+        out: dict[str, Any] = {}
+        details: dict[str, Any] = {"threshold": self.threshold}
+        for (what, _, _, yes), check in zip(sides, checks):
+            details[f"{what}_claims"] = check.details(yes=yes)
+            share = _share(check, self.counting)
+            if what == "response":
+                out.update(tp=check.n_supported, fp=len(check.claims) - check.n_supported, precision=share, unsupported=check.unsupported())
+                details.update(tp=out["tp"], fp=out["fp"], precision=round(share, 4))
+            else:
+                out.update(covered=check.n_supported, fn=len(check.claims) - check.n_supported, recall=share, missing=check.unsupported())
+                details.update(reference_covered=out["covered"], fn=out["fn"], recall=round(share, 4))
+        details["counting"] = self.counting
+        out["details"] = details
+        return out
+
+
 @register
 @dataclass(frozen=True)
-class AnswerCorrectness(LLMMetric):
+class AnswerCorrectness(_ClaimAgreement):
     """Agreement of the response with the reference: w_f · F-beta(claims) + w_sim · cosine
     similarity (clipped at 0); weights 0.75 and 0.25 by default.
 
@@ -149,19 +146,10 @@ class AnswerCorrectness(LLMMetric):
     """
 
     name = "answer_correctness"
-    family = "correctness"
-    required = ("user_input", "response", "reference")
     weights: tuple[float, float] = (0.75, 0.25)
-    beta: float = 1.0
-    counting: str = "expected"
-    threshold: float = 0.5
-    claims: str = "sentences"
 
     def __post_init__(self) -> None:
-        check_threshold(self.name, self.threshold)
-        check_claims_mode(self.name, self.claims)
-        _check_counting(self.name, self.counting)
-        _check_beta(self.name, self.beta)
+        super().__post_init__()
         weights = tuple(self.weights) if isinstance(self.weights, (list, tuple)) else ()
         if (
             len(weights) != 2
@@ -172,7 +160,7 @@ class AnswerCorrectness(LLMMetric):
         object.__setattr__(self, "weights", tuple(float(w) for w in weights))
 
     async def judge(self, sample: Sample, judges, lang: str) -> Score:
-        counts = await _claim_verdicts(self, sample, judges, lang, precision=True, recall=True)
+        counts = await self._counts(sample, judges, lang, precision=True, recall=True)
         if isinstance(counts, Score):
             return counts
         f = f_beta(counts["precision"], counts["recall"], self.beta)
@@ -192,7 +180,7 @@ class AnswerCorrectness(LLMMetric):
 
 @register
 @dataclass(frozen=True)
-class FactualCorrectness(LLMMetric):
+class FactualCorrectness(_ClaimAgreement):
     """Claim-level agreement of the response with the reference: precision (response claims
     the reference supports / response claims), recall (reference claims the response covers
     / reference claims) or their F-beta, by ``mode`` (default ``f1``); no embeddings.
@@ -203,30 +191,19 @@ class FactualCorrectness(LLMMetric):
     """
 
     name = "factual_correctness"
-    family = "correctness"
-    required = ("user_input", "response", "reference")
     mode: str = "f1"
-    beta: float = 1.0
-    counting: str = "expected"
-    threshold: float = 0.5
-    claims: str = "sentences"
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ValueError(f"{self.name}: mode must be one of {', '.join(MODES)}, got {self.mode!r}")
-        check_threshold(self.name, self.threshold)
-        check_claims_mode(self.name, self.claims)
-        _check_counting(self.name, self.counting)
-        _check_beta(self.name, self.beta)
+        super().__post_init__()
 
     @property
     def id(self) -> str:
         return self.name if self.mode == "f1" else f"{self.name}({self.mode})"
 
     async def judge(self, sample: Sample, judges, lang: str) -> Score:
-        counts = await _claim_verdicts(
-            self, sample, judges, lang, precision=self.mode != "recall", recall=self.mode != "precision"
-        )
+        counts = await self._counts(sample, judges, lang, precision=self.mode != "recall", recall=self.mode != "precision")
         if isinstance(counts, Score):
             return counts
         details = counts["details"]

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ragmeter.metrics.base import Metric, Needs, Score, register
+from ragmeter.metrics.base import Metric, Needs, Score
+
+from ragmeter.metrics.registry import register
 from ragmeter.data.schema import Sample
 from ragmeter.data.text import split_sentences
 

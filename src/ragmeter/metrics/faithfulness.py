@@ -4,25 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ragmeter.metrics.base import Score, register
-from ragmeter.metrics.llm_support import (
-    LLMMetric,
-    blank,
-    check_claims_mode,
-    check_threshold,
-    chunks_of,
-    claims_of,
-    clip,
-    decide,
-    judged,
-    supported,
-)
 from ragmeter.data.schema import Sample
+from ragmeter.metrics.base import Score
+from ragmeter.metrics.llm import ClaimCheckingMetric, blank, chunks_of, clip
+from ragmeter.metrics.registry import register
 
 
 @register
 @dataclass(frozen=True)
-class Faithfulness(LLMMetric):
+class Faithfulness(ClaimCheckingMetric):
     """Share of the response's claims that the retrieved contexts support:
     supported claims / claims.
 
@@ -39,28 +29,16 @@ class Faithfulness(LLMMetric):
     name = "faithfulness"
     family = "groundedness"
     required = ("user_input", "response", "retrieved_contexts")
-    threshold: float = 0.5
-    claims: str = "sentences"
-
-    def __post_init__(self) -> None:
-        check_threshold(self.name, self.threshold)
-        check_claims_mode(self.name, self.claims)
-
     async def judge(self, sample: Sample, judges, lang: str) -> Score:
-        if blank(sample.response):
-            return Score.unscored("response is empty")
         contexts = chunks_of(sample)
-        if not contexts:
+        if not contexts and not blank(sample.response):
             return Score.unscored("nothing retrieved to ground the response in")
-        claims = await claims_of(sample.response, sample.user_input, judges, lang, self.claims)
-        if not claims:
-            return Score.unscored(f"the response has no claims to verify (claims mode '{self.claims}')")
-        verdicts, strategy = await supported(judges, contexts, claims, lang)
-        decisions = decide(verdicts, self.threshold)
-        n = sum(decisions)
-        details = {"claims": judged(claims, verdicts, self.threshold), "strategy": strategy, "threshold": self.threshold}
-        unsupported = [c for c, ok in zip(claims, decisions) if not ok]
-        explanation = f"{n} of {len(claims)} claims are supported by the retrieved contexts"
-        if unsupported:
-            explanation += f"; unsupported: {clip(unsupported[0])}"
-        return Score(n / len(claims), explanation, details=details)
+        claims = await self.claims_in(sample.response or "", "response", sample.user_input, judges, lang)
+        if isinstance(claims, Score):
+            return claims
+        check = await self.check_claims(claims, contexts, judges, lang)
+        details = {"claims": check.details(), "strategy": check.strategy, "threshold": self.threshold}
+        explanation = f"{check.n_supported} of {len(claims)} claims are supported by the retrieved contexts"
+        if check.unsupported():
+            explanation += f"; unsupported: {clip(check.unsupported()[0])}"
+        return Score(check.n_supported / len(claims), explanation, details=details)

@@ -7,8 +7,12 @@ from typing import Any
 
 import numpy as np
 
-from ragmeter.metrics.base import Score, register
-from ragmeter.metrics.llm_support import LLMMetric, MalformedOutput, blank, string_list
+from ragmeter.metrics.base import Score
+
+from ragmeter.metrics.registry import register
+from ragmeter.judges.base import MalformedOutput
+from ragmeter.metrics.claims import string_list
+from ragmeter.metrics.llm import LLMMetric, blank
 from ragmeter.data.schema import Sample
 
 #: Questions the judge writes from the response (RAGAS calls this "strictness").

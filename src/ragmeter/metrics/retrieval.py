@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from rapidfuzz.distance import Levenshtein
 
 from ragmeter.metrics import ranking
-from ragmeter.metrics.base import Metric, Score, register
+from ragmeter.metrics.base import Metric, Score
+from ragmeter.metrics.registry import register
 from ragmeter.data.schema import Sample
 from ragmeter.data.text import normalize
 

@@ -7,21 +7,13 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from ragmeter.metrics.base import Score, register
+from ragmeter.metrics.base import Score
+
+from ragmeter.metrics.registry import register
 from ragmeter.metrics.checks import refusal_phrase
-from ragmeter.metrics.llm_support import (
-    LLMMetric,
-    ask,
-    blank,
-    check_claims_mode,
-    check_threshold,
-    chunks_of,
-    claims_of,
-    clip,
-    decide,
-    premise_verdicts,
-    supported,
-)
+from ragmeter.judges.windowing import ask, premise_verdicts
+from ragmeter.metrics.evidence import supported
+from ragmeter.metrics.llm import ClaimCheckingMetric, LLMMetric, blank, check_threshold, chunks_of, clip, decide
 from ragmeter.data.schema import Sample
 
 NOISE_MODES = ("relevant", "irrelevant")
@@ -29,7 +21,7 @@ NOISE_MODES = ("relevant", "irrelevant")
 
 @register
 @dataclass(frozen=True)
-class NoiseSensitivity(LLMMetric):
+class NoiseSensitivity(ClaimCheckingMetric):
     """Share of the response's claims that are wrong (not supported by the reference) and
     taken from a relevant retrieved chunk (``mode="relevant"``, default) or from an
     irrelevant one (``mode="irrelevant"``): such claims / response claims. Lower is better.
@@ -46,33 +38,26 @@ class NoiseSensitivity(LLMMetric):
     required = ("user_input", "response", "reference", "retrieved_contexts")
     higher_is_better = False
     mode: str = "relevant"
-    threshold: float = 0.5
-    claims: str = "sentences"
 
     def __post_init__(self) -> None:
         if self.mode not in NOISE_MODES:
             raise ValueError(f"{self.name}: mode must be one of {', '.join(NOISE_MODES)}, got {self.mode!r}")
-        check_threshold(self.name, self.threshold)
-        check_claims_mode(self.name, self.claims)
+        super().__post_init__()
 
     @property
     def id(self) -> str:
         return self.name if self.mode == "relevant" else f"{self.name}({self.mode})"
 
     async def judge(self, sample: Sample, judges, lang: str) -> Score:
-        if blank(sample.response):
-            return Score.unscored("response is empty")
-        if blank(sample.reference):
-            return Score.unscored("reference is empty")
-        contexts = chunks_of(sample)
-        if not contexts:
+        if not chunks_of(sample) and not blank(sample.response) and not blank(sample.reference):
             return Score.unscored("nothing was retrieved: there is no retrieved chunk, relevant or not, to be sensitive to")
-        response_claims = await claims_of(sample.response, sample.user_input, judges, lang, self.claims)
-        if not response_claims:
-            return Score.unscored(f"the response has no claims (claims mode '{self.claims}')")
-        reference_claims = await claims_of(sample.reference, sample.user_input, judges, lang, self.claims)
-        if not reference_claims:
-            return Score.unscored(f"the reference has no claims (claims mode '{self.claims}')")
+        response_claims = await self.claims_in(sample.response or "", "response", sample.user_input, judges, lang)
+        if isinstance(response_claims, Score):
+            return response_claims
+        reference_claims = await self.claims_in(sample.reference or "", "reference", sample.user_input, judges, lang)
+        if isinstance(reference_claims, Score):
+            return reference_claims
+        contexts = chunks_of(sample)
         items = list(dict.fromkeys(reference_claims + response_claims))
         (correct_verdicts, _), *per_chunk = await asyncio.gather(
             supported(judges, sample.reference, response_claims, lang),

@@ -6,8 +6,12 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from ragmeter.metrics.base import Score, register
-from ragmeter.metrics.llm_support import LLMMetric, MalformedOutput, ask, blank, check_threshold, chunks_of
+from ragmeter.metrics.base import Score
+
+from ragmeter.metrics.registry import register
+from ragmeter.judges.base import MalformedOutput
+from ragmeter.judges.windowing import ask
+from ragmeter.metrics.llm import LLMMetric, blank, check_threshold, chunks_of
 from ragmeter.data.schema import Sample
 
 #: Aspects that need no definition: name -> criterion, per prompt language. Each is

@@ -25,7 +25,8 @@ from typing import Any
 import yaml
 
 from ragmeter.judges.config import JudgeConfig
-from ragmeter.metrics.base import Metric, create_metric
+from ragmeter.metrics.base import Metric
+from ragmeter.metrics.registry import create_metric
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,8 @@ from ragmeter.run.journal import Journal, make_record
 from ragmeter.judges import Judges, LLMJudge
 from ragmeter.judges.config import JudgeConfig
 from ragmeter.judges.metering import Usage, metered
-from ragmeter.metrics.base import FAMILIES, Metric, Needs, Score, create_metric, metric_classes
+from ragmeter.metrics.base import FAMILIES, Metric, Needs, Score
+from ragmeter.metrics.registry import create_metric, metric_classes
 from ragmeter.results import Result, SampleResult
 from ragmeter.run.sync import run_sync
 
