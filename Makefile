@@ -8,7 +8,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 EXAMPLES := examples/dev_platform_en.jsonl examples/dev_platform_zh.jsonl
 
-.PHONY: demo test install install-dev browser clean
+.PHONY: demo test lint install install-dev browser clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,7 +31,13 @@ demo: install
 	$(BIN)/ragmeter eval $(EXAMPLES) --out runs/example
 	@echo "Open runs/example/report.html in a browser."
 
-test: install-dev browser
+# Lint, format check and type check: part of `make test`.
+lint: install-dev
+	$(BIN)/ruff check src tests benchmarks scripts
+	$(BIN)/ruff format --check src tests benchmarks scripts
+	$(BIN)/mypy
+
+test: install-dev browser lint
 	$(BIN)/pytest -q
 
 clean:

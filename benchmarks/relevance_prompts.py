@@ -53,7 +53,9 @@ CANDIDATES = {
             "asks": "Does the context state the answer to the question, or part of it?",
             "examples": [
                 {
-                    "shared": {"context": "Overdue books cost 0.20 euros per day, up to 10 euros per book. Lost books are charged at their price."},
+                    "shared": {
+                        "context": "Overdue books cost 0.20 euros per day, up to 10 euros per book. Lost books are charged at their price."
+                    },
                     "items": [
                         {"item": "How much is the fine for an overdue book?", "answer": "Yes"},
                         {"item": "How much does a library card cost?", "answer": "No"},
@@ -222,7 +224,10 @@ def main() -> None:
         for name, (lang, units) in sets.items():
             results.setdefault(variant, {})[name] = asyncio.run(measure(judge, variant, units, lang))
             r = results[variant][name]
-            print(f"{variant} {name}: AUC {r['roc_auc']['value']:.3f} BA {r['balanced_accuracy']['value']:.3f} {r['seconds_per_unit']:.1f} s/unit", flush=True)
+            print(
+                f"{variant} {name}: AUC {r['roc_auc']['value']:.3f} BA {r['balanced_accuracy']['value']:.3f} {r['seconds_per_unit']:.1f} s/unit",
+                flush=True,
+            )
     document = {
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "commit": git_commit(),

@@ -76,9 +76,9 @@ def assert_scores(
             metric not asked for.
     """
     __tracebackhide__ = True
-    from ragmeter.run.engine import evaluate, resolve_metrics
     from ragmeter.decide.gate import parse_threshold
     from ragmeter.report.formatting import format_number
+    from ragmeter.run.engine import evaluate, resolve_metrics
 
     thresholds = dict(thresholds or {})
     if isinstance(metrics, str):

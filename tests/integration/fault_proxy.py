@@ -76,7 +76,7 @@ class FaultProxy:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self) -> "FaultProxy":
+    def start(self) -> FaultProxy:
         self._thread = threading.Thread(target=self._run, name="fault-proxy", daemon=True)
         self._thread.start()
         if not self._ready.wait(10):
@@ -91,7 +91,7 @@ class FaultProxy:
         if self._thread is not None:
             self._thread.join(10)
 
-    def __enter__(self) -> "FaultProxy":
+    def __enter__(self) -> FaultProxy:
         return self.start()
 
     def __exit__(self, *exc) -> None:

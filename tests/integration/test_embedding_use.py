@@ -35,7 +35,9 @@ def test_the_default_embedder_is_the_packaged_use_model(judges):
 
 def test_english_paraphrase_beats_unrelated(judges):
     reference = "How do I request temporary access to production?"
-    paraphrase = value(judges, "semantic_similarity", response="What is the procedure to get temporary production access?", reference=reference)
+    paraphrase = value(
+        judges, "semantic_similarity", response="What is the procedure to get temporary production access?", reference=reference
+    )
     unrelated = value(judges, "semantic_similarity", response="The cafeteria serves lunch at noon.", reference=reference)
     assert paraphrase > 0.6
     assert paraphrase > unrelated + 0.3
@@ -80,6 +82,8 @@ def test_groundedness_of_a_supported_response_beats_an_unrelated_one(judges):
 
 def test_groundedness_in_chinese(judges):
     contexts = ["目标分支是受保护分支的合并请求，至少要有两个审批才能合并。作者本人的审批不算。"]
-    supported = value(judges, "embedding_groundedness", response="合并请求至少需要两个审批，作者自己的审批不计入。", retrieved_contexts=contexts)
+    supported = value(
+        judges, "embedding_groundedness", response="合并请求至少需要两个审批，作者自己的审批不计入。", retrieved_contexts=contexts
+    )
     unrelated = value(judges, "embedding_groundedness", response="食堂每周五供应素食午餐。", retrieved_contexts=contexts)
     assert supported > unrelated + 0.3

@@ -69,4 +69,6 @@ def test_llm_metrics_through_the_cli_are_metered_and_a_rerun_is_free(tmp_path):
     again = {m["id"]: m["aggregate"]["usage"]["total"] for m in json.loads((tmp_path / "second" / "summary.json").read_text())["metrics"]}
     assert all(u["calls"] == 0 and u["cached_calls"] == usage[m]["calls"] for m, u in again.items()), "answered from the disk cache"
     scores = lambda run: [json.loads(line)["scores"] for line in (tmp_path / run / "results.jsonl").read_text().splitlines()]  # noqa: E731
-    assert [{m: s["value"] for m, s in row.items()} for row in scores("first")] == [{m: s["value"] for m, s in row.items()} for row in scores("second")]
+    assert [{m: s["value"] for m, s in row.items()} for row in scores("first")] == [
+        {m: s["value"] for m, s in row.items()} for row in scores("second")
+    ]

@@ -113,6 +113,8 @@ def test_an_injection_in_the_response_does_not_raise_faithfulness(judges):
     ],
 )
 def test_a_context_that_answers_is_more_relevant_than_one_on_the_same_topic(judges, question, answering, same_topic):
-    result = asyncio.run(create_metric("context_relevance").score(Sample(user_input=question, retrieved_contexts=[answering, same_topic]), judges))
+    result = asyncio.run(
+        create_metric("context_relevance").score(Sample(user_input=question, retrieved_contexts=[answering, same_topic]), judges)
+    )
     answers, related = (c["p_yes"] for c in result.details["contexts"])
     assert answers > related and answers >= 0.5, result.details

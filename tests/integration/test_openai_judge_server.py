@@ -30,12 +30,12 @@ from pathlib import Path
 import pytest
 
 from ragmeter.judges.base import JudgeError, Verdict
+from ragmeter.judges.metering import Usage, metered
 from ragmeter.judges.openai_compat import OpenAIJudge
 from ragmeter.judges.prompts import PromptBook
-from ragmeter.judges.metering import Usage, metered
 
 sys.path.insert(0, str(Path(__file__).parent))
-from fault_proxy import RETRYABLE, FaultProxy  # noqa: E402
+from fault_proxy import RETRYABLE, FaultProxy
 
 pytestmark = pytest.mark.integration
 
@@ -46,19 +46,47 @@ CALL_LIMIT = 600.0
 
 # Batch mode, one claim per call: (premise, supported claim, claim the premise does not mention).
 UNMENTIONED = [
-    ("The Louvre museum in Paris is closed on Tuesdays.", "The Louvre is closed on Tuesdays.", "The Louvre has a free car park for visitors."),
-    ("Water boils at 100 degrees Celsius at sea level.", "At sea level, water boils at 100 degrees Celsius.", "Water was discovered by Isaac Newton."),
-    ("Maria Lopez was elected mayor of Springfield in 2019.", "Maria Lopez became mayor of Springfield in 2019.", "Maria Lopez has three children."),
-    ("The train to Lyon leaves at 8:15 from platform 4.", "The train to Lyon departs from platform 4.", "The train to Lyon serves breakfast."),
+    (
+        "The Louvre museum in Paris is closed on Tuesdays.",
+        "The Louvre is closed on Tuesdays.",
+        "The Louvre has a free car park for visitors.",
+    ),
+    (
+        "Water boils at 100 degrees Celsius at sea level.",
+        "At sea level, water boils at 100 degrees Celsius.",
+        "Water was discovered by Isaac Newton.",
+    ),
+    (
+        "Maria Lopez was elected mayor of Springfield in 2019.",
+        "Maria Lopez became mayor of Springfield in 2019.",
+        "Maria Lopez has three children.",
+    ),
+    (
+        "The train to Lyon leaves at 8:15 from platform 4.",
+        "The train to Lyon departs from platform 4.",
+        "The train to Lyon serves breakfast.",
+    ),
 ]
 # Batch mode, several claims in one call (robustness only).
 SEVERAL = ("The bakery opens at 7:00 and sells bread and croissants.", ["The bakery sells croissants.", "The bakery has a swimming pool."])
 # Single mode: (premise, supported claim, claim that contradicts the premise).
 CONTRADICTED = [
     ("The Louvre museum in Paris is closed on Tuesdays.", "The Louvre is closed on Tuesdays.", "The Louvre is closed on Mondays."),
-    ("Water boils at 100 degrees Celsius at sea level.", "At sea level, water boils at 100 degrees Celsius.", "Water boils at 50 degrees Celsius at sea level."),
-    ("Maria Lopez was elected mayor of Springfield in 2019.", "Maria Lopez became mayor of Springfield in 2019.", "Maria Lopez was elected mayor of Springfield in 2005."),
-    ("The train to Lyon leaves at 8:15 from platform 4.", "The train to Lyon departs from platform 4.", "The train to Lyon leaves from platform 9."),
+    (
+        "Water boils at 100 degrees Celsius at sea level.",
+        "At sea level, water boils at 100 degrees Celsius.",
+        "Water boils at 50 degrees Celsius at sea level.",
+    ),
+    (
+        "Maria Lopez was elected mayor of Springfield in 2019.",
+        "Maria Lopez became mayor of Springfield in 2019.",
+        "Maria Lopez was elected mayor of Springfield in 2005.",
+    ),
+    (
+        "The train to Lyon leaves at 8:15 from platform 4.",
+        "The train to Lyon departs from platform 4.",
+        "The train to Lyon leaves from platform 9.",
+    ),
 ]
 QUESTIONS_SCHEMA = {
     "type": "object",
@@ -188,7 +216,7 @@ def test_judge_through_faults_against_the_real_server(llama_server):
     assert not failed, failed
 
     # Batch mode: a supported claim gets yes more often than one the premise does not mention.
-    ordered = sum(_p(sup[0]) > _p(unsup[0]) for sup, unsup in zip(batch[0::2], batch[1::2]))
+    ordered = sum(_p(sup[0]) > _p(unsup[0]) for sup, unsup in zip(batch[0::2], batch[1::2], strict=False))
     assert ordered >= 3, batch
     assert all(v.method == "text" and v.p_yes in (0.0, 1.0) for r in batch for v in r)
     assert len(several) == 2 and all(v.p_yes in (0.0, 1.0) for v in several)
@@ -217,7 +245,9 @@ async def _scenario(base_url: str, timeout: float):
         total.add(usage)
         return result
 
-    judge = OpenAIJudge(base_url, MODEL, api_key="sk-test-not-a-real-key", concurrency=2, timeout=timeout, max_retries=4, context_window=N_CTX)
+    judge = OpenAIJudge(
+        base_url, MODEL, api_key="sk-test-not-a-real-key", concurrency=2, timeout=timeout, max_retries=4, context_window=N_CTX
+    )
     try:
         jobs = [judge.verdicts("supported", {"premise": [p]}, [claim], "en") for p, sup, unsup in UNMENTIONED for claim in (sup, unsup)]
         jobs.append(judge.verdicts("supported", {"premise": [SEVERAL[0]]}, SEVERAL[1], "en"))

@@ -18,9 +18,9 @@ import pytest
 from typer.testing import CliRunner
 
 from ragmeter.cli import app
+from ragmeter.decide.pairwise import Pair, judge_pairs
 from ragmeter.judges.local import LocalJudge
 from ragmeter.judges.metering import metered
-from ragmeter.decide.pairwise import Pair, judge_pairs
 
 pytestmark = pytest.mark.integration
 
@@ -100,7 +100,22 @@ def test_the_cli_judges_two_jsonl_files_with_the_real_model(tmp_path, monkeypatc
     out = tmp_path / "out"
     result = CliRunner().invoke(
         app,
-        ["pairwise", str(a), str(b), "--criterion", CRITERION, "--labels", str(labels), "--out", str(out), "--judge", "local", "--no-cache", "--concurrency", "1"],
+        [
+            "pairwise",
+            str(a),
+            str(b),
+            "--criterion",
+            CRITERION,
+            "--labels",
+            str(labels),
+            "--out",
+            str(out),
+            "--judge",
+            "local",
+            "--no-cache",
+            "--concurrency",
+            "1",
+        ],
     )
     assert result.exit_code == 0, result.output
     assert "win rate of B over A" in result.output and "position consistency" in result.output

@@ -16,11 +16,11 @@ try:
 except ImportError:  # the browser fixture fails with how to install it
     expect = None
 
+from ragmeter.data.schema import Sample
 from ragmeter.metrics.base import Score
 from ragmeter.report.html import render_html
 from ragmeter.report.summary import build_summary
 from ragmeter.results import Result, SampleResult
-from ragmeter.data.schema import Sample
 
 pytestmark = pytest.mark.integration
 
@@ -106,7 +106,13 @@ def _result() -> Result:
             note="<svg onload=alert(3)>",
         ),
     ]
-    run = {"ragmeter_version": "0.1.0", "started_at": "2026-01-01T00:00:00+00:00", "seconds": 1.0, "sources": ["data.jsonl"], "n_samples": 4}
+    run = {
+        "ragmeter_version": "0.1.0",
+        "started_at": "2026-01-01T00:00:00+00:00",
+        "seconds": 1.0,
+        "sources": ["data.jsonl"],
+        "n_samples": 4,
+    }
     return Result(samples=samples, metrics=METRICS, run=run)
 
 
@@ -157,7 +163,9 @@ def opened(browser, report):
 
 
 def _shown(page) -> list[str]:
-    return page.eval_on_selector_all("#sample-list > details", "rows => rows.filter(r => !r.hidden).map(r => r.querySelector('.key').textContent)")
+    return page.eval_on_selector_all(
+        "#sample-list > details", "rows => rows.filter(r => !r.hidden).map(r => r.querySelector('.key').textContent)"
+    )
 
 
 def test_nothing_fires_errs_or_loads(opened, report):
@@ -171,7 +179,9 @@ def test_nothing_fires_errs_or_loads(opened, report):
     assert events["requests"] == [report.as_uri()]
     assert page.evaluate("document.querySelectorAll('script').length") == 1
     assert page.evaluate("document.querySelectorAll('img, iframe, object, embed').length") == 0
-    assert page.evaluate("[...document.querySelectorAll('*')].filter(e => [...e.attributes].some(a => a.name.startsWith('on'))).length") == 0
+    assert (
+        page.evaluate("[...document.querySelectorAll('*')].filter(e => [...e.attributes].some(a => a.name.startsWith('on'))).length") == 0
+    )
 
 
 def test_the_search_box_filters_the_samples(opened):
@@ -194,7 +204,7 @@ def test_the_search_box_filters_the_samples(opened):
 
 def test_the_pattern_filter_and_the_pattern_links(opened):
     page, _ = opened
-    healthy = page.get_attribute('#sample-list > details:first-child', "data-pattern")
+    healthy = page.get_attribute("#sample-list > details:first-child", "data-pattern")
     assert healthy == "healthy"
     page.select_option("#pattern", "healthy")
     assert _shown(page) == ["en-1", "en-2"]

@@ -29,7 +29,14 @@ def data_dir(tmp_path):
     write_jsonl(
         tmp_path / "qags_sentences.jsonl",
         [
-            {"id": f"q-{i}-{j}", "source": "cnndm", "context": articles[i], "claim": f"Claim {j} about article {i}.", "votes": [], "faithful_majority": (i + j) % 2}
+            {
+                "id": f"q-{i}-{j}",
+                "source": "cnndm",
+                "context": articles[i],
+                "claim": f"Claim {j} about article {i}.",
+                "votes": [],
+                "faithful_majority": (i + j) % 2,
+            }
             for i in range(6)
             for j in range(2)
         ],
@@ -37,8 +44,17 @@ def data_dir(tmp_path):
     write_jsonl(
         tmp_path / "ragchecker_meta_eval.jsonl",
         [
-            {"instance_id": i, "annotator_slot": slot, "question": f"Q{i}?", "reference": f"R{i}.", "response_1": f"A{i}.", "response_2": f"B{i}.",
-             "correctness_pref": (i % 5) - 2, "completeness_pref": 0, "overall_pref": 0}
+            {
+                "instance_id": i,
+                "annotator_slot": slot,
+                "question": f"Q{i}?",
+                "reference": f"R{i}.",
+                "response_1": f"A{i}.",
+                "response_2": f"B{i}.",
+                "correctness_pref": (i % 5) - 2,
+                "completeness_pref": 0,
+                "overall_pref": 0,
+            }
             for i in range(5)
             for slot in (0, 1)
         ],
@@ -47,8 +63,15 @@ def data_dir(tmp_path):
     for i in range(6):
         sentences = [f"Topic {i} sentence {k}." for k in range(4)]
         clap.append(
-            {"id": f"c{i}", "question": f"What about topic {i}?", "passage": " ".join(sentences), "passage_sentences": sentences,
-             "gold_sentences": sentences[:2] if i < 3 else [], "reference_answer": f"Topic {i} answer.", "answerable": i < 3}
+            {
+                "id": f"c{i}",
+                "question": f"What about topic {i}?",
+                "passage": " ".join(sentences),
+                "passage_sentences": sentences,
+                "gold_sentences": sentences[:2] if i < 3 else [],
+                "reference_answer": f"Topic {i} answer.",
+                "answerable": i < 3,
+            }
         )
     write_jsonl(tmp_path / "clapnq_dev.jsonl", clap)
     with (tmp_path / "msmarco_context_relevance.csv").open("w", newline="", encoding="utf-8") as handle:
@@ -57,7 +80,13 @@ def data_dir(tmp_path):
         for i in range(3):
             writer.writerow([f"query {i}", f"relevant passage {i}", 1])
             writer.writerow([f"query {i}", f"near miss {i}", 0])
-    write_jsonl(tmp_path / "rgb_zh_refine.jsonl", [{"id": i, "query": f"问题{i}", "answer": ["答"], "positive": [f"正例{i}"], "negative": [f"负例{i}", f"负例{i}乙"]} for i in range(3)])
+    write_jsonl(
+        tmp_path / "rgb_zh_refine.jsonl",
+        [
+            {"id": i, "query": f"问题{i}", "answer": ["答"], "positive": [f"正例{i}"], "negative": [f"负例{i}", f"负例{i}乙"]}
+            for i in range(3)
+        ],
+    )
     return tmp_path
 
 
@@ -195,13 +224,19 @@ def test_bench_on_your_own_labelled_file_writes_results(tmp_path):
     rows = [
         {"id": f"s{i}", "response": r, "reference": "Loans last three weeks.", "human": label}
         for i, (r, label) in enumerate(
-            [("Loans last three weeks.", 1), ("Loans last three weeks and renew twice.", 1), ("The library opens at nine.", 0), ("Cards are free.", 0)]
+            [
+                ("Loans last three weeks.", 1),
+                ("Loans last three weeks and renew twice.", 1),
+                ("The library opens at nine.", 0),
+                ("Cards are free.", 0),
+            ]
         )
     ]
     labelled = tmp_path / "mine.jsonl"
     write_jsonl(labelled, rows)
     outcome = CliRunner().invoke(
-        app, ["bench", "--labelled", str(labelled), "--metric", "token_f1", "--label-field", "human", "--out", str(tmp_path), "--name", "mine"]
+        app,
+        ["bench", "--labelled", str(labelled), "--metric", "token_f1", "--label-field", "human", "--out", str(tmp_path), "--name", "mine"],
     )
     assert outcome.exit_code == 0, outcome.output
     document = json.loads((tmp_path / "mine.json").read_text())
@@ -232,10 +267,13 @@ def test_bench_rejects_unknown_sets_and_labels_that_are_not_numbers(tmp_path):
 
 
 def test_a_stopped_bench_keeps_the_tasks_it_finished(tmp_path, monkeypatch):
-    from ragmeter.cli import bench as cli
     from ragmeter.bench.runner import run_task
+    from ragmeter.cli import bench as cli
 
-    samples = [{"id": f"s{i}", "response": r, "reference": "Loans last three weeks."} for i, r in enumerate(["Loans last three weeks.", "Cards are free."])]
+    samples = [
+        {"id": f"s{i}", "response": r, "reference": "Loans last three weeks."}
+        for i, r in enumerate(["Loans last three weeks.", "Cards are free."])
+    ]
     units = [{"sample": f"s{i}", "label": 1 - i, "group": f"s{i}", "part": None} for i in range(2)]
 
     def toy(data_dir, limit, seed):
@@ -263,6 +301,8 @@ def test_calls_answered_from_the_cache_are_shown_apart(tmp_path):
     from ragmeter.bench.runner import TaskResult
 
     task = Task("toy/cached", "factual_correctness", load_dataset([{"id": "a"}]), [], "preference")
-    result = TaskResult(task, {}, 0, 0, {}, {"calls": 0.0, "prompt_tokens": 0.0, "completion_tokens": 0.0, "seconds": 0.0, "cached_calls": 9.5}, 1)
+    result = TaskResult(
+        task, {}, 0, 0, {}, {"calls": 0.0, "prompt_tokens": 0.0, "completion_tokens": 0.0, "seconds": 0.0, "cached_calls": 9.5}, 1
+    )
     _, markdown = write([result], {}, tmp_path, "cached")
     assert "| 0.0 (+9.5 cached) |" in markdown.read_text()

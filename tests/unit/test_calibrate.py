@@ -9,15 +9,15 @@ import pytest
 from scipy import stats
 from typer.testing import CliRunner
 
+from ragmeter.cli import app
+from ragmeter.data.schema import Sample
 from ragmeter.decide.calibrate import calibrate, calibrate_run
 from ragmeter.decide.labels import read_labels, score
+from ragmeter.metrics.base import Score
 from ragmeter.report.calibration import render_markdown
+from ragmeter.results import Result, SampleResult
 from ragmeter.results.inference import classical_mean_ci, ppi_mean_ci
 from ragmeter.results.stats import accuracy, cohens_kappa, confusion_matrix
-from ragmeter.cli import app
-from ragmeter.metrics.base import Score
-from ragmeter.results import Result, SampleResult
-from ragmeter.data.schema import Sample
 
 REPS, BIG_N, SMALL_N = 1000, 2000, 100
 
@@ -41,29 +41,29 @@ def _width(interval):
 
 def test_ppi_covers_the_true_mean_and_is_narrower_than_the_labels_alone():
     # An informative judge with a small bias: human = judge + 0.03 + noise. E[judge] = 0.5.
-    ppi, classical = _simulate(
-        1, lambda rng, shape: rng.beta(2, 2, shape), lambda rng, f: f + 0.03 + rng.normal(0, 0.1, f.shape)
-    )
+    ppi, classical = _simulate(1, lambda rng, shape: rng.beta(2, 2, shape), lambda rng, f: f + 0.03 + rng.normal(0, 0.1, f.shape))
     truth = 0.53
     assert ppi.estimate.shape == (REPS,)
     assert _covers(ppi, truth) >= 0.93
     assert _covers(classical, truth) >= 0.93
     assert _width(ppi) < 0.6 * _width(classical)
-    print(f"informative: PPI coverage {_covers(ppi, truth):.3f} width {_width(ppi):.4f}; "
-          f"classical coverage {_covers(classical, truth):.3f} width {_width(classical):.4f}")
+    print(
+        f"informative: PPI coverage {_covers(ppi, truth):.3f} width {_width(ppi):.4f}; "
+        f"classical coverage {_covers(classical, truth):.3f} width {_width(classical):.4f}"
+    )
 
 
 def test_ppi_still_covers_when_the_judge_is_biased():
     # The judge overrates by 0.2 on average: its own mean (0.5) is far off the truth (0.3).
-    ppi, classical = _simulate(
-        2, lambda rng, shape: rng.beta(2, 2, shape), lambda rng, f: f - 0.2 + rng.normal(0, 0.1, f.shape)
-    )
+    ppi, classical = _simulate(2, lambda rng, shape: rng.beta(2, 2, shape), lambda rng, f: f - 0.2 + rng.normal(0, 0.1, f.shape))
     truth = 0.3
     assert _covers(ppi, truth) >= 0.93
     assert abs(float(ppi.estimate.mean()) - truth) < 0.005
     assert _width(ppi) < _width(classical)
-    print(f"biased: PPI coverage {_covers(ppi, truth):.3f} width {_width(ppi):.4f}; "
-          f"classical coverage {_covers(classical, truth):.3f} width {_width(classical):.4f}")
+    print(
+        f"biased: PPI coverage {_covers(ppi, truth):.3f} width {_width(ppi):.4f}; "
+        f"classical coverage {_covers(classical, truth):.3f} width {_width(classical):.4f}"
+    )
 
 
 def test_ppi_covers_with_binary_labels():
@@ -74,8 +74,10 @@ def test_ppi_covers_with_binary_labels():
     truth = 0.55
     assert _covers(ppi, truth) >= 0.93
     assert _width(ppi) < _width(classical)
-    print(f"binary: PPI coverage {_covers(ppi, truth):.3f} width {_width(ppi):.4f}; "
-          f"classical coverage {_covers(classical, truth):.3f} width {_width(classical):.4f}")
+    print(
+        f"binary: PPI coverage {_covers(ppi, truth):.3f} width {_width(ppi):.4f}; "
+        f"classical coverage {_covers(classical, truth):.3f} width {_width(classical):.4f}"
+    )
 
 
 def test_ppi_and_classical_formulas_on_a_small_example():
@@ -166,7 +168,9 @@ def test_calibrate_refuses_too_few_labels_and_measurements():
 
 def test_read_labels_reports_bad_lines(tmp_path):
     path = tmp_path / "human.jsonl"
-    path.write_text('{"id": 1, "label": 1}\n{"id": "b", "label": 1.5}\nnot json\n{"id": "c"}\n{"id": 1, "label": 0}\n{"id": "d", "label": 0.25}\n')
+    path.write_text(
+        '{"id": 1, "label": 1}\n{"id": "b", "label": 1.5}\nnot json\n{"id": "c"}\n{"id": 1, "label": 0}\n{"id": "d", "label": 0.25}\n'
+    )
     found = read_labels(path, "label", score)
     labels, problems = found.by_id, found.problems
     assert labels == {"1": 1.0, "d": 0.25}
@@ -191,7 +195,13 @@ def test_cli_calibrate_writes_outputs(tmp_path):
     assert evaluated.exit_code == 0, evaluated.output
     labels = _write_rows(
         tmp_path / "human.jsonl",
-        [{"id": "r0", "label": 1}, {"id": "r1", "label": 1}, {"id": "r2", "label": 0}, {"id": "r4", "label": 0}, {"id": "ghost", "label": 1}],
+        [
+            {"id": "r0", "label": 1},
+            {"id": "r1", "label": 1},
+            {"id": "r2", "label": 0},
+            {"id": "r4", "label": 0},
+            {"id": "ghost", "label": 1},
+        ],
     )
     out = tmp_path / "cal"
     result = runner.invoke(app, ["calibrate", str(run), "--labels", str(labels), "--metric", "token_f1", "--out", str(out)])

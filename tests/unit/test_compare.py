@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ragmeter.cli import app
+from ragmeter.data.schema import Sample
 from ragmeter.decide.compare import (
     A_BETTER,
     B_BETTER,
@@ -21,11 +22,10 @@ from ragmeter.decide.compare import (
     compare_runs,
     match_samples,
 )
-from ragmeter.report.compare import render_html, render_markdown, write_comparison
 from ragmeter.metrics.base import Score
 from ragmeter.report import write_reports
+from ragmeter.report.compare import render_html, render_markdown, write_comparison
 from ragmeter.results import Result, SampleResult
-from ragmeter.data.schema import Sample
 from ragmeter.results.inference import holm, paired_bootstrap_ci, paired_permutation_pvalue, wilcoxon_pvalue
 
 runner = CliRunner()
@@ -82,7 +82,7 @@ def test_exact_permutation_p_value_equals_brute_force_enumeration():
     d = np.array([0.3, -0.1, 0.25, 0.4, 0.0, 0.05, -0.2, 0.15])
     nonzero = d[d != 0]
     observed = abs(nonzero.sum())
-    sums = [abs(sum(s * x for s, x in zip(signs, nonzero))) for signs in itertools.product((-1, 1), repeat=len(nonzero))]
+    sums = [abs(sum(s * x for s, x in zip(signs, nonzero, strict=True))) for signs in itertools.product((-1, 1), repeat=len(nonzero))]
     expected = sum(1 for s in sums if s >= observed - 1e-12) / len(sums)
     assert paired_permutation_pvalue(d) == pytest.approx(expected)
 
@@ -150,7 +150,9 @@ def test_lower_is_better_metrics_win_by_going_down():
     latency_b = latency_a - 100 + rng.normal(0, 30, 120)
     samples = numbered(120)
     infos = [info("latency_ms", unit="ms", higher_is_better=False, family="efficiency")]
-    comparison = compare_results(make_result(samples, {"latency_ms": latency_a}, infos), make_result(samples, {"latency_ms": latency_b}, infos))
+    comparison = compare_results(
+        make_result(samples, {"latency_ms": latency_a}, infos), make_result(samples, {"latency_ms": latency_b}, infos)
+    )
     m = comparison.metric("latency_ms")
     assert m.mean_diff < 0 and m.verdict == B_BETTER
     # Its regressions are the samples that got slower.
@@ -227,7 +229,12 @@ def test_samples_are_matched_by_id_and_unmatched_ones_are_reported():
 def test_without_ids_samples_are_matched_by_question_with_whitespace_normalised():
     questions = ["What is the refund window?", "Who approves database changes?", "数据库变更需要谁审批？", "How long is the timeout?"]
     a = make_result([Sample(user_input=q) for q in questions], {"token_f1": [0.1, 0.2, 0.3, 0.4]})
-    reordered = ["  How long is the\ttimeout? ", "What is the refund   window?", "数据库变更需要谁审批？", "Who approves\ndatabase changes?"]
+    reordered = [
+        "  How long is the\ttimeout? ",
+        "What is the refund   window?",
+        "数据库变更需要谁审批？",
+        "Who approves\ndatabase changes?",
+    ]
     b = make_result([Sample(user_input=q) for q in reordered], {"token_f1": [0.5, 0.2, 0.4, 0.3]})
     matching = match_samples(a, b)
     assert matching.by == "question" and len(matching.pairs) == 4
@@ -239,7 +246,12 @@ def test_without_ids_samples_are_matched_by_question_with_whitespace_normalised(
 
 
 def test_duplicates_are_left_out_and_reported_never_silently_dropped():
-    a_samples = [Sample(user_input="Same question?"), Sample(user_input="Same  question?"), Sample(user_input="Other?"), Sample(response="no question")]
+    a_samples = [
+        Sample(user_input="Same question?"),
+        Sample(user_input="Same  question?"),
+        Sample(user_input="Other?"),
+        Sample(response="no question"),
+    ]
     b_samples = [Sample(user_input="Same question?"), Sample(user_input="Other?"), Sample(user_input="Third?"), Sample(user_input="Third?")]
     a = make_result(a_samples, {"token_f1": [0.1, 0.2, 0.3, 0.4]})
     b = make_result(b_samples, {"token_f1": [0.5, 0.6, 0.7, 0.8]})
@@ -247,7 +259,12 @@ def test_duplicates_are_left_out_and_reported_never_silently_dropped():
     match = comparison.to_dict()["matching"]
     assert match["n_matched"] == 1
     assert match["duplicates_a"] == [
-        {"by": "question", "value": "Same question?", "keys": ["data.jsonl:1", "data.jsonl:2"], "reason": "ambiguous match: left out of the comparison"}
+        {
+            "by": "question",
+            "value": "Same question?",
+            "keys": ["data.jsonl:1", "data.jsonl:2"],
+            "reason": "ambiguous match: left out of the comparison",
+        }
     ]
     assert match["duplicates_b"][0]["keys"] == ["data.jsonl:3", "data.jsonl:4"]
     assert match["n_duplicate_samples_a"] == 2 and match["n_duplicate_samples_b"] == 2
@@ -277,7 +294,9 @@ def test_unscored_pairs_are_excluded_per_metric_and_counted():
 
 def test_metrics_in_one_run_only_are_listed():
     samples = numbered(3)
-    comparison = compare_results(make_result(samples, {"token_f1": [0.1] * 3, "bleu": [0.2] * 3}), make_result(samples, {"token_f1": [0.1] * 3, "chrf": [0.3] * 3}))
+    comparison = compare_results(
+        make_result(samples, {"token_f1": [0.1] * 3, "bleu": [0.2] * 3}), make_result(samples, {"token_f1": [0.1] * 3, "chrf": [0.3] * 3})
+    )
     assert [m.metric for m in comparison.metrics] == ["token_f1"]
     assert comparison.metrics_only_in_a == ["bleu"] and comparison.metrics_only_in_b == ["chrf"]
 
@@ -307,9 +326,17 @@ class _Tags(HTMLParser):
 
 def hostile_comparison():
     samples = [Sample(id=f'"><svg onload=alert({i})>' if i == 0 else f"h{i}", user_input=HOSTILE + f" {i}") for i in range(8)]
-    a = make_result(samples, {"token_f1": [0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2], "latency_ms": [100] * 8}, [info("token_f1"), info("latency_ms", "ms", False)])
-    b_samples = samples[:7] + [Sample(id="only-b", user_input="</script><script>alert(2)</script>")]
-    b = make_result(b_samples, {"token_f1": [0.1, 0.8, 0.6, 0.6, 0.5, 0.4, 0.3, 0.2], "latency_ms": [120] * 8}, [info("token_f1"), info("latency_ms", "ms", False)])
+    a = make_result(
+        samples,
+        {"token_f1": [0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2], "latency_ms": [100] * 8},
+        [info("token_f1"), info("latency_ms", "ms", False)],
+    )
+    b_samples = [*samples[:7], Sample(id="only-b", user_input="</script><script>alert(2)</script>")]
+    b = make_result(
+        b_samples,
+        {"token_f1": [0.1, 0.8, 0.6, 0.6, 0.5, 0.4, 0.3, 0.2], "latency_ms": [120] * 8},
+        [info("token_f1"), info("latency_ms", "ms", False)],
+    )
     return compare_results(a, b, label_a="<b>runs/a</b>", label_b="runs/b")
 
 

@@ -38,9 +38,14 @@ def test_refusals_come_first():
 
 
 def _result(rows):
-    metrics = [{"id": m, "family": "retrieval", "unit": None, "higher_is_better": True} for m in ("retrieval_recall", "token_f1", "embedding_groundedness", "embedding_context_recall")]
+    metrics = [
+        {"id": m, "family": "retrieval", "unit": None, "higher_is_better": True}
+        for m in ("retrieval_recall", "token_f1", "embedding_groundedness", "embedding_context_recall")
+    ]
     samples = [
-        SampleResult(key, Sample(id=key), "<list>", f"row {i}", {m: Score(v) if v is not None else Score.unscored("n/a") for m, v in values.items()})
+        SampleResult(
+            key, Sample(id=key), "<list>", f"row {i}", {m: Score(v) if v is not None else Score.unscored("n/a") for m, v in values.items()}
+        )
         for i, (key, values) in enumerate(rows, start=1)
     ]
     return Result(samples=samples, metrics=metrics)

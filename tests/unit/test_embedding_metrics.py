@@ -12,6 +12,7 @@ import asyncio
 import re
 import threading
 import time
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -51,7 +52,7 @@ class Signed:
     """Test double with opposite directions: "up" and "down" have cosine -1."""
 
     model_name = "signed"
-    VECTORS = {"up": [1.0, 0.0], "down": [-1.0, 0.0], "left": [0.0, 1.0]}
+    VECTORS: ClassVar[dict[str, list[float]]] = {"up": [1.0, 0.0], "down": [-1.0, 0.0], "left": [0.0, 1.0]}
 
     def encode(self, texts):
         return np.array([self.VECTORS[t] for t in texts], dtype=np.float32)
@@ -160,7 +161,11 @@ def test_embedding_correctness_extremes():
 
 @pytest.mark.parametrize(
     ("response", "reference", "reason"),
-    [("", "Fish swim.", "response has no sentences"), ("!!", "Fish swim.", "response has no sentences"), ("Fish swim.", "。", "reference has no sentences")],
+    [
+        ("", "Fish swim.", "response has no sentences"),
+        ("!!", "Fish swim.", "response has no sentences"),
+        ("Fish swim.", "。", "reference has no sentences"),
+    ],
 )
 def test_embedding_correctness_unscored(response, reference, reason):
     result = run("embedding_correctness", response=response, reference=reference)

@@ -80,7 +80,7 @@ def samples(n, response="short answer"):
 
 
 def test_an_exception_becomes_a_failed_unscored_entry_and_others_run():
-    data = samples(3) + [Sample(id="bad", response="boom")]
+    data = [*samples(3), Sample(id="bad", response="boom")]
     result = evaluate(data, [Exploding(), ResponseLength()], progress=False)
     bad = result.samples[-1].scores
     assert bad["exploding"].value is None and bad["exploding"].failed

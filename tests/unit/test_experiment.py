@@ -24,8 +24,8 @@ import pytest
 import ragmeter
 from ragmeter.decide.compare import A_BETTER, B_BETTER, NO_DIFFERENCE, compare_runs
 from ragmeter.decide.experiment import arun_experiment, run_experiment
-from ragmeter.run.pipelines import ConfiguredPipeline, PipelineOutputError, normalise_output, pipeline_from_config
 from ragmeter.results import Result
+from ragmeter.run.pipelines import ConfiguredPipeline, PipelineOutputError, normalise_output, pipeline_from_config
 
 N = 60
 METRICS = ["token_f1", "hit_rate", "retrieval_recall"]
@@ -73,10 +73,7 @@ def question(i: int) -> str:
     return f"Is the {entity(i)} widget heavy?"
 
 
-TESTSET = [
-    {"user_input": question(i), "reference": KB[f"fact-{i:02d}"], "reference_context_ids": [f"fact-{i:02d}"]}
-    for i in range(N)
-]
+TESTSET = [{"user_input": question(i), "reference": KB[f"fact-{i:02d}"], "reference_context_ids": [f"fact-{i:02d}"]} for i in range(N)]
 
 
 def build(config: dict) -> object:
@@ -229,7 +226,9 @@ def flaky(config):
 
 
 def test_a_failing_or_malformed_sample_is_unscored_with_the_error_and_the_others_are_scored(tmp_path):
-    experiment = run_experiment(build({"top_k": 3}), flaky({"top_k": 3}), TESTSET, METRICS, out_dir=tmp_path / "ab", names=("good", "flaky"))
+    experiment = run_experiment(
+        build({"top_k": 3}), flaky({"top_k": 3}), TESTSET, METRICS, out_dir=tmp_path / "ab", names=("good", "flaky")
+    )
     samples = {s.sample.user_input: s for s in experiment.result_b.samples}
     assert len(samples) == N
     expected = {
@@ -312,7 +311,10 @@ def test_latency_is_recorded_per_sample():
 
     experiment = run_experiment(timed, flaky({"top_k": 3}), TESTSET[:10], ["token_f1", "latency_ms"])
     a = experiment.result_a.samples
-    assert a[0].sample.metadata["pipeline_latency_ms"] >= 50 and a[0].sample.metadata["latency_ms"] == a[0].sample.metadata["pipeline_latency_ms"]
+    assert (
+        a[0].sample.metadata["pipeline_latency_ms"] >= 50
+        and a[0].sample.metadata["latency_ms"] == a[0].sample.metadata["pipeline_latency_ms"]
+    )
     assert a[1].sample.metadata["latency_ms"] == 7 and a[1].scores["latency_ms"].value == 7.0  # the pipeline's own figure wins
     assert all(s.scores["latency_ms"].value is not None for s in a)
     assert experiment.a.run.describe()["latency_ms"]["max"] >= 50
@@ -323,7 +325,9 @@ def test_latency_is_recorded_per_sample():
 def test_normalise_output_accepts_pairs_and_dicts_and_names_what_is_wrong():
     out = normalise_output((["c1", "c2"], "answer"))
     assert out.contexts == ["c1", "c2"] and out.answer == "answer" and out.context_ids is None
-    out = normalise_output({"retrieved_contexts": ("c",), "response": "r", "retrieved_context_ids": [1], "tokens": 12, "model": "m", "doc": object()})
+    out = normalise_output(
+        {"retrieved_contexts": ("c",), "response": "r", "retrieved_context_ids": [1], "tokens": 12, "model": "m", "doc": object()}
+    )
     assert out.contexts == ["c"] and out.context_ids == ["1"] and out.tokens == 12
     assert out.extra["model"] == "m" and out.extra["doc"].startswith("<object object")  # kept as text: results stay writable
     problems = {

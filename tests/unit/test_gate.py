@@ -12,12 +12,12 @@ import pytest
 from typer.testing import CliRunner
 
 from ragmeter.cli import app
+from ragmeter.data.schema import Sample
 from ragmeter.decide.gate import FAIL, PASS, SKIPPED, GateInputError, Threshold, load_thresholds, run_gate
 from ragmeter.metrics.base import Score
 from ragmeter.metrics.registry import create_metric
 from ragmeter.report import write_reports
 from ragmeter.results import Result, SampleResult
-from ragmeter.data.schema import Sample
 
 runner = CliRunner()
 
@@ -30,7 +30,7 @@ def make_run(columns: dict[str, Sequence[float | None]], prefix: str = "q") -> R
     samples = []
     for i in range(n):
         scores = {}
-        for metric, values in zip(metrics, columns.values()):
+        for metric, values in zip(metrics, columns.values(), strict=True):
             value = values[i]
             scores[metric.id] = Score.unscored("missing required field(s): reference") if value is None else Score(float(value))
         sample = Sample(id=f"{prefix}{i}", user_input=f"{prefix} question {i}?", response="an answer")
@@ -103,7 +103,10 @@ def test_thresholds_file_gives_a_rule_per_metric(tmp_path):
         ("token_f1: {min: 0.5, above: 0.1}\n", "key 'token_f1': unknown key(s) above; use min and on"),
         ("token_f1: {min: 0.5, max: 0.9}\n", "key 'token_f1': give exactly one of min or max"),
         ("latency_ms: 1500\n", "key 'latency_ms': lower is better for this metric: write {max: 1500}"),
-        ("faithfulness: 0.8\n", "key 'faithfulness': unknown metric: 'faithfulness' was not evaluated in this run; the run has token_f1, latency_ms"),
+        (
+            "faithfulness: 0.8\n",
+            "key 'faithfulness': unknown metric: 'faithfulness' was not evaluated in this run; the run has token_f1, latency_ms",
+        ),
         ("tokn_f1: 0.8\n", "key 'tokn_f1': unknown metric: 'tokn_f1' is not a ragmeter metric"),
         ("token_f1: 0.6\ntoken_f1: 0.9\n", "line 2: not valid YAML: key 'token_f1' is repeated (first on line 1)"),
         ("token_f1: [0.6\n", "line 2: not valid YAML"),
@@ -356,7 +359,7 @@ def test_a_coverage_drop_of_exactly_max_drop_passes_and_one_sample_more_fails(tm
     token_f1 = base_scores(seed=14)
     save_run(tmp_path / "base", {"token_f1": token_f1})
     for n_lost, verdict in ((4, PASS), (5, FAIL)):  # 4 of 200 = 0.02 exactly; 5 of 200 = 0.025
-        run = with_unscored(make_run({"token_f1": token_f1}), "token_f1", {i: TIMEOUT for i in range(n_lost)})
+        run = with_unscored(make_run({"token_f1": token_f1}), "token_f1", dict.fromkeys(range(n_lost), TIMEOUT))
         save_result(tmp_path / f"lost{n_lost}", run)
         _, coverage = run_gate(tmp_path / f"lost{n_lost}", baseline=tmp_path / "base", max_drop=0.02).checks
         assert coverage.verdict == verdict, coverage.message
@@ -364,7 +367,7 @@ def test_a_coverage_drop_of_exactly_max_drop_passes_and_one_sample_more_fails(tm
 
 def test_a_run_that_scores_more_samples_than_the_baseline_passes_coverage(tmp_path):
     token_f1 = base_scores(seed=15, n=20)
-    save_result(tmp_path / "base", with_unscored(make_run({"token_f1": token_f1}), "token_f1", {i: NO_REFERENCE for i in range(10)}))
+    save_result(tmp_path / "base", with_unscored(make_run({"token_f1": token_f1}), "token_f1", dict.fromkeys(range(10), NO_REFERENCE)))
     save_run(tmp_path / "run", {"token_f1": token_f1})
     _, coverage = run_gate(tmp_path / "run", baseline=tmp_path / "base", max_drop=0).checks
     assert coverage.verdict == PASS
@@ -385,10 +388,27 @@ def test_an_evaluated_dataset_with_a_planted_regression_fails_the_gate_end_to_en
     """Through `ragmeter eval` with a real metric: the candidate answers a third of the
     questions with half of the reference, the rest as the baseline."""
     monkeypatch.chdir(tmp_path)
-    words = "the deploy job runs on the small runner with two cpus and four gigabytes of memory".split()
+    words = [
+        "the",
+        "deploy",
+        "job",
+        "runs",
+        "on",
+        "the",
+        "small",
+        "runner",
+        "with",
+        "two",
+        "cpus",
+        "and",
+        "four",
+        "gigabytes",
+        "of",
+        "memory",
+    ]
     base_rows, candidate_rows = [], []
     for i in range(60):
-        reference = " ".join(words[i % 5 :] + [f"item{i}"])
+        reference = " ".join([*words[i % 5 :], f"item{i}"])
         response = " ".join(reference.split()[:-1])
         base_rows.append({"id": f"q{i}", "user_input": f"Question {i}?", "reference": reference, "response": response})
         degraded = " ".join(response.split()[: len(response.split()) // 2]) if i % 3 == 0 else response

@@ -83,7 +83,7 @@ def test_metadata_must_be_an_object(tmp_path):
 
 def test_invalid_json_line_is_reported_and_skipped(tmp_path):
     path = tmp_path / "data.jsonl"
-    path.write_text(json.dumps(GOOD) + "\n{\"id\": \"x\", \"user_input\": \n" + json.dumps({**GOOD, "id": "s3"}) + "\n")
+    path.write_text(json.dumps(GOOD) + '\n{"id": "x", "user_input": \n' + json.dumps({**GOOD, "id": "s3"}) + "\n")
     dataset = load_dataset(path)
     assert [s.key for s in dataset] == ["s1", "s3"]
     assert dataset.issues[0].location == "line 2"
@@ -120,7 +120,7 @@ def test_missing_file_and_unknown_format(tmp_path):
         load_dataset(tmp_path / "nope.jsonl")
     other = tmp_path / "data.txt"
     other.write_text("x")
-    with pytest.raises(InputError, match="unsupported format '.txt'"):
+    with pytest.raises(InputError, match=r"unsupported format '\.txt'"):
         load_dataset(other)
 
 

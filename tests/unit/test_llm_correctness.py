@@ -125,7 +125,11 @@ def test_correctness_rejects_an_unknown_counting(metric):
 
 @pytest.mark.parametrize(
     "mode, value, calls, metric_id",
-    [("f1", 2 / 3, 2, "factual_correctness"), ("precision", 1.0, 1, "factual_correctness(precision)"), ("recall", 0.5, 1, "factual_correctness(recall)")],
+    [
+        ("f1", 2 / 3, 2, "factual_correctness"),
+        ("precision", 1.0, 1, "factual_correctness(precision)"),
+        ("recall", 0.5, 1, "factual_correctness(recall)"),
+    ],
 )
 def test_factual_correctness_modes(mode, value, calls, metric_id):
     score, judge, encoder = correctness("factual_correctness", {"mode": mode}, response=LOANS, reference=f"{LOANS} {FINES}")
@@ -152,16 +156,16 @@ def test_factual_correctness_in_chinese():
 
 # --- noise_sensitivity ----------------------------------------------------------------------------
 
-NOISE = dict(
-    user_input="How long are loans and what are the fines?",
-    reference=f"{LOANS} {FINES}",
-    response=f"{LOANS} {FINES_50} {CARDS_5} {MOON}",
-    retrieved_contexts=[
+NOISE = {
+    "user_input": "How long are loans and what are the fines?",
+    "reference": f"{LOANS} {FINES}",
+    "response": f"{LOANS} {FINES_50} {CARDS_5} {MOON}",
+    "retrieved_contexts": [
         f"{LOANS} {FINES_50}",  # relevant: supports LOANS of the reference
         f"{WIFI} {CARDS_5}",  # irrelevant
         f"{HOURS} {FINES_50}",  # irrelevant, but repeats the relevant chunk's wrong fine
     ],
-)
+}
 
 
 def test_noise_sensitivity_relevant_and_irrelevant():
@@ -246,9 +250,13 @@ def test_negative_rejection_with_nothing_retrieved_asks_only_about_the_refusal()
 
 
 def test_negative_rejection_unscored_empty_response_and_chinese():
-    assert_unscored(run("negative_rejection", rejection_judge(0, 1), user_input=QUESTION, retrieved_contexts=[], response=" "), "response is empty")
+    assert_unscored(
+        run("negative_rejection", rejection_judge(0, 1), user_input=QUESTION, retrieved_contexts=[], response=" "), "response is empty"
+    )
     judge = rejection_judge(0.0, 1.0)
-    score = run("negative_rejection", judge, user_input="办卡要多少钱？", retrieved_contexts=["开放时间为九点。"], response="资料中没有提到。")
+    score = run(
+        "negative_rejection", judge, user_input="办卡要多少钱？", retrieved_contexts=["开放时间为九点。"], response="资料中没有提到。"
+    )
     assert score.value == 1.0 and {c.lang for c in judge.calls} == {"zh"}
 
 
@@ -354,7 +362,7 @@ def test_rubric_score_malformed_distribution_is_an_explicit_failure(scaled, reas
 
 
 def test_rubric_score_in_chinese_uses_the_chinese_default_rubric():
-    score, judge = rubric({"5": 1.0}, user_input="几点开门？", response="九点。")
+    _score, judge = rubric({"5": 1.0}, user_input="几点开门？", response="九点。")
     assert judge.calls[0].lang == "zh" and judge.calls[0].shared["rubric"].startswith("1: 回答错误")
     assert_unscored(rubric({"5": 1.0}, response="")[0], "response is empty")
 

@@ -30,12 +30,12 @@ def assert_unscored(score, reason_part: str, failed: bool = False):
 
 # --- calls per sample -------------------------------------------------------------------------
 
-STANDARD = dict(
-    user_input="How long can I keep a book, and what are the fines?",
-    response=f"{LOANS} Fines are 50 cents per day. {WIFI}",
-    reference=f"{LOANS} {FINES} Books can be renewed twice.",
-    retrieved_contexts=[LOANS, HOURS, FINES, WIFI, CARDS],
-)
+STANDARD = {
+    "user_input": "How long can I keep a book, and what are the fines?",
+    "response": f"{LOANS} Fines are 50 cents per day. {WIFI}",
+    "reference": f"{LOANS} {FINES} Books can be renewed twice.",
+    "retrieved_contexts": [LOANS, HOURS, FINES, WIFI, CARDS],
+}
 GENERATED = {
     "questions": {"questions": ["How long is a loan?", "What is the fine?", "Is there Wi-Fi?"], "noncommittal": False},
     "entities": {"entities": ["three weeks", "20 cents", "twice"]},
@@ -228,7 +228,9 @@ def test_answer_relevancy_unscored_and_chinese():
     score, judge, _ = relevancy({}, response="")
     assert_unscored(score, "response is empty")
     assert judge.calls == []
-    score, judge, _ = relevancy({"questions": ["图书馆几点开门？"], "noncommittal": False}, user_input="图书馆几点开门？", response="九点。")
+    score, judge, _ = relevancy(
+        {"questions": ["图书馆几点开门？"], "noncommittal": False}, user_input="图书馆几点开门？", response="九点。"
+    )
     assert score.value == pytest.approx(1.0) and judge.calls[0].lang == "zh"
 
 
@@ -252,7 +254,7 @@ def test_context_precision_is_rank_aware_average_precision_in_one_call():
 def test_context_precision_other_patterns():
     def precision(pattern):
         chunks = [f"chunk {i}" for i in range(len(pattern))]
-        rule = by_item({c: float(p) for c, p in zip(chunks, pattern)})
+        rule = by_item({c: float(p) for c, p in zip(chunks, pattern, strict=True)})
         return run("context_precision", ScriptedJudge(rule=rule), user_input="q", reference="r", retrieved_contexts=chunks)
 
     assert precision([1, 1, 0, 0]).value == pytest.approx(1.0)
@@ -287,7 +289,9 @@ def test_context_precision_without_reference_judges_against_the_response():
 
 def test_context_precision_in_chinese():
     judge = ScriptedJudge(rule=by_item({"借期为三周。": 1.0}))
-    score = run("context_precision", judge, user_input="借期多久？", reference="三周。", retrieved_contexts=["开放时间为九点。", "借期为三周。"])
+    score = run(
+        "context_precision", judge, user_input="借期多久？", reference="三周。", retrieved_contexts=["开放时间为九点。", "借期为三周。"]
+    )
     assert score.value == pytest.approx(1 / 2) and judge.calls[0].lang == "zh"
 
 
@@ -384,9 +388,12 @@ def test_context_entity_recall_unscored_and_failed():
 
 def test_context_utilization_counts_reference_claims_in_contexts_and_response():
     # reference claims: LOANS, FINES, CARDS; contexts hold LOANS and FINES; the response LOANS and CARDS
-    sample = dict(
-        user_input="q?", reference=f"{LOANS} {FINES} {CARDS}", response=f"{LOANS} {CARDS}", retrieved_contexts=[LOANS, FINES, HOURS]
-    )
+    sample = {
+        "user_input": "q?",
+        "reference": f"{LOANS} {FINES} {CARDS}",
+        "response": f"{LOANS} {CARDS}",
+        "retrieved_contexts": [LOANS, FINES, HOURS],
+    }
     judge = ScriptedJudge()
     score = run("context_utilization", judge, **sample)
     assert score.value == pytest.approx(1 / 2)  # of LOANS, FINES (available), only LOANS is used

@@ -15,8 +15,8 @@ import pytest
 
 from ragmeter.judges import openai_compat
 from ragmeter.judges.base import ContextTooLong, JudgeError, Verdict
-from ragmeter.judges.openai_compat import OpenAIJudge
 from ragmeter.judges.metering import PriceTable, metered
+from ragmeter.judges.openai_compat import OpenAIJudge
 
 # The openai client's HTTP library: httpx2 for openai >= 3, httpx before.
 if "httpx2" in str(inspect.signature(openai.AsyncOpenAI.__init__).parameters["http_client"].annotation):
@@ -321,7 +321,7 @@ def test_an_unreadable_200_body_is_retried(clock):
 
 def test_giving_up_after_max_retries_reports_the_last_status(clock):
     server = Server(*[error(503, "overloaded")] * 3)
-    with metered() as usage, pytest.raises(JudgeError, match="after 2 retries.*HTTP 503"):
+    with metered() as usage, pytest.raises(JudgeError, match=r"after 2 retries.*HTTP 503"):
         asyncio.run(_run_async_plain(make_judge(server, max_retries=2), verdicts(items=["a"])))
     assert len(server.requests) == 3
     assert usage.retries == 2 and usage.calls == 1
@@ -458,7 +458,9 @@ def test_llama_cpp_style_500_validation_error_counts_as_a_rejection(clock):
         "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
         "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema'}"
     )
-    server = Server(hx.Response(500, json={"error": {"message": message, "type": "internal_server_error"}}), completion(batch_reply((1, "yes"))))
+    server = Server(
+        hx.Response(500, json={"error": {"message": message, "type": "internal_server_error"}}), completion(batch_reply((1, "yes")))
+    )
     result, usage = run(make_judge(server), verdicts(items=["a"]))
     assert result[0].p_yes == 1.0
     assert usage.retries == 0 and usage.calls == 2 and clock.sleeps == []
@@ -466,7 +468,11 @@ def test_llama_cpp_style_500_validation_error_counts_as_a_rejection(clock):
 
 def test_unsupported_max_tokens_switches_to_max_completion_tokens(clock):
     server = Server(
-        error(400, "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.", param="max_tokens"),
+        error(
+            400,
+            "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
+            param="max_tokens",
+        ),
         completion(batch_reply((1, "yes"))),
     )
     run(make_judge(server), verdicts(items=["a"]))

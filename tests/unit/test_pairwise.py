@@ -6,10 +6,10 @@ import asyncio
 import json
 
 import pytest
+from test_llm_double import ScriptedJudge
 from typer.testing import CliRunner
 
 from ragmeter.cli import app
-from ragmeter.judges.base import JudgeError
 from ragmeter.decide.pairwise import (
     Pair,
     combine,
@@ -20,15 +20,33 @@ from ragmeter.decide.pairwise import (
     order_verdict,
     read_preferences,
 )
+from ragmeter.judges.base import JudgeError
 from ragmeter.report.pairwise import write_report
 from ragmeter.results.inference import wilson_interval
-from test_llm_double import ScriptedJudge
 
 # Three pairs where A is right and short, B wrong and long, and one the other way round.
 PAIRS = [
-    Pair("q1", "How long do loans last?", "Three weeks.", "Loans last for two months, and you can keep them longer if you ask.", reference="a"),
-    Pair("q2", "How many books can I borrow?", "Twelve books.", "You can borrow as many books as you like at any time of the year.", reference="a"),
-    Pair("q3", "Is the card free?", "Yes, free for residents.", "It costs fifty euros per year for every member of the library.", reference="a"),
+    Pair(
+        "q1",
+        "How long do loans last?",
+        "Three weeks.",
+        "Loans last for two months, and you can keep them longer if you ask.",
+        reference="a",
+    ),
+    Pair(
+        "q2",
+        "How many books can I borrow?",
+        "Twelve books.",
+        "You can borrow as many books as you like at any time of the year.",
+        reference="a",
+    ),
+    Pair(
+        "q3",
+        "Is the card free?",
+        "Yes, free for residents.",
+        "It costs fifty euros per year for every member of the library.",
+        reference="a",
+    ),
     Pair("q4", "借期多久？", "借期三周，可续借两次。", "两个月。", reference="a"),
 ]
 CORRECT = {"Three weeks.", "Twelve books.", "Yes, free for residents.", "借期三周，可续借两次。"}
@@ -145,18 +163,24 @@ def _jsonl(path, rows):
 
 
 def test_samples_are_matched_by_id_and_leftovers_reported(tmp_path):
-    a = _jsonl(tmp_path / "a.jsonl", [
-        {"id": "1", "user_input": "Q1?", "response": "a1", "score": 0.9},
-        {"id": "2", "user_input": "Q2?", "response": "a2", "score": 0.1},
-        {"id": "3", "user_input": "Q3?"},
-        {"id": "4", "user_input": "Q4?", "response": "a4"},
-    ])
-    b = _jsonl(tmp_path / "b.jsonl", [
-        {"id": "2", "user_input": "Q2?", "response": "b2", "score": 0.8},
-        {"id": "1", "user_input": "Q1?", "response": "b1", "score": 0.2},
-        {"id": "3", "user_input": "Q3?", "response": "b3"},
-        {"id": "5", "user_input": "Q5?", "response": "b5"},
-    ])
+    a = _jsonl(
+        tmp_path / "a.jsonl",
+        [
+            {"id": "1", "user_input": "Q1?", "response": "a1", "score": 0.9},
+            {"id": "2", "user_input": "Q2?", "response": "a2", "score": 0.1},
+            {"id": "3", "user_input": "Q3?"},
+            {"id": "4", "user_input": "Q4?", "response": "a4"},
+        ],
+    )
+    b = _jsonl(
+        tmp_path / "b.jsonl",
+        [
+            {"id": "2", "user_input": "Q2?", "response": "b2", "score": 0.8},
+            {"id": "1", "user_input": "Q1?", "response": "b1", "score": 0.2},
+            {"id": "3", "user_input": "Q3?", "response": "b3"},
+            {"id": "5", "user_input": "Q5?", "response": "b5"},
+        ],
+    )
     pairs, report = match_samples(load_side(a), load_side(b), reference_metric="score")
     assert report["by"] == "id"
     assert [(p.key, p.response_a, p.response_b, p.reference) for p in pairs] == [("1", "a1", "b1", "a"), ("2", "a2", "b2", "b")]

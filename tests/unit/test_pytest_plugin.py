@@ -96,7 +96,7 @@ def test_without_a_threshold():
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(
         [
-            "E*AssertionError: ragmeter: 1 of 1 metric(s) failed for sample (\"Who approves database changes?\"):",
+            'E*AssertionError: ragmeter: 1 of 1 metric(s) failed for sample ("Who approves database changes?"):',
             "E*token_f1: unscored (missing required field(s): reference); wanted min 0.000",
             "E*AssertionError: ragmeter: 1 of 2 metric(s) failed for sample*",
             "E*token_f1: unscored (missing required field(s): reference); wanted a score",

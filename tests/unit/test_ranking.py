@@ -23,6 +23,7 @@ from sklearn.metrics import (
 )
 
 from ragmeter.metrics import ranking
+
 T, F = True, False
 
 # The running example: T F T F F with R = 3, so one relevant item was never retrieved.
@@ -288,9 +289,7 @@ def test_recall_and_precision_match_sklearn(relevance, missed, data):
     y_true = list(map(int, relevance)) + [1] * missed
     y_pred = [1] * k + [0] * (len(relevance) - k) + [0] * missed
     assert ranking.recall(relevance, n_relevant, k) == pytest.approx(recall_score(y_true, y_pred))
-    assert ranking.precision(relevance, k) == pytest.approx(
-        precision_score(y_true, y_pred, zero_division=0.0)
-    )
+    assert ranking.precision(relevance, k) == pytest.approx(precision_score(y_true, y_pred, zero_division=0.0))
 
 
 # --- properties ------------------------------------------------------------------------

@@ -9,13 +9,13 @@ from html.parser import HTMLParser
 import pytest
 
 from ragmeter.data import InputIssue
+from ragmeter.data.schema import Sample
 from ragmeter.metrics.base import Score
 from ragmeter.report.charts import family_bars, family_chart, histogram, radar_chart
 from ragmeter.report.formatting import format_number
 from ragmeter.report.html import render_html
 from ragmeter.report.summary import build_summary
 from ragmeter.results import Result, SampleResult
-from ragmeter.data.schema import Sample
 
 HOSTILE_QUESTION = '<script>alert("x")</script> What is the refund window?'
 HOSTILE_RESPONSE = "</script><script>alert(2)</script> Refunds take 14 days."
@@ -246,7 +246,13 @@ def test_why_unscored_section_lists_reasons_and_marks_failures(page):
 
 
 def test_english_and_chinese_text_is_kept_as_is(page):
-    for text in ("How long do refunds take?", "退款需要多长时间？", "退款将在十四天内处理完毕。", "退款#1", '"难度": "简单"'.replace('"', "&#34;")):
+    for text in (
+        "How long do refunds take?",
+        "退款需要多长时间？",
+        "退款将在十四天内处理完毕。",
+        "退款#1",
+        '"难度": "简单"'.replace('"', "&#34;"),
+    ):
         assert text in page
 
 
@@ -308,8 +314,8 @@ def test_details_equal_to_an_earlier_metric_are_not_repeated():
 
 
 def test_contexts_are_shown_with_rank_and_id(page):
-    assert "<b>rank 1</b> · <code class=\"tx\">refunds#1</code> <span class=\"tag rel\">relevant</span>" in page
-    assert "<b>rank 2</b> · <code class=\"tx\">javascript:alert(7)</code>" in page
+    assert '<b>rank 1</b> · <code class="tx">refunds#1</code> <span class="tag rel">relevant</span>' in page
+    assert '<b>rank 2</b> · <code class="tx">javascript:alert(7)</code>' in page
 
 
 def test_every_chart_in_the_page_is_well_formed_xml(page):
@@ -329,9 +335,7 @@ def test_an_empty_result_renders():
 def test_a_run_without_signals_or_measurements_renders():
     result = make_result()
     only = Result(
-        samples=[
-            SampleResult(s.key, s.sample, s.source, s.location, {"latency_ms": s.scores["latency_ms"]}) for s in result.samples
-        ],
+        samples=[SampleResult(s.key, s.sample, s.source, s.location, {"latency_ms": s.scores["latency_ms"]}) for s in result.samples],
         metrics=[m for m in METRICS if m["id"] == "latency_ms"],
         run={"seconds": None},
     )
@@ -366,7 +370,7 @@ def test_charts_escape_their_text():
     for svg in (radar_chart(families), family_bars(families), histogram([0.5], label="<b>&\"'")):
         assert "<script>" not in svg and "<b>" not in svg
         ET.fromstring(svg)
-    assert '&lt;script&gt;alert(&quot;0&quot;)&lt;/script&gt;' in radar_chart(families)
+    assert "&lt;script&gt;alert(&quot;0&quot;)&lt;/script&gt;" in radar_chart(families)
 
 
 def test_radar_clamps_means_outside_the_unit_interval():

@@ -165,7 +165,7 @@ def test_duplicate_reference_ids_count_once():
 # --- unscored and nothing retrieved ----------------------------------------------------
 
 
-@pytest.mark.parametrize("spec", ID_METRICS + ["ndcg@3"])
+@pytest.mark.parametrize("spec", [*ID_METRICS, "ndcg@3"])
 def test_empty_reference_ids_are_unscored_with_reason(spec):
     result = ids(["d1", "d2"], [], spec)
     assert result.value is None
@@ -244,9 +244,7 @@ def test_nonllm_context_precision_is_rank_aware():
     assert first.value == pytest.approx(1.0)
     assert last.value == pytest.approx(0.5)
     assert last.details["relevant"] == [False, True]
-    assert last.details["similarity"] == pytest.approx(
-        [similarity(UNRELATED, FREEZE), similarity(FREEZE_NEAR, FREEZE)], abs=1e-4
-    )
+    assert last.details["similarity"] == pytest.approx([similarity(UNRELATED, FREEZE), similarity(FREEZE_NEAR, FREEZE)], abs=1e-4)
 
 
 def test_nonllm_context_precision_three_contexts():
@@ -272,9 +270,7 @@ def test_nonllm_context_recall():
     both = contexts("nonllm_context_recall", [UNRELATED, MIGRATION_NEAR, FREEZE_NEAR], [FREEZE, MIGRATION])
     assert both.value == pytest.approx(1.0)
     assert both.details["found"] == [True, True]
-    assert both.details["similarity"] == pytest.approx(
-        [similarity(FREEZE_NEAR, FREEZE), similarity(MIGRATION_NEAR, MIGRATION)], abs=1e-4
-    )
+    assert both.details["similarity"] == pytest.approx([similarity(FREEZE_NEAR, FREEZE), similarity(MIGRATION_NEAR, MIGRATION)], abs=1e-4)
     assert contexts("nonllm_context_recall", [UNRELATED], [FREEZE, MIGRATION]).value == 0.0
 
 

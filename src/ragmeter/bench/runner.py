@@ -20,12 +20,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragmeter.bench.suites import Task
-from ragmeter.run.engine import Evaluator
 from ragmeter.judges import Judges
 from ragmeter.metrics.base import Score
 from ragmeter.metrics.registry import create_metric
 from ragmeter.results import Result
 from ragmeter.results.stats import balanced_accuracy, bootstrap_statistic, pearson, roc_auc, spearman
+from ragmeter.run.engine import Evaluator
 
 
 @dataclass
@@ -104,8 +104,9 @@ def measure(task: Task, result: Result) -> TaskResult:
     statistics: dict[str, dict[str, Any]] = {}
     if task.kind == "binary" and len(set(labels)) == 2:
         statistics["roc_auc"] = bootstrap_statistic(roc_auc, labels, scores, groups=groups)
-        if all(d is not None for d in decisions):
-            statistics["balanced_accuracy"] = bootstrap_statistic(balanced_accuracy, labels, decisions, groups=groups)
+        decided = [d for d in decisions if d is not None]
+        if len(decided) == len(decisions):
+            statistics["balanced_accuracy"] = bootstrap_statistic(balanced_accuracy, labels, decided, groups=groups)
     elif task.kind in ("graded", "preference") and len(scores) > 2:
         statistics["pearson"] = bootstrap_statistic(pearson, scores, labels, groups=groups)
         statistics["spearman"] = bootstrap_statistic(spearman, scores, labels, groups=groups)
@@ -128,7 +129,7 @@ def measure(task: Task, result: Result) -> TaskResult:
         unscored_reasons=dict(reasons.most_common(5)),
         cost_per_sample=cost,
         n_samples=len(result.samples),
-        units=[{"score": s, "decision": d, "label": y} for s, d, y in zip(scores, decisions, labels)],
+        units=[{"score": s, "decision": d, "label": y} for s, d, y in zip(scores, decisions, labels, strict=True)],
     )
 
 

@@ -95,8 +95,7 @@ def qags(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
     first_seen = {context: n for n, context in reversed(list(enumerate(r["context"] for r in rows)))}
     rows.sort(key=lambda r: first_seen[r["context"]])
     samples = [
-        {"id": r["id"], "user_input": "Summarise the article.", "retrieved_contexts": [r["context"]], "response": r["claim"]}
-        for r in rows
+        {"id": r["id"], "user_input": "Summarise the article.", "retrieved_contexts": [r["context"]], "response": r["claim"]} for r in rows
     ]
     units = [{"sample": r["id"], "label": int(r["faithful_majority"]), "group": r["context"][:200], "part": None} for r in rows]
     dataset = load_dataset(samples)
@@ -123,11 +122,22 @@ def ragchecker(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
     for pair in chosen:
         for side in (1, 2):
             samples.append(
-                {"id": f"rc-{pair['instance_id']}-{side}", "user_input": pair["question"], "response": pair[f"response_{side}"], "reference": pair["reference"]}
+                {
+                    "id": f"rc-{pair['instance_id']}-{side}",
+                    "user_input": pair["question"],
+                    "response": pair[f"response_{side}"],
+                    "reference": pair["reference"],
+                }
             )
         for preference in pair["preferences"]:
             units.append(
-                {"sample": f"rc-{pair['instance_id']}-2", "versus": f"rc-{pair['instance_id']}-1", "label": float(preference), "group": pair["instance_id"], "part": None}
+                {
+                    "sample": f"rc-{pair['instance_id']}-2",
+                    "versus": f"rc-{pair['instance_id']}-1",
+                    "label": float(preference),
+                    "group": pair["instance_id"],
+                    "part": None,
+                }
             )
     dataset = load_dataset(samples)
     reference = "RAGChecker's own correctness metric 0.497 Pearson; two human annotators agree at 0.637"
@@ -180,32 +190,71 @@ def clapnq(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
         contexts = row["passage_sentences"][:8] + noise
         rng.shuffle(contexts)
         sample_id = f"cq-{row['id']}"
-        precision_samples.append({"id": sample_id, "user_input": row["question"], "retrieved_contexts": contexts, "reference": row["reference_answer"]})
+        precision_samples.append(
+            {"id": sample_id, "user_input": row["question"], "retrieved_contexts": contexts, "reference": row["reference_answer"]}
+        )
         for index, context in enumerate(contexts):
             precision_units.append({"sample": sample_id, "label": int(context in set(gold)), "group": sample_id, "part": index})
         kept = [s for s in gold if rng.random() < 0.5] if len(gold) > 1 else gold[: rng.randint(0, 1)]
         recall_contexts = kept + rng.sample(others, 4)
         rng.shuffle(recall_contexts)
-        recall_samples.append({"id": sample_id, "user_input": row["question"], "retrieved_contexts": recall_contexts, "reference": row["reference_answer"]})
+        recall_samples.append(
+            {"id": sample_id, "user_input": row["question"], "retrieved_contexts": recall_contexts, "reference": row["reference_answer"]}
+        )
         recall_units.append({"sample": sample_id, "label": len(kept) / len(gold), "group": sample_id, "part": None})
         # Wrong: as many of the passage's other sentences: same topic and words, not the answer.
         others_in_passage = [s for s in row["passage_sentences"] if s not in set(gold)][: len(gold)]
         responses = [("right", " ".join(gold), 1)] + ([("wrong", " ".join(others_in_passage), 0)] if others_in_passage else [])
         for suffix, response, label in responses:
-            correctness_samples.append({"id": f"{sample_id}-{suffix}", "user_input": row["question"], "response": response, "reference": row["reference_answer"]})
+            correctness_samples.append(
+                {"id": f"{sample_id}-{suffix}", "user_input": row["question"], "response": response, "reference": row["reference_answer"]}
+            )
             correctness_units.append({"sample": f"{sample_id}-{suffix}", "label": label, "group": sample_id, "part": None})
     answerability_samples, answerability_units = [], []
     for row in answerable + unanswerable:
         sample_id = f"cq-{row['id']}"
         answerability_samples.append(
-            {"id": sample_id, "user_input": row["question"], "retrieved_contexts": row["passage_sentences"], "response": "I cannot find the answer in the documents."}
+            {
+                "id": sample_id,
+                "user_input": row["question"],
+                "retrieved_contexts": row["passage_sentences"],
+                "response": "I cannot find the answer in the documents.",
+            }
         )
         answerability_units.append({"sample": sample_id, "label": int(row["answerable"]), "group": sample_id, "part": None})
     return [
-        Task("clapnq/context_precision", "context_precision", load_dataset(precision_samples), precision_units, "binary", "per sentence vs annotator selection"),
-        Task("clapnq/context_recall", "context_recall", load_dataset(recall_samples), recall_units, "graded", "vs share of gold sentences kept"),
-        Task("clapnq/answer_correctness", "answer_correctness", load_dataset(correctness_samples), correctness_units, "binary", "gold sentences vs the passage's other sentences"),
-        Task("clapnq/answerability", "negative_rejection", load_dataset(answerability_samples), answerability_units, "binary", "answerable vs unanswerable questions"),
+        Task(
+            "clapnq/context_precision",
+            "context_precision",
+            load_dataset(precision_samples),
+            precision_units,
+            "binary",
+            "per sentence vs annotator selection",
+        ),
+        Task(
+            "clapnq/context_recall",
+            "context_recall",
+            load_dataset(recall_samples),
+            recall_units,
+            "graded",
+            "vs share of gold sentences kept",
+        ),
+        Task(
+            "clapnq/answer_correctness",
+            "answer_correctness",
+            load_dataset(correctness_samples),
+            correctness_units,
+            "binary",
+            "gold sentences vs the passage's other sentences",
+        ),
+        Task(
+            "clapnq/answerability",
+            "negative_rejection",
+            load_dataset(answerability_samples),
+            answerability_units,
+            "binary",
+            "answerable vs unanswerable questions",
+        ),
     ]
 
 

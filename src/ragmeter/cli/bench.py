@@ -3,7 +3,7 @@
 import shlex
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -26,20 +26,20 @@ from ragmeter.run.engine import resolve_metrics
 @judge_options
 def bench_command(
     suites: Annotated[
-        Optional[list[str]],
+        list[str] | None,
         typer.Argument(
             help="Labelled sets to measure against: qags, ragchecker, clapnq, msmarco, rgb (default: all); "
             "a set/task name (clapnq/context_recall) measures that task only."
         ),
     ] = None,
     data_dir: Annotated[Path, typer.Option(help="Folder of the labelled sets.")] = DEFAULT_DATA_DIR,
-    limit: Annotated[Optional[int], typer.Option(min=1, help="Units drawn from each set (seeded); default: all.")] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="Units drawn from each set (seeded); default: all.")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the draw.")] = 0,
-    labelled: Annotated[Optional[Path], typer.Option(help="Your own labelled samples instead of the built-in sets.")] = None,
-    metric: Annotated[Optional[str], typer.Option(help="With --labelled: the metric to measure.")] = None,
+    labelled: Annotated[Path | None, typer.Option(help="Your own labelled samples instead of the built-in sets.")] = None,
+    metric: Annotated[str | None, typer.Option(help="With --labelled: the metric to measure.")] = None,
     label_field: Annotated[str, typer.Option(help="With --labelled: the column holding the human label.")] = "label",
     out: Annotated[Path, typer.Option(help="Folder for the results (Markdown and JSON).")] = Path("benchmarks/results"),
-    name: Annotated[Optional[str], typer.Option(help="File name of the results (default: meta_eval_<judge backend>).")] = None,
+    name: Annotated[str | None, typer.Option(help="File name of the results (default: meta_eval_<judge backend>).")] = None,
     concurrency: Annotated[int, typer.Option(min=1, help="Most (sample, metric) pairs scored at once.")] = 8,
     *,
     judge_options: JudgeOptions,

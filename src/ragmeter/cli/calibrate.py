@@ -1,7 +1,7 @@
 """``ragmeter calibrate``: a metric against a few human labels, and its true mean by PPI."""
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -17,7 +17,7 @@ def calibrate_command(
     labels: Annotated[Path, typer.Option(help='Human labels, JSONL: {"id": ..., "label": 0/1 or a score in [0, 1]}.')],
     metric: Annotated[str, typer.Option(help="The metric to calibrate (its id in the run, e.g. faithfulness).")],
     out: Annotated[
-        Optional[Path], typer.Option("--out", "-o", help="Folder for calibration.json and .md (default: RUN_DIR/calibration_<metric>).")
+        Path | None, typer.Option("--out", "-o", help="Folder for calibration.json and .md (default: RUN_DIR/calibration_<metric>).")
     ] = None,
     confidence: Annotated[float, typer.Option(min=0.5, max=0.999, help="Coverage of the intervals.")] = 0.95,
 ) -> None:

@@ -54,7 +54,7 @@ def fail(message: str) -> typer.Exit:
     return typer.Exit(USAGE_ERROR)
 
 
-def table(title: str, columns: Iterable[str | tuple[str, str]], rows: Iterable[Iterable[Any]]) -> Table:
+def table(title: str, columns: Iterable[Any], rows: Iterable[Iterable[Any]]) -> Table:
     """A table whose cells are cleaned text (a cell may be a ``(value, style)`` pair).
 
     Args:
@@ -65,7 +65,7 @@ def table(title: str, columns: Iterable[str | tuple[str, str]], rows: Iterable[I
     grid = Table(title=styled(title), title_justify="left")
     for column in columns:
         name, justify = column if isinstance(column, tuple) else (column, "left")
-        grid.add_column(clean(name), justify=justify)  # type: ignore[arg-type]
+        grid.add_column(clean(name), justify=justify)
     for row in rows:
         grid.add_row(*(styled(cell) for cell in row))
     return grid

@@ -1,7 +1,7 @@
 """``ragmeter eval``: score samples and write the run directory and its reports."""
 
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -13,7 +13,6 @@ from ragmeter.data import Dataset, InputError, load_dataset
 from ragmeter.judges import BatchingEmbedder, JudgeError, Judges
 from ragmeter.judges.cache import EmbeddingStore
 from ragmeter.judges.config import JudgeConfig
-from ragmeter.run.estimate import estimate_usage
 from ragmeter.judges.embeddings import USEEncoder
 from ragmeter.judges.metering import Usage
 from ragmeter.metrics import Metric, Needs, metric_classes
@@ -22,6 +21,7 @@ from ragmeter.report.formatting import format_number
 from ragmeter.results import Result
 from ragmeter.results.rundir import RESULTS_FILE, SUMMARY_FILE
 from ragmeter.run.engine import DEFAULT_CONCURRENCY, Evaluator, applicable_metrics, resolve_metrics
+from ragmeter.run.estimate import estimate_usage
 
 
 @command("eval")
@@ -29,7 +29,7 @@ from ragmeter.run.engine import DEFAULT_CONCURRENCY, Evaluator, applicable_metri
 def eval_command(
     data: Annotated[list[Path], typer.Argument(help="Sample files: .jsonl, .json, .csv or .parquet (several allowed).")],
     metrics: Annotated[
-        Optional[str],
+        str | None,
         typer.Option(
             "--metrics",
             "-m",
@@ -44,7 +44,7 @@ def eval_command(
     strict: Annotated[bool, typer.Option(help="Stop on the first bad row or missing field instead of skipping it.")] = False,
     fresh: Annotated[bool, typer.Option(help="Ignore scores journalled by an earlier run in --out; recompute all.")] = False,
     progress: Annotated[
-        Optional[bool], typer.Option("--progress/--no-progress", help="Progress bar (default: on when stderr is a terminal).")
+        bool | None, typer.Option("--progress/--no-progress", help="Progress bar (default: on when stderr is a terminal).")
     ] = None,
     *,
     judge_options: JudgeOptions,
@@ -176,9 +176,7 @@ def usage_table(title: str, rows: list[tuple[str, Usage]], local: bool) -> Any:
         return "unknown price" if usage.cost_usd is None else f"${usage.cost_usd:.4f}"
 
     columns = ["metric", *((c, "right") for c in ("calls", "cached", "prompt tok.", "output tok.", "retries", "cost"))]
-    cells = [
-        (name, u.calls, u.cached_calls, f"{u.prompt_tokens:,}", f"{u.completion_tokens:,}", u.retries, cost(u)) for name, u in rows
-    ]
+    cells = [(name, u.calls, u.cached_calls, f"{u.prompt_tokens:,}", f"{u.completion_tokens:,}", u.retries, cost(u)) for name, u in rows]
     return table(title, columns, cells)
 
 

@@ -1,7 +1,7 @@
 """``ragmeter gate``: pass or fail a run against thresholds and a baseline (exit 0 / 1 / 2)."""
 
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -15,9 +15,11 @@ from ragmeter.decide.gate import FAIL, PASS, SKIPPED, GateInputError, GateReport
 def gate_command(
     run_dir: Annotated[Path, typer.Argument(help="The run to check: a directory written by `ragmeter eval`.")],
     thresholds: Annotated[
-        Optional[Path], typer.Option("--thresholds", "-t", help="YAML: metric id -> minimum mean, or {min|max: x, on: mean|ci_low|ci_high}.")
+        Path | None, typer.Option("--thresholds", "-t", help="YAML: metric id -> minimum mean, or {min|max: x, on: mean|ci_low|ci_high}.")
     ] = None,
-    baseline: Annotated[Optional[Path], typer.Option(help="A baseline run directory to check against (e.g. the main branch's last run).")] = None,
+    baseline: Annotated[
+        Path | None, typer.Option(help="A baseline run directory to check against (e.g. the main branch's last run).")
+    ] = None,
     max_drop: Annotated[
         float,
         typer.Option(
@@ -26,8 +28,10 @@ def gate_command(
             "or whose share of matched samples scored (coverage) drops by more than this.",
         ),
     ] = 0.02,
-    alpha: Annotated[float, typer.Option(min=0.0001, max=0.5, help="Significance level of the baseline test (Holm across metrics).")] = 0.05,
-    junit: Annotated[Optional[Path], typer.Option(help="Write the checks as JUnit XML to this file.")] = None,
+    alpha: Annotated[
+        float, typer.Option(min=0.0001, max=0.5, help="Significance level of the baseline test (Holm across metrics).")
+    ] = 0.05,
+    junit: Annotated[Path | None, typer.Option(help="Write the checks as JUnit XML to this file.")] = None,
     permutations: Annotated[int, typer.Option(min=100, help="Random sign flips of the baseline permutation test.")] = 10_000,
     seed: Annotated[int, typer.Option(help="Seed of the permutations and of the bootstrap.")] = 0,
 ) -> None:

@@ -10,7 +10,7 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -26,18 +26,18 @@ class JudgeOptions:
     ``--config`` file, ``cache`` is ``--cache/--no-cache``.
     """
 
-    config: Optional[Path] = None
-    judge: Optional[str] = None
-    judge_base_url: Optional[str] = None
-    judge_model: Optional[str] = None
-    judge_api_key_env: Optional[str] = None
-    judge_concurrency: Optional[int] = None
-    judge_rpm: Optional[int] = None
-    judge_timeout: Optional[float] = None
-    judge_context_window: Optional[int] = None
-    verdict_mode: Optional[str] = None
-    gguf: Optional[Path] = None
-    prices: Optional[Path] = None
+    config: Path | None = None
+    judge: str | None = None
+    judge_base_url: str | None = None
+    judge_model: str | None = None
+    judge_api_key_env: str | None = None
+    judge_concurrency: int | None = None
+    judge_rpm: int | None = None
+    judge_timeout: float | None = None
+    judge_context_window: int | None = None
+    verdict_mode: str | None = None
+    gguf: Path | None = None
+    prices: Path | None = None
     cache: bool = True
 
     def resolve(self) -> tuple[RunConfig | None, JudgeConfig]:
@@ -70,25 +70,23 @@ class JudgeOptions:
 
 _OPTIONS: dict[str, Any] = {
     "config": Annotated[
-        Optional[Path], typer.Option("--config", "-c", help="YAML config file: judge settings, metrics with parameters, prices.")
+        Path | None, typer.Option("--config", "-c", help="YAML config file: judge settings, metrics with parameters, prices.")
     ],
-    "judge": Annotated[Optional[str], typer.Option(help="Judge backend: 'local' (embedded model) or 'openai' (any compatible endpoint).")],
-    "judge_base_url": Annotated[Optional[str], typer.Option(help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1.")],
-    "judge_model": Annotated[Optional[str], typer.Option(help="Model name at the endpoint.")],
+    "judge": Annotated[str | None, typer.Option(help="Judge backend: 'local' (embedded model) or 'openai' (any compatible endpoint).")],
+    "judge_base_url": Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1.")],
+    "judge_model": Annotated[str | None, typer.Option(help="Model name at the endpoint.")],
     "judge_api_key_env": Annotated[
-        Optional[str], typer.Option(help="Environment variable holding the API key (default RAGMETER_JUDGE_API_KEY, then OPENAI_API_KEY).")
+        str | None, typer.Option(help="Environment variable holding the API key (default RAGMETER_JUDGE_API_KEY, then OPENAI_API_KEY).")
     ],
-    "judge_concurrency": Annotated[Optional[int], typer.Option(min=1, help="Most requests in flight to the endpoint (default 8).")],
-    "judge_rpm": Annotated[Optional[int], typer.Option(min=1, help="Requests per minute allowed to the endpoint.")],
-    "judge_timeout": Annotated[Optional[float], typer.Option(min=1, help="Seconds per request (default 60).")],
-    "judge_context_window": Annotated[
-        Optional[int], typer.Option(min=256, help="Tokens per prompt (default 4096 local, 128000 endpoint).")
-    ],
+    "judge_concurrency": Annotated[int | None, typer.Option(min=1, help="Most requests in flight to the endpoint (default 8).")],
+    "judge_rpm": Annotated[int | None, typer.Option(min=1, help="Requests per minute allowed to the endpoint.")],
+    "judge_timeout": Annotated[float | None, typer.Option(min=1, help="Seconds per request (default 60).")],
+    "judge_context_window": Annotated[int | None, typer.Option(min=256, help="Tokens per prompt (default 4096 local, 128000 endpoint).")],
     "verdict_mode": Annotated[
-        Optional[str], typer.Option(help="Endpoint verdicts: 'batch' (all items in one request) or 'single' (one per item, with logprobs).")
+        str | None, typer.Option(help="Endpoint verdicts: 'batch' (all items in one request) or 'single' (one per item, with logprobs).")
     ],
-    "gguf": Annotated[Optional[Path], typer.Option(help="GGUF model for the local judge instead of the packaged one.")],
-    "prices": Annotated[Optional[Path], typer.Option(help="Price table (JSON or YAML) overriding the packaged one.")],
+    "gguf": Annotated[Path | None, typer.Option(help="GGUF model for the local judge instead of the packaged one.")],
+    "prices": Annotated[Path | None, typer.Option(help="Price table (JSON or YAML) overriding the packaged one.")],
     "cache": Annotated[bool, typer.Option("--cache/--no-cache", help="Reuse judge answers and embeddings from the disk cache.")],
 }
 assert set(_OPTIONS) == {f.name for f in fields(JudgeOptions)}

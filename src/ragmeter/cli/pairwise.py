@@ -1,7 +1,7 @@
 """``ragmeter pairwise``: which of two systems' responses is better, judged in both orders."""
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -27,9 +27,9 @@ def pairwise_command(
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder for pairwise.json and pairwise.md.")] = Path("ragmeter-pairwise"),
     margin: Annotated[float, typer.Option(min=0.0, max=0.49, help="P(first better) within 0.5 ± margin counts as no preference.")] = 0.0,
     reference_metric: Annotated[
-        Optional[str], typer.Option(help="Reference for length bias: a metric of both run directories (or a numeric metadata field).")
+        str | None, typer.Option(help="Reference for length bias: a metric of both run directories (or a numeric metadata field).")
     ] = None,
-    labels: Annotated[Optional[Path], typer.Option(help='Reference labels, JSONL: {"id": ..., "better": "A" | "B" | "tie"}.')] = None,
+    labels: Annotated[Path | None, typer.Option(help='Reference labels, JSONL: {"id": ..., "better": "A" | "B" | "tie"}.')] = None,
     concurrency: Annotated[int, typer.Option(min=1, help="Pairs judged at once.")] = pairwise.DEFAULT_CONCURRENCY,
     *,
     judge_options: JudgeOptions,
@@ -48,7 +48,9 @@ def pairwise_command(
         raise fail("input is not usable; nothing was judged") from None
     except (ValueError, OSError, RunDirError) as exc:
         raise fail(str(exc)) from None
-    pairs, matching = pairwise.match_samples(side_a, side_b, reference_metric=reference_metric, labels=reference.by_id if reference else None)
+    pairs, matching = pairwise.match_samples(
+        side_a, side_b, reference_metric=reference_metric, labels=reference.by_id if reference else None
+    )
     matching["label_issues"] = reference.problems if reference else []
     for problem in matching["label_issues"]:
         say(f"  {problem}")

@@ -78,9 +78,7 @@ def load_dataset(*sources: Any, strict: bool = False) -> Dataset:
                 continue
             key = sample.id if sample.id is not None else f"{name}:{location.split()[-1]}"
             if key in seen_keys:
-                dataset.issues.append(
-                    InputIssue(name, location, "id", f"duplicate id '{key}' (first seen at {seen_keys[key]})")
-                )
+                dataset.issues.append(InputIssue(name, location, "id", f"duplicate id '{key}' (first seen at {seen_keys[key]})"))
                 continue
             seen_keys[key] = f"{name}, {location}"
             dataset.samples.append(LoadedSample(sample, key, name, location))
@@ -115,7 +113,6 @@ def _field_path(loc: Sequence[Any]) -> str:
     for part in loc:
         path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
     return path
-
 
 
 def as_dataset(data: Any, strict: bool = False) -> Dataset:

@@ -181,7 +181,7 @@ def _rows_of_csv(name: str, lines: list[str], bad_lines: dict[int, str]) -> Rows
             continue
         record: dict[str, Any] = {}
         problem = None
-        for column, cell in zip(header, cells):
+        for column, cell in zip(header, cells, strict=True):
             try:
                 record[column] = _csv_value(column, cell)
             except ValueError as exc:
@@ -202,7 +202,7 @@ def _csv_value(column: str, cell: str) -> Any:
             try:
                 value = ast.literal_eval(cell)
             except (ValueError, SyntaxError):
-                raise ValueError("expected a JSON list such as [\"first\", \"second\"]") from None
+                raise ValueError('expected a JSON list such as ["first", "second"]') from None
         if not isinstance(value, list):
             raise ValueError(f"expected a JSON list, got {describe_value(value)}")
         return value
@@ -222,7 +222,7 @@ def _csv_value(column: str, cell: str) -> Any:
 def _rows_of_frame(frame: Any, unit: str = "row") -> Rows:
     columns = list(frame.columns)
     for position, values in enumerate(frame.itertuples(index=False, name=None), start=1):
-        yield f"{unit} {position}", {str(c): _plain(v) for c, v in zip(columns, values)}
+        yield f"{unit} {position}", {str(c): _plain(v) for c, v in zip(columns, values, strict=True)}
 
 
 def _plain(value: Any) -> Any:

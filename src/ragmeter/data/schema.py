@@ -70,7 +70,7 @@ class Sample(BaseModel):
         return value
 
     @classmethod
-    def from_record(cls, record: dict[str, Any]) -> "Sample":
+    def from_record(cls, record: dict[str, Any]) -> Sample:
         """Build a sample from one input record (a row or a JSON object).
 
         Legacy names are mapped to current ones, columns that are not sample fields go

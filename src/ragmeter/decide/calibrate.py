@@ -31,7 +31,6 @@ Labels for samples not in the run, labelled samples the metric did not score, un
 samples of the run and bad label lines are all reported, never dropped silently.
 """
 
-
 from __future__ import annotations
 
 import re
@@ -42,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ragmeter.decide.labels import read_labels, score
 from ragmeter.decide.matching import label_of
@@ -60,7 +60,7 @@ def passes(values: Any, threshold: float = THRESHOLD) -> np.ndarray:
 
 
 def agreement(
-    judge: Sequence[float], human: Sequence[float], confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0
+    judge: ArrayLike, human: ArrayLike, confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0
 ) -> dict[str, dict[str, Any]]:
     """Accuracy and Cohen's kappa (both sides thresholded at 0.5), Pearson, Spearman and
     Kendall's tau-b, each ``{"value", "ci_low", "ci_high"}`` with a percentile bootstrap
@@ -76,7 +76,11 @@ def agreement(
     for name, statistic in statistics.items():
         entry = bootstrap_statistic(statistic, judge, human, confidence=confidence, n_resamples=n_resamples, seed=seed)
         value = entry["value"]
-        table[name] = {"value": value if value is not None and np.isfinite(value) else None, "ci_low": entry["ci_low"], "ci_high": entry["ci_high"]}
+        table[name] = {
+            "value": value if value is not None and np.isfinite(value) else None,
+            "ci_low": entry["ci_low"],
+            "ci_high": entry["ci_high"],
+        }
     return table
 
 

@@ -40,7 +40,6 @@ from ragmeter.results.inference import (
     wilcoxon_pvalue,
 )
 
-
 B_BETTER = "B better"
 A_BETTER = "A better"
 NO_DIFFERENCE = "no significant difference"
@@ -153,11 +152,8 @@ class Comparison:
 
 def _run_summary(result: Result) -> dict[str, Any]:
     run = result.run
-    return {
-        key: run[key]
-        for key in ("sources", "started_at", "n_samples", "ragmeter_version", "judge")
-        if key in run
-    } | {"n_samples": len(result.samples)}
+    summary: dict[str, Any] = {key: run[key] for key in ("sources", "started_at", "n_samples", "ragmeter_version", "judge") if key in run}
+    return summary | {"n_samples": len(result.samples)}
 
 
 def compare_results(
@@ -208,8 +204,8 @@ def compare_results(
         _compare_metric(metric_id, a.metric(metric_id), b.metric(metric_id), matching, confidence, n_permutations, n_resamples, seed, top)
         for metric_id in common
     ]
-    tested = [m for m in compared if m.p_permutation is not None]
-    for m, adjusted in zip(tested, holm([m.p_permutation for m in tested])):
+    tested = [(m, m.p_permutation) for m in compared if m.p_permutation is not None]
+    for (m, _), adjusted in zip(tested, holm([p for _, p in tested]), strict=True):
         m.p_holm = adjusted
         if adjusted < alpha and m.mean_diff != 0:
             m.verdict = B_BETTER if (m.improvement() or 0) > 0 else A_BETTER

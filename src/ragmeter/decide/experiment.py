@@ -101,9 +101,7 @@ class Experiment:
 
     def means(self) -> dict[str, tuple[float | None, float | None]]:
         """Each metric's mean on side A and side B."""
-        return {
-            m: (self.a.result.aggregates[m]["mean"], self.b.result.aggregates[m]["mean"]) for m in self.a.result.metric_ids
-        }
+        return {m: (self.a.result.aggregates[m]["mean"], self.b.result.aggregates[m]["mean"]) for m in self.a.result.metric_ids}
 
     def to_dict(self) -> dict[str, Any]:
         comparison = self.comparison
@@ -121,11 +119,6 @@ class Experiment:
 
     def __repr__(self) -> str:
         return f"Experiment({self.a.name} vs {self.b.name}, {len(self.a.result.samples)} samples)"
-
-
-def check_timeout(timeout: float | None) -> None:
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0):
-        raise ValueError(f"timeout must be a positive number of seconds or None, got {timeout!r}")
 
 
 def _as_dataset(data: Any) -> Dataset:
@@ -150,9 +143,8 @@ def _names(pipeline_a: Pipeline, pipeline_b: Pipeline, names: tuple[str, str] | 
             raise ValueError("names must be two non-empty strings")
         a, b = names
     else:
-        a = getattr(pipeline_a, "name", None) if isinstance(pipeline_a, ConfiguredPipeline) else None
-        b = getattr(pipeline_b, "name", None) if isinstance(pipeline_b, ConfiguredPipeline) else None
-        a, b = a or "A", b or "B"
+        a = pipeline_a.name if isinstance(pipeline_a, ConfiguredPipeline) else "A"
+        b = pipeline_b.name if isinstance(pipeline_b, ConfiguredPipeline) else "B"
     if a == b:
         a, b = f"{a} (A)", f"{b} (B)"
     return a, b
@@ -186,7 +178,13 @@ def _with_pipeline_errors(result: Result, run: PipelineRun, failed: list[LoadedS
     issues = [
         *result.issues,
         *(
-            InputIssue(f"pipeline {run.name}", loaded.location, None, f"pipeline error: {run.errors[loaded.key]}; every metric left unscored", skipped=False)
+            InputIssue(
+                f"pipeline {run.name}",
+                loaded.location,
+                None,
+                f"pipeline error: {run.errors[loaded.key]}; every metric left unscored",
+                skipped=False,
+            )
             for loaded in failed
         ),
     ]
@@ -237,8 +235,49 @@ async def arun_experiment(
         InputError: The test set has no usable sample.
         ValueError: Bad options, or no metric applies (with ``metrics=None``).
     """
-    default_compare = compare is None
-    compare = compare or compare_results
+    _check_options(pipeline_a, pipeline_b, pipeline_concurrency, alpha, timeout)
+    dataset = _as_dataset(testset)
+    name_a, name_b = _names(pipeline_a, pipeline_b, names)
+    chosen = resolve_metrics(metrics) if metrics is not None else None
+    judges = judges or Judges()
+    owns_llm = False
+    if chosen is not None and judges.llm is None and any(m.needs == Needs.LLM for m in chosen):
+        # Built before the pipelines run: a judge that cannot be built fails fast.
+        judges.llm, owns_llm = default_llm_judge(), True
+    root = Path(out_dir) if out_dir is not None else None
+    try:
+        runs = [
+            await run_pipeline(pipeline, dataset, name=name, concurrency=pipeline_concurrency, timeout=timeout)
+            for pipeline, name in ((pipeline_a, name_a), (pipeline_b, name_b))
+        ]
+        answered = [[s for s in run.dataset if s.key not in run.errors] for run in runs]
+        if chosen is None:  # model-free metrics only: no judge needed
+            chosen = applicable_metrics(Dataset(samples=answered[0] + answered[1]))
+            if not chosen:
+                raise ValueError("no metric applies to the answered samples; pass metrics=")
+        folders = _folders(root, name_a, name_b)
+        arms = [
+            await _score_arm(pipeline, run, samples, folder, chosen, judges, [s.key for s in dataset], concurrency, progress)
+            for pipeline, run, samples, folder in zip((pipeline_a, pipeline_b), runs, answered, folders, strict=True)
+        ]
+    finally:
+        if owns_llm and judges.llm is not None:
+            await judges.llm.aclose()
+            judges.llm = None
+    if compare is None:
+        comparison: Any = compare_results(arms[0].result, arms[1].result, alpha=alpha, label_a=name_a, label_b=name_b)
+    else:
+        comparison = compare(arms[0].result, arms[1].result, alpha=alpha)
+    experiment = Experiment(arms[0], arms[1], comparison, alpha)
+    if root is not None:
+        root.mkdir(parents=True, exist_ok=True)
+        if compare is None:
+            write_comparison(comparison, root)
+        write_json(root / EXPERIMENT_FILE, experiment.to_dict())
+    return experiment
+
+
+def _check_options(pipeline_a: Pipeline, pipeline_b: Pipeline, pipeline_concurrency: int, alpha: float, timeout: float | None) -> None:
     if pipeline_concurrency < 1:
         raise ValueError("pipeline_concurrency must be at least 1")
     if not 0 < alpha < 1:
@@ -247,58 +286,44 @@ async def arun_experiment(
     for label, pipeline in (("pipeline_a", pipeline_a), ("pipeline_b", pipeline_b)):
         if not callable(pipeline):
             raise TypeError(f"{label} must be a callable (question -> (contexts, answer)), got {type(pipeline).__name__}")
-    dataset = _as_dataset(testset)
-    name_a, name_b = _names(pipeline_a, pipeline_b, names)
-    order = [s.key for s in dataset]
-    chosen = resolve_metrics(metrics) if metrics is not None else None
-    judges = judges or Judges()
-    owns_llm = False
-    if chosen is not None and judges.llm is None and any(m.needs == Needs.LLM for m in chosen):
-        # Built before the pipelines run: a judge that cannot be built fails fast.
-        judges.llm, owns_llm = default_llm_judge(), True
-    root = Path(out_dir) if out_dir is not None else None
-    arms = []
-    try:
-        run_a = await run_pipeline(pipeline_a, dataset, name=name_a, concurrency=pipeline_concurrency, timeout=timeout)
-        run_b = await run_pipeline(pipeline_b, dataset, name=name_b, concurrency=pipeline_concurrency, timeout=timeout)
-        answered = {side: [s for s in run.dataset if s.key not in run.errors] for side, run in (("a", run_a), ("b", run_b))}
-        if chosen is None:  # model-free metrics only: no judge needed
-            chosen = applicable_metrics(Dataset(samples=answered["a"] + answered["b"]))
-            if not chosen:
-                raise ValueError("no metric applies to the answered samples; pass metrics=")
-        for (name, pipeline, run, side) in ((name_a, pipeline_a, run_a, "a"), (name_b, pipeline_b, run_b, "b")):
-            side_dir = root / _folder(name) if root is not None else None
-            if side_dir is not None and arms and side_dir == arms[0].out_dir:
-                side_dir = root / f"{_folder(name)}_{side}"
-            evaluator = Evaluator(chosen, judges=judges, concurrency=concurrency, out_dir=side_dir, progress=progress)
-            scored = await evaluator.arun(Dataset(samples=answered[side], issues=run.dataset.issues))
-            failed = [s for s in run.dataset if s.key in run.errors]
-            result = _with_pipeline_errors(scored, run, failed, order)
-            config = pipeline.config if isinstance(pipeline, ConfiguredPipeline) else None
-            result.run["pipeline"] = {**run.describe(), "config": config}
-            result.run["n_samples"] = len(result.samples)
-            arm = Arm(name, config, run, result, side_dir)
-            if side_dir is not None:
-                result.save(side_dir)
-                write_reports(result, side_dir)
-            arms.append(arm)
-    finally:
-        if owns_llm:
-            await judges.llm.aclose()
-            judges.llm = None
-    if default_compare:
-        comparison = compare(arms[0].result, arms[1].result, alpha=alpha, label_a=name_a, label_b=name_b)
-    else:
-        comparison = compare(arms[0].result, arms[1].result, alpha=alpha)
-    experiment = Experiment(arms[0], arms[1], comparison, alpha)
-    if root is not None:
-        root.mkdir(parents=True, exist_ok=True)
-        if default_compare:
-            write_comparison(comparison, root)
-        write_json(root / EXPERIMENT_FILE, experiment.to_dict())
-    return experiment
 
 
-def run_experiment(pipeline_a: Pipeline, pipeline_b: Pipeline, testset: Any, metrics: Iterable[str | Metric] | None = None, **options: Any) -> Experiment:
+def _folders(root: Path | None, name_a: str, name_b: str) -> tuple[Path | None, Path | None]:
+    """The run directory of each side under ``root`` (``None`` without one); two names that
+    give the same folder get the side as a suffix."""
+    if root is None:
+        return None, None
+    a, b = root / _folder(name_a), root / _folder(name_b)
+    return (a, b) if a != b else (root / f"{_folder(name_a)}_a", root / f"{_folder(name_b)}_b")
+
+
+async def _score_arm(
+    pipeline: Pipeline,
+    run: PipelineRun,
+    answered: list[LoadedSample],
+    folder: Path | None,
+    metrics: list[Metric],
+    judges: Judges,
+    order: list[str],
+    concurrency: int,
+    progress: bool | None,
+) -> Arm:
+    """Score one side's answered samples, add its failed ones, and write its run directory."""
+    evaluator = Evaluator(metrics, judges=judges, concurrency=concurrency, out_dir=folder, progress=progress)
+    scored = await evaluator.arun(Dataset(samples=answered, issues=run.dataset.issues))
+    failed = [s for s in run.dataset if s.key in run.errors]
+    result = _with_pipeline_errors(scored, run, failed, order)
+    config = pipeline.config if isinstance(pipeline, ConfiguredPipeline) else None
+    result.run["pipeline"] = {**run.describe(), "config": config}
+    result.run["n_samples"] = len(result.samples)
+    if folder is not None:
+        result.save(folder)
+        write_reports(result, folder)
+    return Arm(run.name, config, run, result, folder)
+
+
+def run_experiment(
+    pipeline_a: Pipeline, pipeline_b: Pipeline, testset: Any, metrics: Iterable[str | Metric] | None = None, **options: Any
+) -> Experiment:
     """Blocking :func:`arun_experiment` (also from inside a running event loop, e.g. a notebook)."""
     return run_sync(arun_experiment(pipeline_a, pipeline_b, testset, metrics, **options))

@@ -50,9 +50,9 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter.decide.compare import Comparison, MetricComparison, compare_results
-from ragmeter.report.junit import render_junit
 from ragmeter.report.formatting import format_number, format_p_equals, format_signed
-from ragmeter.results import Result, SampleResult
+from ragmeter.report.junit import render_junit
+from ragmeter.results import Aggregate, Result, SampleResult
 
 PASS, FAIL, SKIPPED = "pass", "fail", "skipped"
 
@@ -183,7 +183,9 @@ def load_thresholds(path: str | Path, result: Result) -> list[Threshold]:
         if metric not in known:
             name = metric.split("@")[0]
             what = "was not evaluated in this run" if name in metric_classes() else "is not a ragmeter metric"
-            raise GateInputError(f"{path}: key '{metric}': unknown metric: '{metric}' {what}; the run has {', '.join(known) or 'no metric'}")
+            raise GateInputError(
+                f"{path}: key '{metric}': unknown metric: '{metric}' {what}; the run has {', '.join(known) or 'no metric'}"
+            )
         try:
             rules.append(parse_threshold(spec, known[metric]))
         except ValueError as exc:
@@ -206,7 +208,10 @@ def _thresholds_loader() -> type:
                     line = key_node.start_mark.line + 1
                     if key_node.value in first_line:
                         raise yaml.constructor.ConstructorError(
-                            None, None, f"key '{key_node.value}' is repeated (first on line {first_line[key_node.value]})", key_node.start_mark
+                            None,
+                            None,
+                            f"key '{key_node.value}' is repeated (first on line {first_line[key_node.value]})",
+                            key_node.start_mark,
                         )
                     first_line[key_node.value] = line
             return super().construct_mapping(node, deep)
@@ -291,12 +296,14 @@ def threshold_checks(result: Result, rules: list[Threshold]) -> list[Check]:
         unit = info.get("unit")
         a = result.aggregates[rule.metric]
         rule_text = f"{rule.on} {'≥' if rule.bound == 'min' else '≤'} {format_number(rule.value, unit) if unit else f'{rule.value:g}'}"
-        observed_value = a.get(rule.on)
+        observed_value = {"mean": a["mean"], "ci_low": a["ci_low"], "ci_high": a["ci_high"]}[rule.on]
         shown = _aggregate_text(a, unit)
         details = {"bound": rule.bound, "threshold": rule.value, "on": rule.on, "observed": observed_value, "n_scored": a["n_scored"]}
         if observed_value is None:
             why = "no scored sample" if a["n_scored"] == 0 else "no interval (fewer than 2 scored samples)"
-            checks.append(Check(rule.metric, "threshold", rule_text, shown, FAIL, f"{rule.metric}: {why}; the threshold cannot hold", details))
+            checks.append(
+                Check(rule.metric, "threshold", rule_text, shown, FAIL, f"{rule.metric}: {why}; the threshold cannot hold", details)
+            )
             continue
         ok = rule.holds(observed_value)
         message = f"{rule.metric} {rule.on} {rule.versus(observed_value, unit)}"
@@ -306,7 +313,7 @@ def threshold_checks(result: Result, rules: list[Threshold]) -> list[Check]:
     return checks
 
 
-def _aggregate_text(a: dict[str, Any], unit: str | None) -> str:
+def _aggregate_text(a: Aggregate, unit: str | None) -> str:
     if a.get("mean") is None:
         return f"no scored sample ({a['n_unscored']} unscored)"
     text = f"{format_number(a['mean'], unit)}"
@@ -364,11 +371,22 @@ def baseline_checks(
         if metric not in quality:
             unit = result.metric(metric).get("unit")
             checks.append(
-                Check(metric, "baseline", "drop vs baseline", "–", SKIPPED, f"{metric} is a measurement in {unit}: --max-drop applies to [0, 1] scores; set a threshold instead")
+                Check(
+                    metric,
+                    "baseline",
+                    "drop vs baseline",
+                    "–",
+                    SKIPPED,
+                    f"{metric} is a measurement in {unit}: --max-drop applies to [0, 1] scores; set a threshold instead",
+                )
             )
     for metric in baseline.metric_ids:
         if metric not in result.metric_ids:
-            checks.append(Check(metric, "baseline", "drop vs baseline", "–", SKIPPED, f"{metric} is in the baseline but was not evaluated in this run"))
+            checks.append(
+                Check(
+                    metric, "baseline", "drop vs baseline", "–", SKIPPED, f"{metric} is in the baseline but was not evaluated in this run"
+                )
+            )
     return checks, comparison
 
 
@@ -438,8 +456,7 @@ def _coverage_check(m: MetricComparison, comparison: Comparison, max_drop: float
         "unscored_reasons_run": unscored_reasons,
     }
     shares = (
-        f"{m.metric} scored {n_run} of {n} matched samples ({share_run:.1%}) vs "
-        f"{n_baseline} of {n} ({share_baseline:.1%}) in the baseline"
+        f"{m.metric} scored {n_run} of {n} matched samples ({share_run:.1%}) vs {n_baseline} of {n} ({share_baseline:.1%}) in the baseline"
     )
     failed = drop > max_drop
     if failed:

@@ -38,12 +38,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragmeter.data.schema import Sample
 from ragmeter.decide.labels import Labels, preference, read_labels
 from ragmeter.decide.matching import label_of, normalise_question, pair_items
 from ragmeter.judges.base import LLMJudge
 from ragmeter.results.inference import wilson_interval
 from ragmeter.run.sync import run_sync
-from ragmeter.data.schema import Sample
 
 TASK = "pairwise"
 OPTIONS = ("1", "2")
@@ -329,6 +329,7 @@ def judge_pairs(
 ) -> PairwiseReport:
     """Blocking :func:`ajudge_pairs` (also from inside a running event loop); ``close``
     releases the judge afterwards (its model memory, its connections)."""
+
     async def run() -> PairwiseReport:
         try:
             return await ajudge_pairs(pairs, judge, criterion, **options)

@@ -22,5 +22,15 @@ class Judges:
     embedder: BatchingEmbedder = field(default_factory=BatchingEmbedder)
     llm: LLMJudge | None = None
 
+    def require_llm(self) -> LLMJudge:
+        """The LLM judge.
+
+        Raises:
+            JudgeError: None is configured.
+        """
+        if self.llm is None:
+            raise JudgeError("no LLM judge is configured")
+        return self.llm
+
 
 __all__ = ["BatchingEmbedder", "ContextTooLong", "JudgeError", "Judges", "LLMJudge", "Verdict"]

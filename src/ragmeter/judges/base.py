@@ -19,8 +19,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-#: A field of a prompt: one text, or several (retrieved contexts), fenced one by one.
-FieldValue = str | Sequence[str]
+#: A field of a prompt: one text, or several (retrieved contexts), fenced one by one; ``None``
+#: leaves the field out of the prompt.
+FieldValue = str | Sequence[str] | None
 
 
 @dataclass(frozen=True)
@@ -94,9 +95,7 @@ class LLMJudge(ABC):
     evidence_sentences: int = 0
 
     @abstractmethod
-    async def verdicts(
-        self, task: str, shared: Mapping[str, FieldValue], items: Sequence[str], lang: str
-    ) -> list[Verdict]:
+    async def verdicts(self, task: str, shared: Mapping[str, FieldValue], items: Sequence[str], lang: str) -> list[Verdict]:
         """Judge each item against the shared fields; one verdict per item, in order.
 
         Args:
@@ -126,5 +125,5 @@ class LLMJudge(ABC):
         """Settings for reports; never includes a secret."""
         return {"backend": self.backend, "model": self.model, "context_window": self.context_window}
 
-    async def aclose(self) -> None:
+    async def aclose(self) -> None:  # noqa: B027  (a judge without resources has nothing to release)
         """Release connections or model memory."""

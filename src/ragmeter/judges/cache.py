@@ -13,7 +13,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Mapping, Sequence
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -91,10 +91,10 @@ def cache_key(*parts: Any) -> str:
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
-@lru_cache(maxsize=None)
+@cache
 def prompts_version(lang: str) -> str:
     """Hash of a prompt file: editing the prompts invalidates cached answers."""
-    data = resources.files("ragmeter.judges").joinpath("prompts", f"{lang}.yaml").read_bytes()
+    data = resources.files("ragmeter.judges").joinpath("prompts").joinpath(f"{lang}.yaml").read_bytes()
     return hashlib.sha256(data).hexdigest()[:16]
 
 
@@ -121,11 +121,11 @@ class CachingJudge(LLMJudge):
         fresh: list[Verdict] = []
         if missing:
             fresh = await self.judge.verdicts(task, shared, [items[i] for i in missing], lang)
-            self.cache.put_many({keys[i]: json.dumps(v.__dict__).encode() for i, v in zip(missing, fresh)})
+            self.cache.put_many({keys[i]: json.dumps(v.__dict__).encode() for i, v in zip(missing, fresh, strict=True)})
         hits = len(items) - len(missing)
         if hits:
             record(Usage(cached_calls=hits))
-        computed = dict(zip(missing, fresh))
+        computed = dict(zip(missing, fresh, strict=True))
         return [computed[i] if i in computed else Verdict(**json.loads(found[keys[i]])) for i in range(len(items))]
 
     async def scale(self, task: str, shared: Mapping[str, FieldValue], options: Sequence[str], lang: str) -> dict[str, float]:

@@ -79,7 +79,7 @@ class JudgeConfig:
     prices: str | None = None
 
     @classmethod
-    def from_env(cls) -> "JudgeConfig":
+    def from_env(cls) -> JudgeConfig:
         """Settings from the ``RAGMETER_*`` environment variables."""
         env = os.environ
         return cls(
@@ -91,7 +91,7 @@ class JudgeConfig:
         )
 
     @classmethod
-    def from_mapping(cls, data: dict[str, Any], source: str) -> "JudgeConfig":
+    def from_mapping(cls, data: dict[str, Any], source: str) -> JudgeConfig:
         """Settings from a config file's ``judge:`` section (names as the attributes)."""
         if "api_key" in data:
             raise ValueError(
@@ -104,7 +104,7 @@ class JudgeConfig:
             raise ValueError(f"{source}: unknown judge setting(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
         return cls(**data)
 
-    def updated(self, **settings: Any) -> "JudgeConfig":
+    def updated(self, **settings: Any) -> JudgeConfig:
         """A copy with the given settings; ``None`` values leave a setting as it is."""
         return replace(self, **{k: v for k, v in settings.items() if v is not None})
 

@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ragmeter.judges.base import FieldValue, LLMJudge, Verdict
-from ragmeter.judges.prompts import PromptBook
 from ragmeter.judges.metering import PriceTable, Usage, record
+from ragmeter.judges.prompts import PromptBook
 
 #: Tokens a judge writes per item of a batched verdict ({"id", "reason", "verdict"}).
 BATCH_TOKENS_PER_ITEM = 30

@@ -13,7 +13,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -48,7 +48,7 @@ class USEEncoder:
 
     def __init__(self, threads: int = 2):
         self.threads = threads
-        self._model = None
+        self._model: Any = None
         self._lock = threading.Lock()
 
     def encode(self, texts: list[str]) -> np.ndarray:
@@ -75,7 +75,7 @@ class BatchingEmbedder:
         encoder: Encoder | None = None,
         max_batch: int = 1024,
         cache_size: int = 200_000,
-        store: "EmbeddingStore | None" = None,
+        store: EmbeddingStore | None = None,
     ):
         self.encoder = encoder or USEEncoder()
         self.store = store
@@ -96,7 +96,7 @@ class BatchingEmbedder:
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embeddings of ``texts`` as an (n, d) array of L2-normalised rows."""
-        self._bind_to_running_loop()
+        loop = self._bind_to_running_loop()
         vectors: dict[str, np.ndarray] = {}
         pending: dict[str, asyncio.Future] = {}
         if self.store is not None:
@@ -110,25 +110,27 @@ class BatchingEmbedder:
             elif text in self._waiting:
                 pending[text] = self._waiting[text]
             else:
-                future = self._loop.create_future()
+                future = loop.create_future()
                 self._waiting[text] = pending[text] = future
                 self._queue.append(text)
         if self._queue and (self._worker is None or self._worker.done()):
-            self._worker = self._loop.create_task(self._encode_queued())
+            self._worker = loop.create_task(self._encode_queued())
         if pending:
             # Shielded: the futures are shared with other callers, and one caller being
             # cancelled (a timeout) must not cancel everyone else's embedding.
-            for text, vector in zip(pending, await asyncio.gather(*(asyncio.shield(f) for f in pending.values()))):
+            for text, vector in zip(pending, await asyncio.gather(*(asyncio.shield(f) for f in pending.values())), strict=True):
                 vectors[text] = vector
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         return np.stack([vectors[t] for t in texts])
 
-    def _bind_to_running_loop(self) -> None:
+    def _bind_to_running_loop(self) -> asyncio.AbstractEventLoop:
+        """The running event loop; a new one (a second evaluate() call) drops the futures
+        of the old one."""
         loop = asyncio.get_running_loop()
         if loop is not self._loop:
-            # A new event loop (a second evaluate() call): old futures belong to the old one.
             self._loop, self._waiting, self._queue, self._worker = loop, {}, [], None
+        return loop
 
     async def _encode_queued(self) -> None:
         # Yield once so that every sample that is ready to ask joins this batch.
@@ -149,7 +151,7 @@ class BatchingEmbedder:
             self.seconds += time.perf_counter() - started
             self.batches += 1
             self.texts_encoded += len(batch)
-            encoded = dict(zip(batch, vectors))
+            encoded = dict(zip(batch, vectors, strict=True))
             self._remember(encoded)
             if self.store is not None:
                 self.store.put_many(encoded)

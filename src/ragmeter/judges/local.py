@@ -50,8 +50,8 @@ from typing import Any
 import numpy as np
 
 from ragmeter.judges.base import ContextTooLong, FieldValue, JudgeError, LLMJudge, Verdict, check_evidence_sentences
-from ragmeter.judges.prompts import PromptBook, VerdictPrompt
 from ragmeter.judges.metering import Usage, record
+from ragmeter.judges.prompts import PromptBook, VerdictPrompt
 
 PACKAGED_MODEL = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 PACKAGED_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
@@ -137,7 +137,9 @@ def check_local_judge(gguf: str | Path | None = None) -> None:
 @lru_cache(maxsize=1)
 def packaged_calibration() -> dict[str, Any]:
     """The packaged model's P(yes) calibrations: ``{"task/lang": {"slope", "intercept", ...}}``."""
-    data = json.loads(resources.files("ragmeter").joinpath("resources", "local_judge_calibration.json").read_text(encoding="utf-8"))
+    data = json.loads(
+        resources.files("ragmeter").joinpath("resources").joinpath("local_judge_calibration.json").read_text(encoding="utf-8")
+    )
     if data.get("sha256") != PACKAGED_SHA256:
         raise JudgeError("local_judge_calibration.json was fitted for another model file")
     return data["calibrations"]
@@ -193,14 +195,14 @@ class LocalJudge(LLMJudge):
         self._calibrations = packaged_calibration() if calibrated and self._path is None else {}
         # llama.cpp contexts are not thread-safe: every model call runs on this one thread.
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragmeter-local-judge")
-        self._llm = None
-        self._vocab = None
+        self._llm: Any = None
+        self._vocab: Any = None
         self._load_lock = threading.Lock()
         self._segments: list[tuple[int, ...]] = []  # what the model's memory holds now
         self._states: OrderedDict[tuple, bytes] = OrderedDict()
         self._state_bytes = 0
         self._answer_ids: dict[tuple[str, ...], list[list[int]]] = {}
-        self._formatter = None
+        self._formatter: Any = None
         self._head_tokens: dict[str, tuple[int, ...]] = {}
 
     # ---- model -----------------------------------------------------------------------
@@ -213,7 +215,7 @@ class LocalJudge(LLMJudge):
                 except ImportError:
                     raise JudgeError(
                         "llama-cpp-python is not installed: pip install 'ragmeter[local]' "
-                        "(build it portable with CMAKE_ARGS=\"-DGGML_NATIVE=OFF\")"
+                        '(build it portable with CMAKE_ARGS="-DGGML_NATIVE=OFF")'
                     ) from None
                 path = self._path or packaged_model_path()
                 if not path.exists():
@@ -266,7 +268,9 @@ class LocalJudge(LLMJudge):
                 jinja = Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos, add_generation_prompt=True)
                 self._formatter = lambda m: jinja(messages=m).prompt
             else:
-                self._formatter = lambda m: "".join(f"<|im_start|>{x['role']}\n{x['content']}<|im_end|>\n" for x in m) + "<|im_start|>assistant\n"
+                self._formatter = lambda m: (
+                    "".join(f"<|im_start|>{x['role']}\n{x['content']}<|im_end|>\n" for x in m) + "<|im_start|>assistant\n"
+                )
         return self._formatter(messages)
 
     def _segments_of(self, prompt: VerdictPrompt, item_text: str) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
@@ -441,7 +445,7 @@ class LocalJudge(LLMJudge):
                 seconds=time.perf_counter() - started,
             )
         )
-        return {option: float(p) for option, p in zip(options, probabilities)}
+        return {option: float(p) for option, p in zip(options, probabilities, strict=True)}
 
     async def scale(self, task: str, shared: Mapping[str, FieldValue], options: Sequence[str], lang: str) -> dict[str, float]:
         return await self._run_metered(self._scale_sync, task, shared, options, lang)

@@ -44,7 +44,7 @@ class Usage:
     seconds: float = 0.0
     cost_usd: float | None = 0.0
 
-    def add(self, other: "Usage") -> None:
+    def add(self, other: Usage) -> None:
         """Add ``other`` into this usage (an unknown cost makes the total unknown)."""
         for f in fields(self):
             mine, theirs = getattr(self, f.name), getattr(other, f.name)
@@ -59,7 +59,7 @@ class Usage:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Usage":
+    def from_dict(cls, data: dict[str, Any]) -> Usage:
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
 
@@ -145,7 +145,5 @@ def _parse_prices(data: Any, source: str) -> dict[str, Price]:
         try:
             prices[model] = Price(float(entry["input_per_million"]), float(entry["output_per_million"]))
         except (KeyError, TypeError, ValueError):
-            raise ValueError(
-                f"{source}: model '{model}' needs numeric input_per_million and output_per_million"
-            ) from None
+            raise ValueError(f"{source}: model '{model}' needs numeric input_per_million and output_per_million") from None
     return prices

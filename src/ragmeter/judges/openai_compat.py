@@ -40,8 +40,8 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from ragmeter.judges.base import ContextTooLong, FieldValue, JudgeError, LLMJudge, Verdict, check_evidence_sentences
-from ragmeter.judges.prompts import BATCH_VERDICTS_SCHEMA, PromptBook, VerdictPrompt
 from ragmeter.judges.metering import PriceTable, Usage, record
+from ragmeter.judges.prompts import BATCH_VERDICTS_SCHEMA, PromptBook, VerdictPrompt
 
 log = logging.getLogger("ragmeter.judges.openai")
 
@@ -258,7 +258,7 @@ class OpenAIJudge(LLMJudge):
             for result in results:
                 if isinstance(result, BaseException):
                     raise result
-            return list(results)
+            return [result for result in results if isinstance(result, Verdict)]
         found = await self._batch_verdicts(book, task, shared, list(items))
         missing = [i for i in range(len(items)) if i not in found]
         if missing:
@@ -446,7 +446,9 @@ class OpenAIJudge(LLMJudge):
                         ) from None
                     retries += 1
                     delay = self._delay(retries, failure.retry_after)
-                    log.warning("judge request failed (%s); retry %d of %d in %.1f s", failure.description, retries, self.max_retries, delay)
+                    log.warning(
+                        "judge request failed (%s); retry %d of %d in %.1f s", failure.description, retries, self.max_retries, delay
+                    )
                     await _sleep(delay)
                     continue
                 self._fill_usage(usage, response, estimate)

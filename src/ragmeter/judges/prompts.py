@@ -48,7 +48,7 @@ BATCH_VERDICTS_SCHEMA: dict[str, Any] = {
 _MARKER = re.compile(r"<\|")  # chat-template special tokens: <|im_start|>, <|endoftext|>...
 
 
-def fence(tag: str, value: FieldValue) -> str:
+def fence(tag: str, value: str | Sequence[str]) -> str:
     """``value`` inside ``<tag>`` ... ``</tag>``; a list becomes numbered ``<context>`` tags."""
     if isinstance(value, str):
         return f"<{tag}>\n{_neutralise(value)}\n</{tag}>"
@@ -125,7 +125,12 @@ class PromptBook:
         missing = [f for f in spec["shared"] if f not in shared]
         if missing:
             raise KeyError(f"prompt needs field(s) {', '.join(missing)}")
-        return "".join(fence(f, shared[f]) + "\n" for f in spec["shared"] if shared[f] is not None)
+        fenced = []
+        for name in spec["shared"]:
+            value = shared[name]
+            if value is not None:
+                fenced.append(fence(name, value) + "\n")
+        return "".join(fenced)
 
     def verdict(self, task: str, shared: Mapping[str, FieldValue]) -> VerdictPrompt:
         """The single-item verdict prompt of ``task`` for these shared fields."""
@@ -166,8 +171,7 @@ class PromptBook:
         """A prompt whose answer is one of a few options (a rubric score)."""
         spec = self.task(task)
         examples = tuple(
-            (self._shared(spec, example["shared"]) + spec["ask"].strip() + "\n", example["answer"])
-            for example in spec.get("examples", [])
+            (self._shared(spec, example["shared"]) + spec["ask"].strip() + "\n", example["answer"]) for example in spec.get("examples", [])
         )
         return VerdictPrompt(self._system(spec), examples, self._shared(spec, shared), spec["ask"].strip() + "\n")
 
@@ -189,5 +193,5 @@ class PromptBook:
 
 @lru_cache(maxsize=len(LANGUAGES))
 def _load(lang: str) -> dict[str, Any]:
-    text = resources.files("ragmeter.judges").joinpath("prompts", f"{lang}.yaml").read_text(encoding="utf-8")
+    text = resources.files("ragmeter.judges").joinpath("prompts").joinpath(f"{lang}.yaml").read_text(encoding="utf-8")
     return yaml.safe_load(text)

@@ -40,7 +40,7 @@ async def ask(llm: LLMJudge, task: str, shared: Mapping[str, FieldValue], items:
 
 def best_of(results: Sequence[Sequence[Verdict]]) -> list[Verdict]:
     """Item by item, the verdict with the highest ``p_yes`` across several judgements."""
-    return [max(column, key=lambda v: v.p_yes) for column in zip(*results)]
+    return [max(column, key=lambda v: v.p_yes) for column in zip(*results, strict=True)]
 
 
 async def premise_verdicts(
@@ -76,7 +76,7 @@ async def premise_verdicts(
 
             verdicts = best_of(await asyncio.gather(*(one_chunk(c) for c in chunks)))
             strategy = "windows" if windows_used else "per_chunk"
-    by_item = dict(zip(unique, verdicts))
+    by_item = dict(zip(unique, verdicts, strict=True))
     return [by_item[item] for item in items], strategy
 
 

@@ -71,7 +71,7 @@ class Score:
             raise ValueError(f"a Score value must be a finite number, got {self.value!r}")
 
     @classmethod
-    def unscored(cls, reason: str, details: dict[str, Any] | None = None, *, failed: bool = False) -> "Score":
+    def unscored(cls, reason: str, details: dict[str, Any] | None = None, *, failed: bool = False) -> Score:
         """A score with no value, and the reason."""
         return cls(value=None, reason=reason, details=details or {}, failed=failed)
 
@@ -85,7 +85,7 @@ class Score:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Score":
+    def from_dict(cls, data: dict[str, Any]) -> Score:
         return cls(
             value=data.get("value"),
             explanation=data.get("explanation") or "",
@@ -147,7 +147,7 @@ class Metric(ABC):
         ]
 
     @abstractmethod
-    async def score(self, sample: Sample, judges: "Judges") -> Score:
+    async def score(self, sample: Sample, judges: Judges) -> Score:
         """Score one sample. ``judges`` holds the embedder and LLM judge, when needed."""
 
     def info(self) -> dict[str, Any]:

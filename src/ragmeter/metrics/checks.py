@@ -15,10 +15,9 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from ragmeter.metrics.base import Metric, Score
-
-from ragmeter.metrics.registry import register
 from ragmeter.data.schema import Sample
+from ragmeter.metrics.base import Metric, Score
+from ragmeter.metrics.registry import register
 
 # [1], [1, 3], [^2], [doc-id#2], 【1】, ［1］ : a bracket holding ids without spaces. Not an
 # index (array[0]: a Latin letter or digit right before) and not a Markdown link ([text](url)).
@@ -45,9 +44,7 @@ def mentions(text: str, identifier: str) -> bool:
 def belongs_to(context_id: str, doc_id: str) -> bool:
     """True when ``context_id`` is the document ``doc_id`` or one of its chunks
     (``doc_id`` followed by one of ``# : / @ |``)."""
-    return context_id == doc_id or (
-        context_id.startswith(doc_id) and context_id[len(doc_id)] in _CHUNK_SEPARATORS
-    )
+    return context_id == doc_id or (context_id.startswith(doc_id) and context_id[len(doc_id)] in _CHUNK_SEPARATORS)
 
 
 def _expected_docs(sample: Sample) -> list[str] | Score:
@@ -250,9 +247,10 @@ class TotalTokens(_Measurement):
             else:
                 prompt = _non_negative_number(tokens.get("prompt", 0), "metadata.tokens.prompt")
                 completion = _non_negative_number(tokens.get("completion", 0), "metadata.tokens.completion")
-                for part in (prompt, completion):
-                    if isinstance(part, Score):
-                        return part
+                if isinstance(prompt, Score):
+                    return prompt
+                if isinstance(completion, Score):
+                    return completion
                 total, parts = prompt + completion, {"prompt": prompt, "completion": completion}
         else:
             total, parts = _non_negative_number(tokens, "metadata.tokens"), {}

@@ -99,7 +99,7 @@ def string_list(reply: Any, key: str, task: str) -> list[str]:
     return out
 
 
-async def claims_of(text: str, question: str | None, judges: "Judges", lang: str, mode: str = "sentences") -> list[str]:
+async def claims_of(text: str, question: str | None, judges: Judges, lang: str, mode: str = "sentences") -> list[str]:
     """The claims of ``text`` to verify.
 
     Args:
@@ -118,5 +118,5 @@ async def claims_of(text: str, question: str | None, judges: "Judges", lang: str
         return []
     if mode == "sentences":
         return sentence_claims(text)
-    reply = await judges.llm.generate("statements", {"question": question or None, "answer": text}, STATEMENTS_SCHEMA, lang)
+    reply = await judges.require_llm().generate("statements", {"question": question or None, "answer": text}, STATEMENTS_SCHEMA, lang)
     return string_list(reply, "statements", "statements")

@@ -45,7 +45,7 @@ def _judged_chunks(sample: Sample) -> tuple[list[str], list[int]]:
 
 def _per_chunk(retrieved: list[str], asked: list[int], verdicts: list[Verdict], threshold: float, yes: str) -> list[dict]:
     """Details per retrieved context, blank ones included (never asked, decided no)."""
-    by_position = dict(zip(asked, verdicts))
+    by_position = dict(zip(asked, verdicts, strict=True))
     out = []
     for i, text in enumerate(retrieved):
         verdict = by_position.get(i)
@@ -79,7 +79,7 @@ class _UsefulPrecision(LLMMetric):
         if not asked:
             return Score.unscored("nothing was retrieved, so precision is undefined")
         verdicts, strategy = await item_verdicts(
-            judges.llm, "useful", {"question": sample.user_input, "answer": answer}, [retrieved[i] for i in asked], lang
+            judges.require_llm(), "useful", {"question": sample.user_input, "answer": answer}, [retrieved[i] for i in asked], lang
         )
         contexts = _per_chunk(retrieved, asked, verdicts, self.threshold, "useful")
         useful = [c["useful"] for c in contexts]
@@ -143,6 +143,7 @@ class ContextRecall(ClaimCheckingMetric):
     name = "context_recall"
     family = "retrieval"
     required = ("user_input", "retrieved_contexts", "reference")
+
     async def judge(self, sample: Sample, judges, lang: str) -> Score:
         claims = await self.claims_in(sample.reference or "", "reference", sample.user_input, judges, lang)
         if isinstance(claims, Score):
@@ -188,7 +189,10 @@ class ContextRelevance(LLMMetric):
         if not asked:
             return Score.unscored("nothing was retrieved, so relevance is undefined")
         judged_chunks = await asyncio.gather(
-            *(premise_verdicts(judges.llm, "relevant", retrieved[i], [sample.user_input], lang, field="context") for i in asked)
+            *(
+                premise_verdicts(judges.require_llm(), "relevant", retrieved[i], [sample.user_input or ""], lang, field="context")
+                for i in asked
+            )
         )
         verdicts = [chunk_verdicts[0] for chunk_verdicts, _ in judged_chunks]
         strategy = "windows" if any(s == "windows" for _, s in judged_chunks) else "per_chunk"
@@ -244,7 +248,7 @@ class ContextEntityRecall(LLMMetric):
     async def judge(self, sample: Sample, judges, lang: str) -> Score:
         if blank(sample.reference):
             return Score.unscored("reference is empty")
-        reply = await judges.llm.generate("entities", {"text": sample.reference}, ENTITIES_SCHEMA, lang)
+        reply = await judges.require_llm().generate("entities", {"text": sample.reference}, ENTITIES_SCHEMA, lang)
         # Entities that differ only in case or width are one entity.
         unique: dict[str, str] = {}
         for entity in string_list(reply, "entities", "entities"):
@@ -253,7 +257,7 @@ class ContextEntityRecall(LLMMetric):
         if not entities:
             return Score.unscored("the judge found no entities in the reference", {"entities": []})
         contexts = chunks_of(sample)
-        found = []
+        found: list[dict[str, Any]] = []
         for entity in entities:
             ok, score, rank = entity_found(entity, contexts)
             found.append({"entity": entity, "found": ok, "match": round(score, 1), "context_rank": rank if ok else None})
@@ -283,6 +287,7 @@ class ContextUtilization(ClaimCheckingMetric):
     name = "context_utilization"
     family = "groundedness"
     required = ("user_input", "retrieved_contexts", "response", "reference")
+
     async def judge(self, sample: Sample, judges, lang: str) -> Score:
         if blank(sample.response):
             return Score.unscored("response is empty")
@@ -298,7 +303,9 @@ class ContextUtilization(ClaimCheckingMetric):
         details = {
             "claims": [
                 {"claim": c, "p_in_contexts": round(a.p_yes, 4), "in_contexts": x, "p_in_response": round(b.p_yes, 4), "in_response": y}
-                for c, a, b, x, y in zip(claims, in_context.verdicts, in_response.verdicts, in_context.decisions, in_response.decisions)
+                for c, a, b, x, y in zip(
+                    claims, in_context.verdicts, in_response.verdicts, in_context.decisions, in_response.decisions, strict=True
+                )
             ],
             "strategy": in_context.strategy,
             "threshold": self.threshold,
@@ -309,7 +316,7 @@ class ContextUtilization(ClaimCheckingMetric):
                 f"none of the {len(claims)} reference claims is in the retrieved contexts: there was nothing useful to utilise",
                 details,
             )
-        n = sum(x and y for x, y in zip(in_context.decisions, in_response.decisions))
+        n = sum(x and y for x, y in zip(in_context.decisions, in_response.decisions, strict=True))
         return Score(
             n / available,
             f"the response uses {n} of the {available} reference claims found in the retrieved contexts",

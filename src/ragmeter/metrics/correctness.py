@@ -32,11 +32,10 @@ from typing import Any
 
 import numpy as np
 
+from ragmeter.data.schema import Sample
 from ragmeter.metrics.base import Score
-
 from ragmeter.metrics.llm import ClaimCheck, ClaimCheckingMetric, blank, clip
 from ragmeter.metrics.registry import register
-from ragmeter.data.schema import Sample
 
 MODES = ("precision", "recall", "f1")
 COUNTINGS = ("expected", "decided")
@@ -114,10 +113,12 @@ class _ClaimAgreement(ClaimCheckingMetric):
             if isinstance(found, Score):
                 return found
             claims.append(found)
-        checks = await asyncio.gather(*(self.check_claims(c, premise, judges, lang) for c, (_, _, premise, _) in zip(claims, sides)))
+        checks = await asyncio.gather(
+            *(self.check_claims(c, premise, judges, lang) for c, (_, _, premise, _) in zip(claims, sides, strict=True))
+        )
         out: dict[str, Any] = {}
         details: dict[str, Any] = {"threshold": self.threshold}
-        for (what, _, _, yes), check in zip(sides, checks):
+        for (what, _, _, yes), check in zip(sides, checks, strict=True):
             details[f"{what}_claims"] = check.details(yes=yes)
             share = _share(check, self.counting)
             if what == "response":
@@ -156,7 +157,9 @@ class AnswerCorrectness(_ClaimAgreement):
             or not all(isinstance(w, (int, float)) and not isinstance(w, bool) and math.isfinite(w) and w >= 0 for w in weights)
             or not math.isclose(sum(weights), 1.0, abs_tol=1e-9)
         ):
-            raise ValueError(f"{self.name}: weights must be two non-negative numbers summing to 1 (F-beta, similarity), got {self.weights!r}")
+            raise ValueError(
+                f"{self.name}: weights must be two non-negative numbers summing to 1 (F-beta, similarity), got {self.weights!r}"
+            )
         object.__setattr__(self, "weights", tuple(float(w) for w in weights))
 
     async def judge(self, sample: Sample, judges, lang: str) -> Score:

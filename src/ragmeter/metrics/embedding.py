@@ -16,11 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ragmeter.metrics.base import Metric, Needs, Score
-
-from ragmeter.metrics.registry import register
 from ragmeter.data.schema import Sample
 from ragmeter.data.text import split_sentences
+from ragmeter.metrics.base import Metric, Needs, Score
+from ragmeter.metrics.registry import register
 
 
 def best_match(queries: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -35,8 +34,7 @@ async def _sentence_coverage(judges, covered: list[str], covering: list[str]) ->
     vectors = await judges.embedder.embed(covered + covering)
     best, index = best_match(vectors[: len(covered)], vectors[len(covered) :])
     matches = [
-        {"sentence": s, "best_match": covering[i], "similarity": round(float(b), 4)}
-        for s, b, i in zip(covered, best, index)
+        {"sentence": s, "best_match": covering[i], "similarity": round(float(b), 4)} for s, b, i in zip(covered, best, index, strict=True)
     ]
     return float(best.mean()), matches
 

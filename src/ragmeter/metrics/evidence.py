@@ -32,9 +32,7 @@ SCREENED = Verdict(
 )
 
 
-async def supported(
-    judges: "Judges", premise: str | Sequence[str], statements: Sequence[str], lang: str
-) -> tuple[list[Verdict], str]:
+async def supported(judges: Judges, premise: str | Sequence[str], statements: Sequence[str], lang: str) -> tuple[list[Verdict], str]:
     """Can each statement be inferred from the premise (a text or a list of chunks)?
     See :func:`premise_verdicts` for what happens when the premise is too long.
 
@@ -52,29 +50,30 @@ async def supported(
     if isinstance(premise, str):
         premise = " ".join(s for s in split_sentences(premise) if not judge_instruction(s))
     asked = list(dict.fromkeys(s for s in statements if s not in screened))
-    evidence = await closest_evidence(judges, premise, asked, judges.llm.evidence_sentences) if asked else None
+    evidence = await closest_evidence(judges, premise, asked, judges.require_llm().evidence_sentences) if asked else None
     if evidence is None:
-        verdicts, strategy = await premise_verdicts(judges.llm, "supported", premise, asked, lang)
+        verdicts, strategy = await premise_verdicts(judges.require_llm(), "supported", premise, asked, lang)
     else:
         groups: dict[tuple[str, ...], list[str]] = {}
-        for statement, focused in zip(asked, evidence):
+        for statement, focused in zip(asked, evidence, strict=True):
             groups.setdefault(tuple(focused), []).append(statement)
         judged_groups = await asyncio.gather(
-            *(premise_verdicts(judges.llm, "supported", focused[0] if isinstance(premise, str) else list(focused), group, lang) for focused, group in groups.items())
+            *(
+                premise_verdicts(judges.require_llm(), "supported", focused[0] if isinstance(premise, str) else list(focused), group, lang)
+                for focused, group in groups.items()
+            )
         )
         by_group = {
             statement: dataclasses.replace(verdict, evidence=" … ".join(focused))
-            for (focused, group), (verdicts, _) in zip(groups.items(), judged_groups)
-            for statement, verdict in zip(group, verdicts)
+            for (focused, group), (verdicts, _) in zip(groups.items(), judged_groups, strict=True)
+            for statement, verdict in zip(group, verdicts, strict=True)
         }
         verdicts, strategy = [by_group[s] for s in asked], "closest"
-    by_statement = dict(zip(asked, verdicts))
+    by_statement = dict(zip(asked, verdicts, strict=True))
     return [by_statement.get(s, SCREENED) for s in statements], strategy
 
 
-async def closest_evidence(
-    judges: "Judges", premise: str | Sequence[str], statements: Sequence[str], k: int
-) -> list[list[str]] | None:
+async def closest_evidence(judges: Judges, premise: str | Sequence[str], statements: Sequence[str], k: int) -> list[list[str]] | None:
     """For each statement, the k sentences of the premise most similar to it (cosine of
     the embedder's vectors), in the premise's order and joined chunk by chunk: one text
     per chunk that has a chosen sentence. ``None`` when ``k`` is 0 or the premise has no

@@ -29,6 +29,7 @@ class Faithfulness(ClaimCheckingMetric):
     name = "faithfulness"
     family = "groundedness"
     required = ("user_input", "response", "retrieved_contexts")
+
     async def judge(self, sample: Sample, judges, lang: str) -> Score:
         contexts = chunks_of(sample)
         if not contexts and not blank(sample.response):

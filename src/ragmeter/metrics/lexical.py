@@ -18,11 +18,10 @@ from rapidfuzz.distance import LCSseq, Levenshtein
 from sacrebleu.metrics import BLEU as SacreBLEU
 from sacrebleu.metrics import CHRF as SacreCHRF
 
-from ragmeter.metrics.base import Metric, Score
-
-from ragmeter.metrics.registry import register
 from ragmeter.data.schema import Sample
 from ragmeter.data.text import HAN, detect_language, normalize, tokenize
+from ragmeter.metrics.base import Metric, Score
+from ragmeter.metrics.registry import register
 
 _ARTICLES = frozenset({"a", "an", "the"})
 _PUNCTUATION = re.compile(r"[^\w\s]", re.UNICODE)

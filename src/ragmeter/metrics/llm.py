@@ -43,10 +43,12 @@ def decide(verdicts: Sequence[Verdict], threshold: float = 0.5) -> list[bool]:
     return [v.p_yes >= threshold for v in verdicts]
 
 
-def judged(texts: Sequence[str], verdicts: Sequence[Verdict], threshold: float, key: str = "claim", yes: str = "supported") -> list[dict[str, Any]]:
+def judged(
+    texts: Sequence[str], verdicts: Sequence[Verdict], threshold: float, key: str = "claim", yes: str = "supported"
+) -> list[dict[str, Any]]:
     """Per-item details: the text, ``p_yes`` (4 decimals), the decision, the judge's reason."""
     out = []
-    for text, verdict in zip(texts, verdicts):
+    for text, verdict in zip(texts, verdicts, strict=True):
         entry: dict[str, Any] = {key: text, "p_yes": round(verdict.p_yes, 4), yes: verdict.p_yes >= threshold}
         if verdict.reason:
             entry["reason"] = verdict.reason
@@ -77,7 +79,7 @@ class LLMMetric(Metric):
 
     needs = Needs.LLM
 
-    async def score(self, sample: Sample, judges: "Judges") -> Score:
+    async def score(self, sample: Sample, judges: Judges) -> Score:
         if judges.llm is None:
             return Score.unscored("no LLM judge is configured", failed=True)
         try:
@@ -85,7 +87,7 @@ class LLMMetric(Metric):
         except JudgeError as exc:
             return Score.unscored(f"judge failed: {exc}", failed=True)
 
-    async def judge(self, sample: Sample, judges: "Judges", lang: str) -> Score:
+    async def judge(self, sample: Sample, judges: Judges, lang: str) -> Score:
         raise NotImplementedError
 
 
@@ -113,7 +115,7 @@ class ClaimCheck:
 
     def unsupported(self) -> list[str]:
         """The claims decided no, in order."""
-        return [c for c, ok in zip(self.claims, self.decisions) if not ok]
+        return [c for c, ok in zip(self.claims, self.decisions, strict=True) if not ok]
 
     def details(self, yes: str = "supported") -> list[dict[str, Any]]:
         """Per-claim details (see :func:`judged`)."""
@@ -137,7 +139,7 @@ class ClaimCheckingMetric(LLMMetric):
         check_threshold(self.name, self.threshold)
         check_claims_mode(self.name, self.claims)
 
-    async def claims_in(self, text: str, what: str, question: str | None, judges: "Judges", lang: str) -> list[str] | Score:
+    async def claims_in(self, text: str, what: str, question: str | None, judges: Judges, lang: str) -> list[str] | Score:
         """The claims of ``text`` (the ``what``: "response", "reference"), or the unscored
         score saying why there are none."""
         if blank(text):
@@ -147,7 +149,7 @@ class ClaimCheckingMetric(LLMMetric):
             return Score.unscored(f"the {what} has no claims to check (claims mode '{self.claims}')")
         return claims
 
-    async def check_claims(self, claims: Sequence[str], premise: str | Sequence[str], judges: "Judges", lang: str) -> ClaimCheck:
+    async def check_claims(self, claims: Sequence[str], premise: str | Sequence[str], judges: Judges, lang: str) -> ClaimCheck:
         """Check each claim against ``premise`` (a text, or retrieved chunks) and decide it."""
         verdicts, strategy = await supported(judges, premise, claims, lang)
         return ClaimCheck(list(claims), verdicts, decide(verdicts, self.threshold), strategy, self.threshold)

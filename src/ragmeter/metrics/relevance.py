@@ -7,13 +7,12 @@ from typing import Any
 
 import numpy as np
 
-from ragmeter.metrics.base import Score
-
-from ragmeter.metrics.registry import register
+from ragmeter.data.schema import Sample
 from ragmeter.judges.base import MalformedOutput
+from ragmeter.metrics.base import Score
 from ragmeter.metrics.claims import string_list
 from ragmeter.metrics.llm import LLMMetric, blank
-from ragmeter.data.schema import Sample
+from ragmeter.metrics.registry import register
 
 #: Questions the judge writes from the response (RAGAS calls this "strictness").
 N_QUESTIONS = 3
@@ -61,7 +60,7 @@ class AnswerRelevancy(LLMMetric):
             return Score.unscored("question is empty")
         if blank(sample.response):
             return Score.unscored("response is empty")
-        reply = await judges.llm.generate("questions", {"response": sample.response}, QUESTIONS_SCHEMA, lang)
+        reply = await judges.require_llm().generate("questions", {"response": sample.response}, QUESTIONS_SCHEMA, lang)
         questions = string_list(reply, "questions", "questions")
         noncommittal = _flag(reply, "noncommittal")
         details: dict[str, Any] = {"questions": questions[:N_QUESTIONS], "noncommittal": noncommittal}
@@ -83,8 +82,7 @@ class AnswerRelevancy(LLMMetric):
         if noncommittal:
             return Score(
                 0.0,
-                f"the judge finds the response noncommittal (evasive, vague or a refusal); "
-                f"question similarity would be {mean:.2f}",
+                f"the judge finds the response noncommittal (evasive, vague or a refusal); question similarity would be {mean:.2f}",
                 details=details,
             )
         best = int(similarities.argmax())

@@ -9,14 +9,15 @@ With ``@k`` (``ndcg@5``) only the first ``k`` retrieved ids count.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from rapidfuzz.distance import Levenshtein
 
+from ragmeter.data.schema import Sample
+from ragmeter.data.text import normalize
 from ragmeter.metrics import ranking
 from ragmeter.metrics.base import Metric, Score
 from ragmeter.metrics.registry import register
-from ragmeter.data.schema import Sample
-from ragmeter.data.text import normalize
 
 _IDS = ("retrieved_context_ids", "reference_context_ids")
 
@@ -26,15 +27,14 @@ def _judged_ids(sample: Sample, k: int | None) -> tuple[list[bool], int, dict] |
     relevant = list(dict.fromkeys(sample.reference_context_ids or []))
     if not relevant:
         return Score.unscored(
-            "reference_context_ids is empty: with no relevant context there is nothing to retrieve "
-            "(typical of an unanswerable question)"
+            "reference_context_ids is empty: with no relevant context there is nothing to retrieve (typical of an unanswerable question)"
         )
     retrieved_all = sample.retrieved_context_ids or []
     retrieved = list(dict.fromkeys(retrieved_all))
     ranked = retrieved if k is None else retrieved[:k]
     relevant_set = set(relevant)
     relevance = [r in relevant_set for r in ranked]
-    details = {
+    details: dict[str, Any] = {
         "retrieved": ranked,
         "relevant": relevant,
         "relevant_retrieved": [r for r in ranked if r in relevant_set],

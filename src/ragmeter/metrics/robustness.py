@@ -7,14 +7,13 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from ragmeter.metrics.base import Score
-
-from ragmeter.metrics.registry import register
-from ragmeter.metrics.checks import refusal_phrase
+from ragmeter.data.schema import Sample
 from ragmeter.judges.windowing import ask, premise_verdicts
+from ragmeter.metrics.base import Score
+from ragmeter.metrics.checks import refusal_phrase
 from ragmeter.metrics.evidence import supported
 from ragmeter.metrics.llm import ClaimCheckingMetric, LLMMetric, blank, check_threshold, chunks_of, clip, decide
-from ragmeter.data.schema import Sample
+from ragmeter.metrics.registry import register
 
 NOISE_MODES = ("relevant", "irrelevant")
 
@@ -60,15 +59,17 @@ class NoiseSensitivity(ClaimCheckingMetric):
         contexts = chunks_of(sample)
         items = list(dict.fromkeys(reference_claims + response_claims))
         (correct_verdicts, _), *per_chunk = await asyncio.gather(
-            supported(judges, sample.reference, response_claims, lang),
+            supported(judges, sample.reference or "", response_claims, lang),
             *(supported(judges, chunk, items, lang) for chunk in contexts),
         )
         correct = decide(correct_verdicts, self.threshold)
-        chunk_details, relevant_sources, irrelevant_sources = [], [set() for _ in response_claims], [set() for _ in response_claims]
+        chunk_details: list[dict[str, Any]] = []
+        relevant_sources: list[set[int]] = [set() for _ in response_claims]
+        irrelevant_sources: list[set[int]] = [set() for _ in response_claims]
         strategies = set()
         for rank, (verdicts, strategy) in enumerate(per_chunk, start=1):
             strategies.add(strategy)
-            by_item = {item: v.p_yes >= self.threshold for item, v in zip(items, verdicts)}
+            by_item = {item: v.p_yes >= self.threshold for item, v in zip(items, verdicts, strict=True)}
             relevant = any(by_item[c] for c in reference_claims)
             chunk_details.append(
                 {"rank": rank, "relevant": relevant, "reference_claims_supported": sum(by_item[c] for c in reference_claims)}
@@ -140,7 +141,7 @@ class NegativeRejection(LLMMetric):
         contexts = chunks_of(sample)
         details: dict[str, Any] = {"threshold": self.threshold}
         if contexts:
-            (answerable,), strategy = await premise_verdicts(judges.llm, "answerable", contexts, [sample.user_input], lang)
+            (answerable,), strategy = await premise_verdicts(judges.require_llm(), "answerable", contexts, [sample.user_input or ""], lang)
             details.update(p_answerable=round(answerable.p_yes, 4), strategy=strategy)
             if answerable.p_yes >= self.threshold:
                 return Score.unscored(
@@ -149,9 +150,9 @@ class NegativeRejection(LLMMetric):
                 )
         else:
             details["p_answerable"] = None
-        (refusal,) = await ask(judges.llm, "refusal", {"question": sample.user_input}, [sample.response], lang)
+        (refusal,) = await ask(judges.require_llm(), "refusal", {"question": sample.user_input}, [sample.response or ""], lang)
         declined = refusal.p_yes >= self.threshold
-        details.update(p_declines=round(refusal.p_yes, 4), declines=declined, refusal_phrase=refusal_phrase(sample.response))
+        details.update(p_declines=round(refusal.p_yes, 4), declines=declined, refusal_phrase=refusal_phrase(sample.response or ""))
         if refusal.reason:
             details["reason"] = refusal.reason
         where = "nothing was retrieved" if not contexts else f"the contexts do not contain the answer (p={details['p_answerable']:.2f})"

@@ -6,13 +6,12 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from ragmeter.metrics.base import Score
-
-from ragmeter.metrics.registry import register
+from ragmeter.data.schema import Sample
 from ragmeter.judges.base import MalformedOutput
 from ragmeter.judges.windowing import ask
+from ragmeter.metrics.base import Score
 from ragmeter.metrics.llm import LLMMetric, blank, check_threshold, chunks_of
-from ragmeter.data.schema import Sample
+from ragmeter.metrics.registry import register
 
 #: Aspects that need no definition: name -> criterion, per prompt language. Each is
 #: phrased so that "yes" is the good outcome.
@@ -76,9 +75,7 @@ class AspectCritic(LLMMetric):
         if not isinstance(self.definition, str):
             raise ValueError(f"{self.name}: definition must be text, got {type(self.definition).__name__}")
         if not self.definition.strip() and self.aspect not in ASPECTS:
-            raise ValueError(
-                f"{self.name}: aspect '{self.aspect}' needs a definition (built-in aspects: {', '.join(ASPECTS)})"
-            )
+            raise ValueError(f"{self.name}: aspect '{self.aspect}' needs a definition (built-in aspects: {', '.join(ASPECTS)})")
 
     @property
     def id(self) -> str:
@@ -96,7 +93,7 @@ class AspectCritic(LLMMetric):
         contexts = chunks_of(sample) or None
         criterion = self.criterion(lang)
         (verdict,) = await ask(
-            judges.llm,
+            judges.require_llm(),
             "criterion",
             {"question": sample.user_input or None, "contexts": contexts, "response": sample.response},
             [criterion],
@@ -181,15 +178,20 @@ class RubricScore(LLMMetric):
             return Score.unscored("response is empty")
         reference = None if blank(sample.reference) else sample.reference
         rubric = self.rubric_for(lang)
-        reply = await judges.llm.scale(
+        reply = await judges.require_llm().scale(
             "rubric",
-            {"rubric": "\n".join(f"{grade}: {text}" for grade, text in rubric.items()), "question": sample.user_input or None, "reference": reference, "response": sample.response},
+            {
+                "rubric": "\n".join(f"{grade}: {text}" for grade, text in rubric.items()),
+                "question": sample.user_input or None,
+                "reference": reference,
+                "response": sample.response,
+            },
             list(GRADES),
             lang,
         )
         distribution = distribution_of(reply)
         expected = sum(int(g) * p for g, p in distribution.items())
-        likely = max(distribution, key=distribution.get)
+        likely = max(distribution, key=lambda grade: distribution[grade])
         details = {
             "distribution": {g: round(p, 4) for g, p in distribution.items()},
             "expected_grade": round(expected, 4),

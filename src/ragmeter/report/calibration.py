@@ -33,9 +33,7 @@ def summary_rows(document: dict[str, Any]) -> list[tuple[str, str]]:
     level = f"{round(100 * document['confidence'])}%"
     mean = document["mean"]
     ppi, classical, ratio = mean["ppi"], mean["classical"], mean["variance_ratio"]
-    rows = [
-        (AGREEMENT_NAMES[name], format_estimate(entry, "undefined (a constant side)")) for name, entry in document["agreement"].items()
-    ]
+    rows = [(AGREEMENT_NAMES[name], format_estimate(entry, "undefined (a constant side)")) for name, entry in document["agreement"].items()]
     rows += [
         (f"mean by PPI ({level} CI)", f"{format_number(ppi['estimate'])} {format_interval(ppi['ci_low'], ppi['ci_high'])}"),
         (

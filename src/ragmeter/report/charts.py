@@ -88,9 +88,9 @@ def radar_chart(families: Mapping[str, Mapping[str, Any]]) -> str:
         x, y = point(angle, radius)
         body.append(f'<line x1="{_f(cx)}" y1="{_f(cy)}" x2="{_f(x)}" y2="{_f(y)}" stroke="{GRID}" stroke-width="1"/>')
     values = [_clamp01(families[name].get("mean")) for name in names]
-    shape = " ".join(f"{_f(x)},{_f(y)}" for x, y in (point(a, radius * v) for a, v in zip(angles, values)))
+    shape = " ".join(f"{_f(x)},{_f(y)}" for x, y in (point(a, radius * v) for a, v in zip(angles, values, strict=True)))
     body.append(f'<polygon points="{shape}" fill="{ACCENT_FILL}" stroke="{ACCENT}" stroke-width="2" stroke-linejoin="round"/>')
-    for name, angle, value in zip(names, angles, values):
+    for name, angle, value in zip(names, angles, values, strict=True):
         x, y = point(angle, radius * value)
         tip = f"{name}: {format_number(families[name].get('mean'))}"
         body.append(f'<circle cx="{_f(x)}" cy="{_f(y)}" r="4" fill="{ACCENT}"><title>{_e(tip)}</title></circle>')
@@ -104,9 +104,7 @@ def radar_chart(families: Mapping[str, Mapping[str, Any]]) -> str:
             f'<tspan font-weight="600">{_e(name)}</tspan>'
             f'<tspan x="{_f(lx)}" dy="14" fill="{MUTED}">{_e(format_number(families[name].get("mean")))}</tspan></text>'
         )
-    label = "Mean score per metric family: " + ", ".join(
-        f"{name} {format_number(families[name].get('mean'))}" for name in names
-    )
+    label = "Mean score per metric family: " + ", ".join(f"{name} {format_number(families[name].get('mean'))}" for name in names)
     return _svg(width, height, label, body, "chart radar")
 
 
@@ -211,7 +209,7 @@ def histogram(
         body.append(f'<line x1="{left}" y1="{_f(y)}" x2="{right}" y2="{_f(y)}" stroke="{GRID}" stroke-width="0.5"/>')
     body.append(f'<text x="{left - 4}" y="{top + 4}" text-anchor="end" font-size="9" fill="{MUTED}">{peak}</text>')
     body.append(f'<text x="{left - 4}" y="{bottom}" text-anchor="end" font-size="9" fill="{MUTED}">0</text>')
-    for (a, b), count in zip(edges, counts):
+    for (a, b), count in zip(edges, counts, strict=True):
         x0, x1 = x_of(a), x_of(b)
         h = (bottom - top) * count / peak
         if integers:

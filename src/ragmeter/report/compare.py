@@ -76,10 +76,17 @@ def _excluded(document: dict[str, Any]) -> list[str]:
     excluded = [m for m in document["metrics"] if m["excluded"]["count"]]
     if not excluded:
         return []
-    lines = ["## Pairs left out because a side is unscored", "", "| metric | unscored in A | unscored in B | in both | keys |", "|---|---:|---:|---:|---|"]
+    lines = [
+        "## Pairs left out because a side is unscored",
+        "",
+        "| metric | unscored in A | unscored in B | in both | keys |",
+        "|---|---:|---:|---:|---|",
+    ]
     for m in excluded:
         e = m["excluded"]
-        keys = ", ".join(f"`{md_text(k, 60)}`" for k in e["keys"][:10]) + (f" and {len(e['keys']) - 10} more" if len(e["keys"]) > 10 else "")
+        keys = ", ".join(f"`{md_text(k, 60)}`" for k in e["keys"][:10]) + (
+            f" and {len(e['keys']) - 10} more" if len(e["keys"]) > 10 else ""
+        )
         lines.append(f"| `{md_text(m['metric'])}` | {e['unscored_in_a']} | {e['unscored_in_b']} | {e['unscored_in_both']} | {keys} |")
     return [*lines, ""]
 
@@ -116,7 +123,9 @@ def _matching_markdown(match: dict[str, Any], limit: int = 50) -> list[str]:
         rows = match[f"duplicates_{side}"]
         if rows:
             lines += [f"## Duplicates in {side.upper()}, left out ({sum(len(r['keys']) for r in rows)} samples)", ""]
-            lines += [f"- {r['by']} {md_text(r['value'], 100)}: {', '.join(f'`{md_text(k, 60)}`' for k in r['keys'])}" for r in rows[:limit]]
+            lines += [
+                f"- {r['by']} {md_text(r['value'], 100)}: {', '.join(f'`{md_text(k, 60)}`' for k in r['keys'])}" for r in rows[:limit]
+            ]
             if len(rows) > limit:
                 lines.append(f"- … and {len(rows) - limit} more (see {COMPARE_JSON})")
             lines.append("")
@@ -126,7 +135,10 @@ def _matching_markdown(match: dict[str, Any], limit: int = 50) -> list[str]:
 def render_html(document: dict[str, Any]) -> str:
     """The comparison as one self-contained HTML page (no script, no external resource;
     every value from the data is escaped by Jinja2's autoescaping)."""
-    rows = [{**m, "forest": _forest(m), "ci": _ci(m), "diff": format_signed(m["mean_diff"], m["unit"]), "significant": m["verdict"] in _WINNERS} for m in document["metrics"]]
+    rows = [
+        {**m, "forest": _forest(m), "ci": _ci(m), "diff": format_signed(m["mean_diff"], m["unit"]), "significant": m["verdict"] in _WINNERS}
+        for m in document["metrics"]
+    ]
     counts = document["verdicts"]
     view = {
         "label_a": document["a"]["label"],
@@ -136,8 +148,18 @@ def render_html(document: dict[str, Any]) -> str:
         "metrics_only_in_a": document["metrics_only_in_a"],
         "metrics_only_in_b": document["metrics_only_in_b"],
     }
-    return environment().get_template("compare.html.j2").render(
-        c=view, match=document["matching"], rows=rows, settings=document["settings"], counts=counts, fmt_p=format_p, signed=format_signed
+    return (
+        environment()
+        .get_template("compare.html.j2")
+        .render(
+            c=view,
+            match=document["matching"],
+            rows=rows,
+            settings=document["settings"],
+            counts=counts,
+            fmt_p=format_p,
+            signed=format_signed,
+        )
     )
 
 

@@ -245,9 +245,7 @@ def _sample_view(
         }
         for rank, text in enumerate(sample.retrieved_contexts or [], start=1)
     ]
-    rows = [
-        {"metric": m, **_score_view(sample_result.scores[m["id"]], m.get("unit"))} for m in metrics if m["id"] in sample_result.scores
-    ]
+    rows = [{"metric": m, **_score_view(sample_result.scores[m["id"]], m.get("unit"))} for m in metrics if m["id"] in sample_result.scores]
     rows += [
         {"metric": {"id": metric_id, "family": "other"}, **_score_view(score, None)}
         for metric_id, score in sample_result.scores.items()
@@ -269,7 +267,7 @@ def _sample_view(
         "location": sample_result.location,
         "sample": sample,
         "pattern": pattern,
-        "pattern_title": pattern_titles.get(pattern, pattern or ""),
+        "pattern_title": pattern_titles.get(pattern or "", pattern or ""),
         "pattern_class": "good" if pattern in _GOOD_PATTERNS else "neutral" if pattern in (None, "inconclusive") else "bad",
         "levels": levels,
         "signal_cells": signal_cells,

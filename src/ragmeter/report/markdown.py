@@ -41,7 +41,7 @@ def _diagnosis_section(diagnosis: dict[str, Any], result: Result) -> list[str]:
     lines = ["## Diagnosis", ""]
     signals = diagnosis["signals"]
     if not signals:
-        return lines + ["No retrieval, correctness or groundedness metric was run, so there is no diagnosis.", ""]
+        return [*lines, "No retrieval, correctness or groundedness metric was run, so there is no diagnosis.", ""]
     used = ", ".join(f"{s}: `{v['metric']}` (low < {v['low_below']}, high ≥ {v['high_from']})" for s, v in signals.items())
     lines += [f"Signals: {used}.", ""]
     questions = {r.key: r.sample.user_input or "" for r in result.samples}
@@ -70,7 +70,10 @@ def _scores_section(summary: dict[str, Any]) -> list[str]:
         if not metrics:
             continue
         lines += [f"### {description}", ""]
-        lines += ["| metric | mean | 95% CI | median | std | p95 | scored | unscored | failed |", "|---|---:|---|---:|---:|---:|---:|---:|---:|"]
+        lines += [
+            "| metric | mean | 95% CI | median | std | p95 | scored | unscored | failed |",
+            "|---|---:|---|---:|---:|---:|---:|---:|---:|",
+        ]
         for metric in metrics:
             a, unit = metric["aggregate"], metric["unit"]
             interval = f"[{format_number(a['ci_low'], unit)}, {format_number(a['ci_high'], unit)}]" if a["ci_low"] is not None else "–"
@@ -106,4 +109,4 @@ def _issues_section(issues: dict[str, Any]) -> list[str]:
     for issue in issues["listed"]:
         field = f", field `{md_text(issue['field'])}`" if issue["field"] else ""
         lines.append(f"- {md_text(issue['source'])}, {issue['location']}{field}: {md_text(issue['message'], 300)}")
-    return lines + [""]
+    return [*lines, ""]

@@ -30,8 +30,8 @@ def family_scores(result: Result) -> dict[str, dict[str, Any]]:
             for m in result.metrics
             if m["family"] == family and m["unit"] is None and m["higher_is_better"] and result.aggregates[m["id"]]["mean"] is not None
         ]
-        if members:
-            means = [result.aggregates[m]["mean"] for m in members]
+        means = [mean for m in members if (mean := result.aggregates[m]["mean"]) is not None]
+        if means:
             families[family] = {"description": description, "mean": sum(means) / len(means), "metrics": members}
     return families
 

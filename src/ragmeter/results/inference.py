@@ -182,8 +182,8 @@ def paired_permutation_pvalue(
     block = max(1, MAX_DRAWS_PER_BLOCK // n)
     for start in range(0, n_permutations, block):
         size = min(block, n_permutations - start)
-        bits = np.unpackbits(rng.integers(0, 256, size=(size, width), dtype=np.uint8), axis=1)[:, :n]
-        sums = 2.0 * (bits @ d) - total
+        flips = np.unpackbits(rng.integers(0, 256, size=(size, width), dtype=np.uint8), axis=1)[:, :n]
+        sums = 2.0 * (flips @ d) - total
         hits += int(np.count_nonzero(np.abs(sums) >= threshold))
     return (hits + 1) / (n_permutations + 1)
 

@@ -45,7 +45,7 @@ class SampleResult:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "SampleResult":
+    def from_dict(cls, data: dict[str, Any]) -> SampleResult:
         return cls(
             key=data["key"],
             sample=Sample.model_validate(data["sample"]),

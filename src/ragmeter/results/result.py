@@ -15,10 +15,9 @@ from typing import Any, TypedDict
 from ragmeter.data import InputIssue
 from ragmeter.data.files import write_json, write_json_lines
 from ragmeter.judges.metering import Usage
-from ragmeter.metrics.base import Score
 from ragmeter.results.records import SampleResult
 from ragmeter.results.rundir import read_run, write_run
-from ragmeter.results.stats import describe
+from ragmeter.results.stats import Description, describe
 
 #: Distinct unscored reasons kept per metric in the aggregates.
 MAX_REASONS = 10
@@ -32,7 +31,7 @@ class UnscoredReason(TypedDict):
     failed: bool
 
 
-class Aggregate(TypedDict):
+class Aggregate(Description):
     """A metric's aggregate over a run (``Result.aggregates[metric_id]``).
 
     ``mean`` ... ``p95`` and the 95% bootstrap interval of the mean (``ci_low``,
@@ -40,14 +39,6 @@ class Aggregate(TypedDict):
     ``usage`` holds ``total`` (a :class:`Usage` as a dict) and ``per_sample`` means.
     """
 
-    mean: float | None
-    median: float | None
-    std: float | None
-    min: float | None
-    max: float | None
-    p95: float | None
-    ci_low: float | None
-    ci_high: float | None
     n_scored: int
     n_unscored: int
     n_failed: int
@@ -88,7 +79,8 @@ class Result:
 
     def values(self, metric_id: str) -> list[float]:
         """Scored values of one metric, in sample order (unscored samples left out)."""
-        return [s.scores[metric_id].value for s in self.samples if metric_id in s.scores and s.scores[metric_id].value is not None]
+        found = (s.scores.get(metric_id) for s in self.samples)
+        return [score.value for score in found if score is not None and score.value is not None]
 
     @cached_property
     def aggregates(self) -> dict[str, Aggregate]:
@@ -106,8 +98,7 @@ class Result:
                 "n_unscored": len(unscored),
                 "n_failed": sum(1 for s in unscored if s.failed),
                 "unscored_reasons": [
-                    {"reason": reason, "count": count, "failed": failed}
-                    for (reason, failed), count in reasons.most_common(MAX_REASONS)
+                    {"reason": reason, "count": count, "failed": failed} for (reason, failed), count in reasons.most_common(MAX_REASONS)
                 ],
                 "usage": self._usage_of(metric_id),
             }
@@ -168,7 +159,7 @@ class Result:
         write_run(directory, self.samples, self.run, self.metrics, self.issues)
 
     @classmethod
-    def load(cls, directory: str | Path) -> "Result":
+    def load(cls, directory: str | Path) -> Result:
         """Read a run directory written by ``ragmeter eval``.
 
         Raises:

@@ -15,8 +15,8 @@ before ``run.json`` existed is read from its ``summary.json``.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any, TypeVar
 
 from ragmeter.data import InputIssue

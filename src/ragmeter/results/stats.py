@@ -7,16 +7,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 #: Most index draws held in memory at once by the bootstrap (about 40 MB of int64).
 MAX_DRAWS_PER_BLOCK = 5_000_000
 
 
 def bootstrap_ci(
-    values: Sequence[float],
+    values: ArrayLike,
     confidence: float = 0.95,
     n_resamples: int = 2000,
     seed: int = 0,
@@ -47,12 +48,25 @@ def bootstrap_ci(
     return float(low), float(high)
 
 
-def describe(values: Sequence[float], confidence: float = 0.95) -> dict[str, float | int | None]:
+class Description(TypedDict):
+    """Descriptive statistics of a sample of values (``None`` each, without values)."""
+
+    mean: float | None
+    median: float | None
+    std: float | None
+    min: float | None
+    max: float | None
+    p95: float | None
+    ci_low: float | None
+    ci_high: float | None
+
+
+def describe(values: ArrayLike, confidence: float = 0.95) -> Description:
     """Mean, median, standard deviation (n - 1), min, max, 95th percentile and the bootstrap
     interval of the mean. Fields are ``None`` when there are no values."""
     data = np.asarray(values, dtype=float)
     if len(data) == 0:
-        return {k: None for k in ("mean", "median", "std", "min", "max", "p95", "ci_low", "ci_high")}
+        return Description(mean=None, median=None, std=None, min=None, max=None, p95=None, ci_low=None, ci_high=None)
     interval = bootstrap_ci(data, confidence)
     return {
         "mean": float(data.mean()),
@@ -66,7 +80,7 @@ def describe(values: Sequence[float], confidence: float = 0.95) -> dict[str, flo
     }
 
 
-def balanced_accuracy(labels: Sequence[int], decisions: Sequence[int]) -> float:
+def balanced_accuracy(labels: ArrayLike, decisions: ArrayLike) -> float:
     """Mean of the true-positive rate and the true-negative rate (0.5 for chance).
 
     Raises:
@@ -79,7 +93,7 @@ def balanced_accuracy(labels: Sequence[int], decisions: Sequence[int]) -> float:
     return float(((d[positives] == 1).mean() + (d[negatives] == 0).mean()) / 2)
 
 
-def roc_auc(labels: Sequence[int], scores: Sequence[float]) -> float:
+def roc_auc(labels: ArrayLike, scores: ArrayLike) -> float:
     """Area under the ROC curve: the probability that a random positive scores higher than a
     random negative, ties counting half (the Mann-Whitney statistic).
 
@@ -96,27 +110,27 @@ def roc_auc(labels: Sequence[int], scores: Sequence[float]) -> float:
     return float((ranks[y == 1].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
 
-def pearson(x: Sequence[float], y: Sequence[float]) -> float:
+def pearson(x: ArrayLike, y: ArrayLike) -> float:
     """Pearson correlation; ``nan`` when either side is constant."""
     from scipy.stats import pearsonr
 
-    if np.std(x) == 0 or np.std(y) == 0:
+    if np.std(np.asarray(x, dtype=float)) == 0 or np.std(np.asarray(y, dtype=float)) == 0:
         return float("nan")
     return float(pearsonr(x, y).statistic)
 
 
-def spearman(x: Sequence[float], y: Sequence[float]) -> float:
+def spearman(x: ArrayLike, y: ArrayLike) -> float:
     """Spearman rank correlation; ``nan`` when either side is constant."""
     from scipy.stats import spearmanr
 
-    if np.std(x) == 0 or np.std(y) == 0:
+    if np.std(np.asarray(x, dtype=float)) == 0 or np.std(np.asarray(y, dtype=float)) == 0:
         return float("nan")
     return float(spearmanr(x, y).statistic)
 
 
 def bootstrap_statistic(
     statistic,
-    *columns: Sequence[float],
+    *columns: ArrayLike,
     groups: Sequence[object] | None = None,
     confidence: float = 0.95,
     n_resamples: int = 1000,
@@ -169,11 +183,11 @@ def bootstrap_statistic(
     }
 
 
-def kendall(x: Sequence[float], y: Sequence[float]) -> float:
+def kendall(x: ArrayLike, y: ArrayLike) -> float:
     """Kendall's tau-b; ``nan`` when either side is constant."""
     from scipy.stats import kendalltau
 
-    if np.std(x) == 0 or np.std(y) == 0:
+    if np.std(np.asarray(x, dtype=float)) == 0 or np.std(np.asarray(y, dtype=float)) == 0:
         return float("nan")
     return float(kendalltau(x, y).statistic)
 
@@ -185,7 +199,7 @@ def confusion_matrix(a: Sequence[Any], b: Sequence[Any]) -> tuple[list[Any], np.
     categories = sorted(set(a) | set(b))
     index = {c: i for i, c in enumerate(categories)}
     matrix = np.zeros((len(categories), len(categories)), dtype=int)
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=True):
         matrix[index[x], index[y]] += 1
     return categories, matrix
 
@@ -205,7 +219,7 @@ def cohens_kappa(a: Sequence[Any], b: Sequence[Any]) -> float:
     return float((observed - expected) / (1 - expected))
 
 
-def accuracy(a: Sequence[Any], b: Sequence[Any]) -> float:
+def accuracy(a: ArrayLike, b: ArrayLike) -> float:
     """Share of items both raters put in the same category."""
     x, y = np.asarray(a), np.asarray(b)
     if x.shape != y.shape or x.size == 0:

@@ -22,13 +22,13 @@ from typing import Any
 
 from ragmeter import __version__
 from ragmeter.data import Dataset, InputError, InputIssue, LoadedSample, as_dataset
-from ragmeter.run.journal import Journal, make_record
 from ragmeter.judges import Judges, LLMJudge
 from ragmeter.judges.config import JudgeConfig
 from ragmeter.judges.metering import Usage, metered
 from ragmeter.metrics.base import FAMILIES, Metric, Needs, Score
 from ragmeter.metrics.registry import create_metric, metric_classes
 from ragmeter.results import Result, SampleResult
+from ragmeter.run.journal import Journal, make_record
 from ragmeter.run.sync import run_sync
 
 DEFAULT_CONCURRENCY = 32
@@ -183,7 +183,7 @@ class Evaluator:
         finally:
             if journal:
                 journal.close()
-            if owns_llm:
+            if owns_llm and self.judges.llm is not None:
                 await self.judges.llm.aclose()
                 self.judges.llm = None
         if journal:
@@ -238,9 +238,7 @@ class Evaluator:
                     results[index].seconds[metric.id] = seconds
                     results[index].usage[metric.id] = usage
                     if journal:
-                        journal.append(
-                            make_record(loaded.key, fingerprints[index], metric.id, metric.config_hash(), score, seconds, usage)
-                        )
+                        journal.append(make_record(loaded.key, fingerprints[index], metric.id, metric.config_hash(), score, seconds, usage))
                     advance()
 
             await asyncio.gather(*(worker() for _ in range(min(self.concurrency, max(1, len(work))))))
@@ -274,7 +272,7 @@ class _progress:
 
     def __init__(self, enabled: bool, total: int):
         self.enabled, self.total = enabled and total > 0, total
-        self._bar = None
+        self._bar: Any = None
 
     def __enter__(self):
         if not self.enabled:
@@ -338,7 +336,5 @@ def evaluate(
     chosen = list(metrics) if metrics is not None else applicable_metrics(dataset)
     if not chosen:
         raise ValueError("no metric applies: no sample has the fields any model-free metric requires")
-    evaluator = Evaluator(
-        chosen, judges=judges, concurrency=concurrency, out_dir=out_dir, resume=resume, progress=progress, strict=strict
-    )
+    evaluator = Evaluator(chosen, judges=judges, concurrency=concurrency, out_dir=out_dir, resume=resume, progress=progress, strict=strict)
     return evaluator.run(dataset)

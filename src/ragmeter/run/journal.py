@@ -19,9 +19,7 @@ from ragmeter.metrics.base import Score
 JOURNAL_FILE = "journal.jsonl"
 
 
-def make_record(
-    key: str, fingerprint: str, metric_id: str, config: str, score: Score, seconds: float, usage: Usage
-) -> dict[str, Any]:
+def make_record(key: str, fingerprint: str, metric_id: str, config: str, score: Score, seconds: float, usage: Usage) -> dict[str, Any]:
     """A journal record: which sample (key and content hash), which metric (id and settings
     hash), the score, the seconds it took and the model usage it caused."""
     return {

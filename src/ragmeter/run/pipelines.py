@@ -154,7 +154,9 @@ class ConfiguredPipeline:
         return f"ConfiguredPipeline({self.name})"
 
 
-def pipeline_from_config(build: Callable[[dict[str, Any]], Pipeline], config: Mapping[str, Any], name: str | None = None) -> ConfiguredPipeline:
+def pipeline_from_config(
+    build: Callable[[dict[str, Any]], Pipeline], config: Mapping[str, Any], name: str | None = None
+) -> ConfiguredPipeline:
     """The pipeline ``build(config)`` returns, remembering ``config``; see :class:`ConfiguredPipeline`."""
     return ConfiguredPipeline(build, config, name)
 
@@ -162,7 +164,7 @@ def pipeline_from_config(build: Callable[[dict[str, Any]], Pipeline], config: Ma
 def _is_async(pipeline: Any) -> bool:
     if isinstance(pipeline, ConfiguredPipeline):
         return pipeline.is_async
-    return inspect.iscoroutinefunction(pipeline) or inspect.iscoroutinefunction(getattr(pipeline, "__call__", None))
+    return inspect.iscoroutinefunction(pipeline) or inspect.iscoroutinefunction(getattr(pipeline, "__call__", None))  # noqa: B004  (the method, not callability)
 
 
 # ---- running one pipeline ------------------------------------------------------------------
