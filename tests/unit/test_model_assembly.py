@@ -92,5 +92,5 @@ def test_evidence_sentences_default_by_backend_can_be_set_and_pass_through_the_c
     assert endpoint.build(cached=False).evidence_sentences == 0, "endpoints read the whole premise"
     assert endpoint.updated(evidence_sentences=2).build(cached=False).evidence_sentences == 2
     for wrong in (-1, 1.5, True):
-        with pytest.raises(ValueError, match="evidence_sentences must be a whole number"):
-            JudgeConfig(evidence_sentences=wrong).build(cached=False)
+        with pytest.raises(ValueError, match="judge setting evidence_sentences: "):
+            JudgeConfig.validated({"evidence_sentences": wrong})

@@ -10,6 +10,7 @@ from typing import Any
 from ragmeter.bench.runner import TaskResult
 from ragmeter.data.files import write_json, write_text
 from ragmeter.report.formatting import format_estimate
+from ragmeter.report.markdown import md_text
 
 _STATISTIC_NAMES = {
     "balanced_accuracy": "balanced acc.",
@@ -67,6 +68,6 @@ def write(results: list[TaskResult], settings: dict[str, Any], out_dir: Path, na
         lines += ["", "Unscored units:", ""]
         for result in unscored:
             for reason, count in result.unscored_reasons.items():
-                lines.append(f"- {result.task.name}: {count} × {reason}")
+                lines.append(f"- {result.task.name}: {count} × {md_text(reason, 300)}")
     write_text(md_path, "\n".join(lines) + "\n")
     return json_path, md_path

@@ -15,6 +15,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from ragmeter.cli.console import USAGE_ERROR, console, fail, say
+from ragmeter.run.sync import INTERRUPTED
 
 app = typer.Typer(
     name="ragmeter",
@@ -25,7 +26,6 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-INTERRUPTED = 130
 _state = {"debug": bool(os.environ.get("RAGMETER_DEBUG"))}
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -16,6 +16,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ragmeter.data.secrets import redact
+
 USAGE_ERROR = 2
 
 #: Messages and progress (stderr): soft_wrap keeps a file name and line on one line.
@@ -28,8 +30,8 @@ _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u20
 
 def clean(value: Any) -> str:
     """``value`` as text with control characters (and bidirectional overrides) shown as
-    escapes, so that it cannot drive the terminal."""
-    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), str(value))
+    escapes, so that it cannot drive the terminal, and credentials masked."""
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), redact(str(value)))
 
 
 def styled(*parts: Any) -> Text:

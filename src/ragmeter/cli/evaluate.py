@@ -22,6 +22,8 @@ from ragmeter.results import Result
 from ragmeter.results.rundir import RESULTS_FILE, SUMMARY_FILE
 from ragmeter.run.engine import DEFAULT_CONCURRENCY, Evaluator, applicable_metrics, resolve_metrics
 from ragmeter.run.estimate import estimate_usage
+from ragmeter.run.outdir import OutputDirError, locked
+from ragmeter.run.sync import INTERRUPTED, run_sync
 
 
 @command("eval")
@@ -68,13 +70,33 @@ def eval_command(
         return
     evaluator = Evaluator(chosen, judges=judges, concurrency=concurrency, out_dir=out, resume=not fresh, progress=progress, strict=strict)
     judge_text = f"; judge {judges.llm.backend}: {judges.llm.model}" if judges.llm and any(m.needs == Needs.LLM for m in chosen) else ""
-    say(f"Evaluating {len(dataset)} samples with {len(evaluator.metrics)} metrics → {out}{judge_text}")
     try:
-        result = evaluator.run(dataset)
+        with locked(out):
+            say(f"Evaluating {len(dataset)} samples with {len(evaluator.metrics)} metrics → {out}{judge_text}")
+            result = _run(evaluator, dataset, judges)
+            _save_and_print(result, out)
+    except OutputDirError as exc:
+        raise fail(str(exc)) from None
+    except KeyboardInterrupt:
+        say(("interrupted", "yellow"), f": finished scores are journalled in {out}; run the same command again to resume.")
+        raise typer.Exit(INTERRUPTED) from None
+
+
+def _run(evaluator: Evaluator, dataset: Dataset, judges: Judges) -> Result:
+    """Evaluate, then release the judge (its model memory, its connections) whatever happens."""
+
+    async def run() -> Result:
+        try:
+            return await evaluator.arun(dataset)
+        finally:
+            if judges.llm is not None:
+                await judges.llm.aclose()
+
+    try:
+        return run_sync(run())
     except InputError as exc:
         print_issues(exc.issues, written=False)
         raise fail("samples lack fields the chosen metrics require (--strict)") from None
-    _save_and_print(result, out)
 
 
 def _load(data: list[Path], strict: bool) -> Dataset:

@@ -64,7 +64,6 @@ class JudgeOptions:
         )
         if not self.cache:
             settings = settings.updated(cache=False)
-        settings.validate()
         return run_config, settings
 
 

@@ -26,6 +26,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
+from ragmeter.data.secrets import mask_registered
+
 #: Characters JSON allows raw inside strings that some readers treat as line breaks.
 _LINE_BREAKERS = {"\u0085": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 
@@ -41,18 +43,21 @@ _FILE_MODE = _default_mode()
 
 def jsonable(value: Any) -> Any:
     """``value`` with every non-finite float (NaN, infinities) replaced by ``None``, tuples as
-    lists, and objects JSON does not know as their ``str``: what strict JSON can hold."""
+    lists, objects JSON does not know as their ``str`` (what strict JSON can hold), and the
+    run's registered secrets masked (:mod:`ragmeter.data.secrets`)."""
+    if isinstance(value, str):
+        return mask_registered(value)
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [jsonable(v) for v in value]
-    if value is None or isinstance(value, (str, int, bool)):
+    if value is None or isinstance(value, (int, bool)):
         return value
     if hasattr(value, "item") and callable(value.item):  # numpy scalars
         return jsonable(value.item())
-    return str(value)
+    return mask_registered(str(value))
 
 
 def json_text(value: Any, indent: int | None = 1) -> str:
@@ -99,7 +104,7 @@ def atomic_writer(path: str | Path) -> Iterator[IO[str]]:
 def write_text(path: str | Path, text: str) -> Path:
     """Write ``text`` to ``path`` atomically (see :func:`atomic_writer`); return the path."""
     with atomic_writer(path) as handle:
-        handle.write(text)
+        handle.write(mask_registered(text))
     return Path(path)
 
 

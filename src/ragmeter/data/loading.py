@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ragmeter.data.issues import InputError, InputIssue
-from ragmeter.data.readers import describe_value, rows_of
+from ragmeter.data.readers import MAX_DEPTH, TOO_DEEP, describe_value, rows_of
 from ragmeter.data.schema import Sample
 
 
@@ -90,6 +90,9 @@ def load_dataset(*sources: Any, strict: bool = False) -> Dataset:
 def _sample_or_issue(source: str, location: str, record: Any) -> Sample | InputIssue:
     if not isinstance(record, dict):
         return InputIssue(source, location, None, f"expected an object with sample fields, got {describe_value(record)}")
+    deep = too_deep(record)
+    if deep is not None:
+        return InputIssue(source, location, deep, TOO_DEEP)
     try:
         return Sample.from_record(record)
     except ValidationError as exc:
@@ -124,3 +127,18 @@ def as_dataset(data: Any, strict: bool = False) -> Dataset:
     if isinstance(data, (list, tuple)) and data and all(isinstance(d, (str, Path)) for d in data):
         return load_dataset(*data, strict=strict)
     return load_dataset(data, strict=strict)
+
+
+def too_deep(record: dict[str, Any], limit: int = MAX_DEPTH) -> str | None:
+    """The top-level field of ``record`` whose value nests lists and objects more than
+    ``limit`` levels deep, or ``None``. Iterative, so any depth is measured safely."""
+    for key, value in record.items():
+        stack = [(value, 1)]
+        while stack:
+            item, depth = stack.pop()
+            if isinstance(item, (dict, list, tuple)):
+                if depth > limit:
+                    return str(key)
+                children = item.values() if isinstance(item, dict) else item
+                stack.extend((child, depth + 1) for child in children)
+    return None

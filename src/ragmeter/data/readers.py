@@ -12,6 +12,7 @@ import ast
 import csv
 import io
 import json
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,9 @@ LIST_FIELDS = frozenset(
 TEXT_FIELDS = frozenset({"id", "sample_id", "user_input", "question", "response", "answer", "reference", "ground_truth"})
 
 SUPPORTED_SUFFIXES = (".jsonl", ".ndjson", ".json", ".csv", ".parquet")
+#: Most levels of nesting a sample's values may have (lists and objects inside each other).
+MAX_DEPTH = 32
+TOO_DEEP = f"nested too deeply: a sample's values may nest lists and objects at most {MAX_DEPTH} levels deep"
 
 
 def describe_value(value: Any) -> str:
@@ -94,22 +98,43 @@ def _decode_lines(data: bytes) -> tuple[list[str], dict[int, str]]:
     """Decode line by line so that invalid UTF-8 is pinned to its line."""
     lines: list[str] = []
     bad: dict[int, str] = {}
+    hint = None
     for number, raw in enumerate(data.splitlines(keepends=True), start=1):
         try:
             lines.append(raw.decode("utf-8"))
         except UnicodeDecodeError as exc:
-            bad[number] = f"invalid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})"
+            hint = hint if hint is not None else encoding_hint(data)
+            bad[number] = invalid_utf8(raw, exc, hint)
             lines.append(raw.decode("utf-8", errors="replace"))
     return lines, bad
 
 
+def encoding_hint(data: bytes) -> str:
+    """What to tell a user whose file is not UTF-8: the legacy encoding it decodes in, if a
+    common one fits, and how to convert it."""
+    for encoding, label in (("gb18030", "GBK/GB18030"), ("big5", "Big5"), ("shift_jis", "Shift-JIS"), ("cp1252", "Windows-1252")):
+        try:
+            data.decode(encoding)
+        except UnicodeDecodeError:
+            continue
+        return f"; the file may be in {label}: convert it to UTF-8, e.g. iconv -f {encoding.upper()} -t UTF-8 in > out"
+    return "; save the file as UTF-8"
+
+
+def invalid_utf8(raw: bytes, exc: UnicodeDecodeError, hint: str) -> str:
+    """The message for a line that is not UTF-8."""
+    return f"invalid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}){hint}"
+
+
 def _rows_of_jsonl(name: str, data: bytes) -> Rows:
+    hint = None
     for number, raw in enumerate(data.splitlines(), start=1):
         location = f"line {number}"
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            yield location, InputIssue(name, location, None, f"invalid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})")
+            hint = hint if hint is not None else encoding_hint(data)
+            yield location, InputIssue(name, location, None, invalid_utf8(raw, exc, hint))
             continue
         if not text.strip():
             continue
@@ -117,6 +142,8 @@ def _rows_of_jsonl(name: str, data: bytes) -> Rows:
             yield location, json.loads(text)
         except json.JSONDecodeError as exc:
             yield location, InputIssue(name, location, None, f"invalid JSON: {exc.msg} at column {exc.colno}")
+        except RecursionError:
+            yield location, InputIssue(name, location, None, TOO_DEEP)
 
 
 def _rows_of_json(name: str, text: str) -> Rows:
@@ -128,6 +155,8 @@ def _rows_of_json(name: str, text: str) -> Rows:
             value = json.loads(text)
         except json.JSONDecodeError as exc:
             raise InputError([InputIssue(name, f"line {exc.lineno}", None, f"invalid JSON: {exc.msg} at column {exc.colno}")]) from None
+        except RecursionError:
+            raise InputError([InputIssue(name, "file", None, TOO_DEEP)]) from None
         raise InputError([InputIssue(name, "line 1", None, f"expected a JSON list of samples, got {type(value).__name__}")])
     position = _skip_space(text, position + 1)
     if position < len(text) and text[position] == "]":
@@ -138,6 +167,8 @@ def _rows_of_json(name: str, text: str) -> Rows:
             item, position = decoder.raw_decode(text, position)
         except json.JSONDecodeError as exc:
             raise InputError([InputIssue(name, f"line {exc.lineno}", None, f"invalid JSON: {exc.msg} at column {exc.colno}")]) from None
+        except RecursionError:
+            raise InputError([InputIssue(name, f"line {line}", None, TOO_DEEP)]) from None
         yield f"line {line}", item
         position = _skip_space(text, position)
         if position < len(text) and text[position] == ",":
@@ -157,6 +188,8 @@ def _skip_space(text: str, position: int) -> int:
 
 
 def _rows_of_csv(name: str, lines: list[str], bad_lines: dict[int, str]) -> Rows:
+    # The csv module refuses cells over 128 KB by default; a retrieved document can be longer.
+    csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
     reader = csv.reader(io.StringIO("".join(lines), newline=""))
     try:
         header = next(reader)
@@ -184,8 +217,8 @@ def _rows_of_csv(name: str, lines: list[str], bad_lines: dict[int, str]) -> Rows
         for column, cell in zip(header, cells, strict=True):
             try:
                 record[column] = _csv_value(column, cell)
-            except ValueError as exc:
-                problem = InputIssue(name, location, column, str(exc))
+            except (ValueError, RecursionError, MemoryError) as exc:
+                problem = InputIssue(name, location, column, str(exc) if isinstance(exc, ValueError) else TOO_DEEP)
                 break
         yield location, problem or record
 

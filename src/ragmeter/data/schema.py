@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -24,6 +25,19 @@ LEGACY_FIELD_NAMES: dict[str, str] = {
 
 #: Fields whose values are identifiers: numbers are accepted and turned into strings.
 _ID_LIST_FIELDS = ("retrieved_context_ids", "reference_context_ids")
+
+
+def id_text(value: Any) -> Any:
+    """An identifier as text: numbers become their digits. A whole float (``1.0``, as pandas
+    makes an integer column that has a missing value) becomes ``"1"``; other values are left
+    for validation to accept (text) or reject."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float) and math.isfinite(value):
+        return str(int(value)) if value.is_integer() else repr(value)
+    return value
 
 
 class Sample(BaseModel):
@@ -58,15 +72,13 @@ class Sample(BaseModel):
     @field_validator("id", mode="before")
     @classmethod
     def _id_as_text(cls, value: Any) -> Any:
-        if isinstance(value, (int,)) and not isinstance(value, bool):
-            return str(value)
-        return value
+        return id_text(value)
 
     @field_validator(*_ID_LIST_FIELDS, mode="before")
     @classmethod
     def _ids_as_text(cls, value: Any) -> Any:
         if isinstance(value, list):
-            return [str(v) if isinstance(v, int) and not isinstance(v, bool) else v for v in value]
+            return [id_text(v) for v in value]
         return value
 
     @classmethod

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter.data.schema import Sample
+from ragmeter.data.secrets import redact
 from ragmeter.decide.labels import Labels, preference, read_labels
 from ragmeter.decide.matching import label_of, normalise_question, pair_items
 from ragmeter.judges.base import LLMJudge
@@ -190,7 +191,7 @@ async def judge_pair(judge: LLMJudge, pair: Pair, criterion: str = DEFAULT_CRITE
             _p_first(judge, pair.question, criterion, pair.response_b, pair.response_a, verdict.lang),
         )
     except Exception as exc:  # one pair must not end the run
-        verdict.error = f"{type(exc).__name__}: {exc}"
+        verdict.error = redact(f"{type(exc).__name__}: {exc}")
         return verdict
     to_side_ab = {"first": "a", "second": "b", None: None}
     to_side_ba = {"first": "b", "second": "a", None: None}

@@ -18,19 +18,20 @@ Environment variables (options and config files win over them):
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from ragmeter.judges.base import JudgeError, LLMJudge, check_evidence_sentences
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError
+
+from ragmeter.data.secrets import register, register_url
+from ragmeter.judges.base import JudgeError, LLMJudge
 from ragmeter.judges.cache import CACHE_FILE, CachingJudge, DiskCache, user_cache_dir
 from ragmeter.judges.metering import PriceTable
 
 BACKENDS = ("local", "openai")
 
 
-@dataclass(frozen=True)
-class JudgeConfig:
+class JudgeConfig(BaseModel):
     """Settings of the LLM judge.
 
     Attributes:
@@ -61,29 +62,38 @@ class JudgeConfig:
         prices: Price table file (JSON or YAML) overriding the packaged one.
     """
 
-    backend: str | None = None
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    backend: Literal["local", "openai"] | None = None
     base_url: str | None = None
     model: str | None = None
     api_key_env: str | None = None
-    concurrency: int = 8
-    requests_per_minute: int | None = None
-    timeout: float = 60.0
-    context_window: int | None = None
-    verdict_mode: str = "batch"
+    concurrency: StrictInt = Field(default=8, ge=1)
+    requests_per_minute: StrictInt | None = Field(default=None, ge=1)
+    timeout: float = Field(default=60.0, gt=0, allow_inf_nan=False)
+    context_window: StrictInt | None = Field(default=None, ge=256)
+    verdict_mode: Literal["batch", "single"] = "batch"
     gguf: str | None = None
-    threads: int | None = None
-    calibrated: bool = False
-    evidence_sentences: int | None = None
-    cache: bool = True
+    threads: StrictInt | None = Field(default=None, ge=1)
+    calibrated: StrictBool = False
+    evidence_sentences: StrictInt | None = Field(default=None, ge=0)
+    cache: StrictBool = True
     cache_dir: str | None = None
     prices: str | None = None
 
     @classmethod
     def from_env(cls) -> JudgeConfig:
-        """Settings from the ``RAGMETER_*`` environment variables."""
+        """Settings from the ``RAGMETER_*`` environment variables.
+
+        Raises:
+            ValueError: ``RAGMETER_JUDGE_BACKEND`` is neither ``local`` nor ``openai``.
+        """
         env = os.environ
+        backend = env.get("RAGMETER_JUDGE_BACKEND") or None
+        if backend is not None and backend not in BACKENDS:
+            raise ValueError(f"RAGMETER_JUDGE_BACKEND must be one of {', '.join(BACKENDS)}, got {backend!r}")
         return cls(
-            backend=env.get("RAGMETER_JUDGE_BACKEND") or None,
+            backend=backend,  # type: ignore[arg-type]  (checked above)
             base_url=env.get("RAGMETER_JUDGE_BASE_URL") or None,
             model=env.get("RAGMETER_JUDGE_MODEL") or None,
             gguf=env.get("RAGMETER_GGUF") or None,
@@ -91,36 +101,50 @@ class JudgeConfig:
         )
 
     @classmethod
-    def from_mapping(cls, data: dict[str, Any], source: str) -> JudgeConfig:
-        """Settings from a config file's ``judge:`` section (names as the attributes)."""
+    def from_mapping(cls, data: Any, source: str) -> JudgeConfig:
+        """Settings from a config file's ``judge:`` section (names as the attributes).
+
+        Raises:
+            ValueError: The section is not a mapping, names an unknown setting or an API key,
+                or a value has the wrong type or range; the message names the file and key.
+        """
+        if not isinstance(data, dict):
+            raise ValueError(f"{source}: judge: expected a mapping of settings (base_url: ..., model: ...), got {type(data).__name__}")
         if "api_key" in data:
             raise ValueError(
                 f"{source}: judge.api_key is not accepted: keys do not belong in files. Put the key in an "
                 "environment variable and name it with judge.api_key_env"
             )
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
+        known = set(cls.model_fields)
+        unknown = sorted(str(k) for k in set(data) - known)
         if unknown:
             raise ValueError(f"{source}: unknown judge setting(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
-        return cls(**data)
+        return cls.validated(data, f"{source}: judge.")
+
+    @classmethod
+    def validated(cls, data: dict[str, Any], where: str = "judge setting ") -> JudgeConfig:
+        """Settings from ``data``, checked; errors name the setting after ``where``.
+
+        Raises:
+            ValueError: A value has the wrong type or range.
+        """
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise ValueError(validation_message(exc, where)) from None
 
     def updated(self, **settings: Any) -> JudgeConfig:
-        """A copy with the given settings; ``None`` values leave a setting as it is."""
-        return replace(self, **{k: v for k, v in settings.items() if v is not None})
+        """A copy with the given settings, checked; ``None`` values leave a setting as it is.
+
+        Raises:
+            ValueError: A value has the wrong type or range.
+        """
+        return self.validated({**self.model_dump(), **{k: v for k, v in settings.items() if v is not None}})
 
     @property
     def chosen_backend(self) -> str:
         """The backend these settings select (see ``backend``)."""
         return self.backend or ("openai" if self.base_url else "local")
-
-    def validate(self) -> None:
-        """Raise ``ValueError`` naming the first setting that cannot work."""
-        if self.chosen_backend not in BACKENDS:
-            raise ValueError(f"unknown judge backend '{self.chosen_backend}'; use one of {', '.join(BACKENDS)}")
-        if self.verdict_mode not in ("batch", "single"):
-            raise ValueError(f"unknown verdict mode '{self.verdict_mode}'; use batch or single")
-        if self.evidence_sentences is not None:
-            check_evidence_sentences(self.evidence_sentences)
 
     def api_key(self) -> str | None:
         if self.api_key_env:
@@ -143,9 +167,8 @@ class JudgeConfig:
 
         Raises:
             JudgeError: The local judge is not installed, or an endpoint lacks a model name.
-            ValueError: A setting cannot work (see :meth:`validate`).
         """
-        self.validate()
+        register_url(self.base_url)
         if self.chosen_backend == "openai":
             if not self.base_url or not self.model:
                 raise JudgeError("an OpenAI-compatible judge needs both a base URL and a model name (--judge-base-url, --judge-model)")
@@ -154,7 +177,7 @@ class JudgeConfig:
             judge: LLMJudge = OpenAIJudge(
                 base_url=self.base_url,
                 model=self.model,
-                api_key=self.api_key(),
+                api_key=register_key(self.api_key()),
                 concurrency=self.concurrency,
                 requests_per_minute=self.requests_per_minute,
                 timeout=self.timeout,
@@ -173,3 +196,18 @@ class JudgeConfig:
             )  # fmt: skip
         cache = cache or (self.open_cache() if cached else None)
         return CachingJudge(judge, cache) if cache is not None else judge
+
+
+def register_key(key: str | None) -> str | None:
+    """Remember ``key`` as a secret to mask wherever text is stored or printed; return it."""
+    register(key)
+    return key
+
+
+def validation_message(exc: ValidationError, where: str) -> str:
+    """The first problem of a pydantic error as one line: ``<where><field>: <what> (got ...)``."""
+    error = exc.errors()[0]
+    field = ".".join(str(part) for part in error["loc"])
+    got = f" (got {error['input']!r})" if "input" in error and not isinstance(error["input"], dict) else ""
+    more = len(exc.errors()) - 1
+    return f"{where}{field}: {error['msg']}{got}" + (f"; and {more} more problem(s)" if more else "")

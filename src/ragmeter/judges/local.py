@@ -501,12 +501,12 @@ class LocalJudge(LLMJudge):
         return await self._run(context.run, function, *args)
 
     async def aclose(self) -> None:
-        def close() -> None:
-            if self._llm is not None:
-                self._llm.close()
-                self._llm = None
-            self._states.clear()
-            self._segments = []
-
-        await self._run(close)
-        self._executor.shutdown(wait=True)
+        """Free the model: calls not yet started are dropped (an interrupted run stops within
+        the model call under way), that call is waited for, then the memory is released."""
+        self._executor.shutdown(wait=False, cancel_futures=True)
+        await asyncio.to_thread(self._executor.shutdown, True)
+        if self._llm is not None:
+            self._llm.close()
+            self._llm = None
+        self._states.clear()
+        self._segments = []

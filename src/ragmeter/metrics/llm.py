@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ragmeter.data.schema import Sample
+from ragmeter.data.secrets import redact
 from ragmeter.judges.base import JudgeError, Verdict
 from ragmeter.metrics.base import Metric, Needs, Score
 from ragmeter.metrics.claims import CLAIM_MODES, claims_of, language_of
@@ -85,7 +86,7 @@ class LLMMetric(Metric):
         try:
             return await self.judge(sample, judges, language_of(sample))
         except JudgeError as exc:
-            return Score.unscored(f"judge failed: {exc}", failed=True)
+            return Score.unscored(redact(f"judge failed: {exc}"), failed=True)
 
     async def judge(self, sample: Sample, judges: Judges, lang: str) -> Score:
         raise NotImplementedError

@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 from ragmeter.data.files import write_json, write_text
 from ragmeter.report.formatting import format_estimate, format_interval, format_number
-from ragmeter.report.markdown import md_text
+from ragmeter.report.markdown import md_code, md_text
 
 JSON_FILE = "calibration.json"
 MARKDOWN_FILE = "calibration.md"
@@ -54,9 +54,9 @@ def render_markdown(document: dict[str, Any]) -> str:
     """The calibration as Markdown."""
     d, missing = document, document["missing"]
     lines = [
-        f"# Calibration of `{md_text(d['metric'])}` with human labels",
+        f"# Calibration of {md_code(d['metric'])} with human labels",
         "",
-        f"Run: `{md_text(d['run_dir'])}`; labels: `{md_text(d['labels_file'])}`.",
+        f"Run: {md_code(d['run_dir'])}; labels: {md_code(d['labels_file'])}.",
         f"{d['n_samples']} samples, {d['n_scored']} scored; {d['n_labels']} labels, {d['n_used']} used "
         f"({'0/1 labels' if d['binary_labels'] else 'scores in [0, 1]'}).",
         "",

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 from ragmeter.data.files import write_json, write_text
 from ragmeter.report.formatting import format_interval, format_number, format_p, format_signed
 from ragmeter.report.html import environment
-from ragmeter.report.markdown import md_text
+from ragmeter.report.markdown import md_code, md_text
 
 COMPARE_MD = "compare.md"
 COMPARE_JSON = "compare.json"
@@ -35,8 +35,8 @@ def render_markdown(document: dict[str, Any]) -> str:
     lines = [
         "# ragmeter comparison",
         "",
-        f"**A**: `{md_text(document['a']['label'])}` ({document['a']['run'].get('n_samples')} samples) · "
-        f"**B**: `{md_text(document['b']['label'])}` ({document['b']['run'].get('n_samples')} samples)",
+        f"**A**: {md_code(document['a']['label'])} ({document['a']['run'].get('n_samples')} samples) · "
+        f"**B**: {md_code(document['b']['label'])} ({document['b']['run'].get('n_samples')} samples)",
         "",
         f"{match['n_matched']} samples matched by {match['by']}; "
         f"{match['n_unmatched_a']} of A and {match['n_unmatched_b']} of B unmatched; "
@@ -52,7 +52,7 @@ def render_markdown(document: dict[str, Any]) -> str:
     ]
     for m in document["metrics"]:
         unit = m["unit"]
-        name = f"`{md_text(m['metric'])}`" + (f" ({unit}, {'higher' if m['higher_is_better'] else 'lower'} is better)" if unit else "")
+        name = f"{md_code(m['metric'])}" + (f" ({unit}, {'higher' if m['higher_is_better'] else 'lower'} is better)" if unit else "")
         verdict = f"**{m['verdict']}**" if m["verdict"] in _WINNERS else m["verdict"]
         lines.append(
             f"| {name} | {m['n_pairs']} | {format_number(m['mean_a'], unit)} | {format_number(m['mean_b'], unit)} | "
@@ -64,11 +64,11 @@ def render_markdown(document: dict[str, Any]) -> str:
 
 
 def _notes(document: dict[str, Any]) -> list[str]:
-    notes = [f"- `{md_text(m['metric'])}`: {md_text(m['note'], 400)}" for m in document["metrics"] if m["note"]]
+    notes = [f"- {md_code(m['metric'])}: {md_text(m['note'], 400)}" for m in document["metrics"] if m["note"]]
     for side in ("a", "b"):
         only = document[f"metrics_only_in_{side}"]
         if only:
-            notes.append(f"- Only in {side.upper()} (not compared): {', '.join(f'`{md_text(x)}`' for x in only)}")
+            notes.append(f"- Only in {side.upper()} (not compared): {', '.join(f'{md_code(x)}' for x in only)}")
     return ["Notes:", "", *notes, ""] if notes else []
 
 
@@ -84,10 +84,8 @@ def _excluded(document: dict[str, Any]) -> list[str]:
     ]
     for m in excluded:
         e = m["excluded"]
-        keys = ", ".join(f"`{md_text(k, 60)}`" for k in e["keys"][:10]) + (
-            f" and {len(e['keys']) - 10} more" if len(e["keys"]) > 10 else ""
-        )
-        lines.append(f"| `{md_text(m['metric'])}` | {e['unscored_in_a']} | {e['unscored_in_b']} | {e['unscored_in_both']} | {keys} |")
+        keys = ", ".join(f"{md_code(k, 60)}" for k in e["keys"][:10]) + (f" and {len(e['keys']) - 10} more" if len(e["keys"]) > 10 else "")
+        lines.append(f"| {md_code(m['metric'])} | {e['unscored_in_a']} | {e['unscored_in_b']} | {e['unscored_in_both']} | {keys} |")
     return [*lines, ""]
 
 
@@ -99,10 +97,10 @@ def _regressions(document: dict[str, Any]) -> list[str]:
             continue
         shown = True
         unit = m["unit"]
-        lines += [f"### `{md_text(m['metric'])}`", "", "| sample | question | A | B | B − A |", "|---|---|---:|---:|---:|"]
+        lines += [f"### {md_code(m['metric'])}", "", "| sample | question | A | B | B − A |", "|---|---|---:|---:|---:|"]
         for r in m["top_regressions"]:
             lines.append(
-                f"| `{md_text(r['key'], 60)}` | {md_text(r['question'], 100)} | {format_number(r['a'], unit)} | "
+                f"| {md_code(r['key'], 60)} | {md_text(r['question'], 100)} | {format_number(r['a'], unit)} | "
                 f"{format_number(r['b'], unit)} | {format_signed(r['diff'], unit)} |"
             )
         lines.append("")
@@ -115,7 +113,7 @@ def _matching_markdown(match: dict[str, Any], limit: int = 50) -> list[str]:
         rows = match[f"unmatched_{side}"]
         if rows:
             lines += [f"## Unmatched samples of {side.upper()} ({len(rows)})", ""]
-            lines += [f"- `{md_text(r['key'], 80)}` {md_text(r['question'], 100)}: {md_text(r['reason'])}" for r in rows[:limit]]
+            lines += [f"- {md_code(r['key'], 80)} {md_text(r['question'], 100)}: {md_text(r['reason'])}" for r in rows[:limit]]
             if len(rows) > limit:
                 lines.append(f"- … and {len(rows) - limit} more (see {COMPARE_JSON})")
             lines.append("")
@@ -123,9 +121,7 @@ def _matching_markdown(match: dict[str, Any], limit: int = 50) -> list[str]:
         rows = match[f"duplicates_{side}"]
         if rows:
             lines += [f"## Duplicates in {side.upper()}, left out ({sum(len(r['keys']) for r in rows)} samples)", ""]
-            lines += [
-                f"- {r['by']} {md_text(r['value'], 100)}: {', '.join(f'`{md_text(k, 60)}`' for k in r['keys'])}" for r in rows[:limit]
-            ]
+            lines += [f"- {r['by']} {md_text(r['value'], 100)}: {', '.join(f'{md_code(k, 60)}' for k in r['keys'])}" for r in rows[:limit]]
             if len(rows) > limit:
                 lines.append(f"- … and {len(rows) - limit} more (see {COMPARE_JSON})")
             lines.append("")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ragmeter.metrics.base import FAMILIES
@@ -12,12 +13,33 @@ from ragmeter.results import Result
 SAMPLES_PER_PATTERN = 10
 
 
-def md_text(text: Any, limit: int = 120) -> str:
-    """Text made safe for a Markdown table cell: no HTML, pipes or line breaks."""
+_PUNCTUATION = re.compile(r"([\\`*_{}\[\]()#+\-.!~:])")
+
+
+def _flatten(text: Any, limit: int) -> str:
     value = " ".join(str(text).split())
-    if len(value) > limit:
-        value = value[: limit - 1] + "…"
-    return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|")
+    return value if len(value) <= limit else value[: limit - 1] + "…"
+
+
+def md_text(text: Any, limit: int = 120) -> str:
+    """Text from the data, made inert in Markdown: one line (whitespace collapsed), at most
+    ``limit`` characters, HTML special characters as entities, and every Markdown punctuation
+    character backslash-escaped, so that no emphasis, link, image, heading, table cell break
+    or autolink (``http\\://``, ``www\\.``) can come from the data."""
+    value = _flatten(text, limit)
+    value = value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _PUNCTUATION.sub(r"\\\1", value).replace("|", "\\|")
+
+
+def md_code(text: Any, limit: int = 120) -> str:
+    """Text from the data as an inline code span (rendered literally): one line, at most
+    ``limit`` characters, fenced with more backticks than it contains, pipes escaped for
+    table cells."""
+    value = _flatten(text, limit).replace("|", "\\|")
+    longest = max((len(run) for run in re.findall("`+", value)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if value.startswith("`") or value.endswith("`") or not value.strip() else ""
+    return f"{fence}{pad}{value}{pad}{fence}"
 
 
 def render_markdown(summary: dict[str, Any], result: Result) -> str:
@@ -56,7 +78,7 @@ def _diagnosis_section(diagnosis: dict[str, Any], result: Result) -> list[str]:
             continue
         lines.append(f"**{md_text(pattern['title'])}**:")
         for key in pattern["samples"][:SAMPLES_PER_PATTERN]:
-            lines.append(f"- `{md_text(key)}` {md_text(questions.get(key, ''), 100)}")
+            lines.append(f"- {md_code(key)} {md_text(questions.get(key, ''), 100)}")
         if len(pattern["samples"]) > SAMPLES_PER_PATTERN:
             lines.append(f"- … and {len(pattern['samples']) - SAMPLES_PER_PATTERN} more")
         lines.append("")
@@ -88,7 +110,7 @@ def _scores_section(summary: dict[str, Any]) -> list[str]:
 
 def _unscored_section(summary: dict[str, Any]) -> list[str]:
     rows = [
-        f"| `{m['id']}` | {r['count']} | {'**error**: ' if r['failed'] else ''}{md_text(r['reason'], 300)} |"
+        f"| {md_code(m['id'])} | {r['count']} | {'**error**: ' if r['failed'] else ''}{md_text(r['reason'], 300)} |"
         for m in summary["metrics"]
         for r in m["aggregate"]["unscored_reasons"]
     ]
@@ -107,6 +129,6 @@ def _issues_section(issues: dict[str, Any]) -> list[str]:
         "",
     ]
     for issue in issues["listed"]:
-        field = f", field `{md_text(issue['field'])}`" if issue["field"] else ""
-        lines.append(f"- {md_text(issue['source'])}, {issue['location']}{field}: {md_text(issue['message'], 300)}")
+        field = f", field {md_code(issue['field'])}" if issue["field"] else ""
+        lines.append(f"- {md_text(issue['source'])}, {md_text(issue['location'])}{field}: {md_text(issue['message'], 300)}")
     return [*lines, ""]

@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 from ragmeter.data.files import write_json, write_text
 from ragmeter.report.formatting import format_percent
-from ragmeter.report.markdown import md_text
+from ragmeter.report.markdown import md_code, md_text
 
 JSON_FILE = "pairwise.json"
 MARKDOWN_FILE = "pairwise.md"
@@ -48,9 +48,9 @@ def render_markdown(document: dict[str, Any]) -> str:
     m, judge = document.get("matching") or {}, (document.get("settings") or {}).get("judge") or {}
     lines = ["# Pairwise comparison", "", f"Criterion: {md_text(document['criterion'], 400)}", ""]
     if m:
-        lines += [f"A: `{md_text(m.get('a'))}`; B: `{md_text(m.get('b'))}`; matched by {m.get('by')}.", ""]
+        lines += [f"A: {md_code(m.get('a'))}; B: {md_code(m.get('b'))}; matched by {m.get('by')}.", ""]
     lines += [
-        f"Judge: {md_text(judge.get('backend', '-'))} `{md_text(judge.get('model', '-'))}`; each pair judged in both orders; "
+        f"Judge: {md_text(judge.get('backend', '-'))} {md_code(judge.get('model', '-'))}; each pair judged in both orders; "
         f"no-preference margin {document['margin']} around 0.5.",
         "",
         "| measure | value |",
@@ -63,7 +63,7 @@ def render_markdown(document: dict[str, Any]) -> str:
     if inconsistent:
         lines += ["Pairs where the verdict depends on the order (counted as ties):", ""]
         lines += [
-            f"- `{md_text(v['key'], 80)}`: P(A better | A first) {v['p_a_first']:.2f}, P(B better | B first) {v['p_b_first']:.2f}"
+            f"- {md_code(v['key'], 80)}: P(A better | A first) {v['p_a_first']:.2f}, P(B better | B first) {v['p_b_first']:.2f}"
             for v in inconsistent[:50]
         ]
         if len(inconsistent) > 50:
@@ -71,7 +71,7 @@ def render_markdown(document: dict[str, Any]) -> str:
         lines.append("")
     failed = [v for v in pairs if v["winner"] is None]
     if failed:
-        lines += ["Pairs not judged:", "", *[f"- `{md_text(v['key'], 80)}`: {md_text(v['error'], 300)}" for v in failed[:50]], ""]
+        lines += ["Pairs not judged:", "", *[f"- {md_code(v['key'], 80)}: {md_text(v['error'], 300)}" for v in failed[:50]], ""]
     if m:
         lines += _leftovers(m)
     return "\n".join(lines).rstrip() + "\n"
@@ -88,7 +88,7 @@ def _leftovers(m: dict[str, Any]) -> list[str]:
     lines = []
     for title, keys in groups:
         if keys:
-            shown = ", ".join(f"`{md_text(k, 80)}`" for k in keys[:20]) + (f" and {len(keys) - 20} more" if len(keys) > 20 else "")
+            shown = ", ".join(f"{md_code(k, 80)}" for k in keys[:20]) + (f" and {len(keys) - 20} more" if len(keys) > 20 else "")
             lines.append(f"- {len(keys)} sample(s) {title}: {shown}")
     return lines
 

@@ -57,16 +57,22 @@ def load_config(path: str | Path) -> RunConfig:
         raise ValueError(f"{source}: cannot read the config file: {exc}") from None
     if not isinstance(data, dict):
         raise ValueError(f"{source}: expected a mapping with judge, metrics and prices sections")
-    unknown = sorted(set(data) - {"judge", "metrics", "prices"})
+    unknown = sorted(str(k) for k in set(data) - {"judge", "metrics", "prices"})
     if unknown:
         raise ValueError(f"{source}: unknown section(s) {', '.join(unknown)}; known: judge, metrics, prices")
-    judge = dict(data.get("judge") or {})
-    JudgeConfig.from_mapping(judge, source)  # validates the names
-    if data.get("prices"):
-        prices = Path(data["prices"])
-        judge["prices"] = str(prices if prices.is_absolute() else path.parent / prices)
+    judge = data.get("judge") or {}
+    JudgeConfig.from_mapping(judge, source)  # checks names, types and ranges
+    judge = dict(judge)
+    prices = data.get("prices")
+    if prices is not None:
+        if not isinstance(prices, str) or not prices.strip():
+            raise ValueError(f"{source}: prices: expected the path of a price table file (JSON or YAML), got {prices!r}")
+        path_of_prices = Path(prices)
+        judge["prices"] = str(path_of_prices if path_of_prices.is_absolute() else path.parent / path_of_prices)
     metrics = None
     if data.get("metrics") is not None:
+        if not isinstance(data["metrics"], list):
+            raise ValueError(f"{source}: metrics: expected a list of metric names or mappings, got {type(data['metrics']).__name__}")
         metrics = [_metric(entry, f"{source}, metrics[{i}]") for i, entry in enumerate(data["metrics"])]
     return RunConfig(judge=judge, metrics=metrics)
 

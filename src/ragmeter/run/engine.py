@@ -22,6 +22,7 @@ from typing import Any
 
 from ragmeter import __version__
 from ragmeter.data import Dataset, InputError, InputIssue, LoadedSample, as_dataset
+from ragmeter.data.secrets import redact
 from ragmeter.judges import Judges, LLMJudge
 from ragmeter.judges.config import JudgeConfig
 from ragmeter.judges.metering import Usage, metered
@@ -29,6 +30,7 @@ from ragmeter.metrics.base import FAMILIES, Metric, Needs, Score
 from ragmeter.metrics.registry import create_metric, metric_classes
 from ragmeter.results import Result, SampleResult
 from ragmeter.run.journal import Journal, make_record
+from ragmeter.run.outdir import locked
 from ragmeter.run.sync import run_sync
 
 DEFAULT_CONCURRENCY = 32
@@ -149,7 +151,17 @@ class Evaluator:
         return True
 
     async def arun(self, dataset: Dataset) -> Result:
-        """Score ``dataset`` and return the result."""
+        """Score ``dataset`` and return the result.
+
+        Raises:
+            OutputDirError: ``out_dir`` cannot be used, or another run holds it.
+        """
+        if self.out_dir is None:
+            return await self._arun(dataset)
+        with locked(self.out_dir):
+            return await self._arun(dataset)
+
+    async def _arun(self, dataset: Dataset) -> Result:
         started = datetime.now(timezone.utc)
         clock = time.perf_counter()
         field_issues = missing_field_issues(dataset, self.metrics)
@@ -249,8 +261,8 @@ class Evaluator:
         except Exception as exc:  # one bad pair must not end the run
             frames = traceback.format_exception(type(exc), exc, exc.__traceback__)
             return Score.unscored(
-                f"error: {type(exc).__name__}: {exc}",
-                {"traceback": "".join(frames[-3:])[-2000:]},
+                redact(f"error: {type(exc).__name__}: {exc}"),
+                {"traceback": redact("".join(frames[-3:])[-2000:])},
                 failed=True,
             )
         return _checked(metric, score)
@@ -333,8 +345,16 @@ def evaluate(
         raise InputError(dataset.issues)
     if not dataset.samples:
         raise InputError(dataset.issues or [InputIssue("<data>", "all", None, "no samples to evaluate")])
-    chosen = list(metrics) if metrics is not None else applicable_metrics(dataset)
-    if not chosen:
-        raise ValueError("no metric applies: no sample has the fields any model-free metric requires")
+    chosen: list[str | Metric]
+    if metrics is not None:
+        chosen = list(metrics)
+        if not chosen:
+            raise ValueError(
+                "metrics is empty: name the metrics to run, or pass metrics=None for every model-free metric the data has fields for"
+            )
+    else:
+        chosen = list(applicable_metrics(dataset))
+        if not chosen:
+            raise ValueError("no metric applies: no sample has the fields any model-free metric requires")
     evaluator = Evaluator(chosen, judges=judges, concurrency=concurrency, out_dir=out_dir, resume=resume, progress=progress, strict=strict)
     return evaluator.run(dataset)

@@ -1,18 +1,23 @@
 """The run journal: every finished (sample, metric) score, appended as it completes.
 
 A killed run (SIGKILL included) loses at most the line being written: each record is one
-JSON line, flushed to the operating system before the next starts, and a torn last line
-is ignored on reading. A re-run reuses a record only when the sample's content and the
-metric's settings are unchanged and the score did not fail.
+JSON line, handed to the operating system before the next starts, and a torn last line is
+ignored on reading (and closed with a line break before anything is appended after it). A
+re-run reuses a record only when the sample's content and the metric's settings are
+unchanged and the score did not fail. The journal is opened without following links, so a
+link planted at its name is refused rather than written through.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
+from ragmeter.data.files import json_line, read_json_lines, write_json_lines
 from ragmeter.judges.metering import Usage
 from ragmeter.metrics.base import Score
 
@@ -50,13 +55,13 @@ class Journal:
         records: dict[tuple[str, str], dict[str, Any]] = {}
         if not self.path.exists():
             return records
-        with self.path.open(encoding="utf-8", errors="replace") as handle:
-            for line in handle:
-                try:
-                    record = json.loads(line)
-                    records[(record["sample"], record["metric"])] = record
-                except (json.JSONDecodeError, KeyError, TypeError):
-                    continue  # a line torn by a kill
+        _refuse_link(self.path)
+        for _, line in read_json_lines(self.path):
+            try:
+                record = json.loads(line)
+                records[(record["sample"], record["metric"])] = record
+            except (json.JSONDecodeError, KeyError, TypeError):
+                continue  # a line torn by a kill
         return records
 
     def reusable(
@@ -66,34 +71,46 @@ class Journal:
         record = records.get((key, metric_id))
         if not record or record.get("fingerprint") != fingerprint or record.get("config") != config:
             return None
-        score = Score.from_dict(record["score"])
+        try:
+            score = Score.from_dict(record["score"])
+        except (KeyError, TypeError, ValueError):
+            return None  # a record this version cannot read is recomputed
         return None if score.failed else (score, record.get("seconds", 0.0), Usage.from_dict(record.get("usage", {})))
 
     def append(self, record: dict[str, Any]) -> None:
         """Write one record (see :func:`make_record`) and hand it to the operating system at once."""
         if self._file is None:
-            self._file = self.path.open("a", encoding="utf-8")
-            self._file.seek(0, os.SEEK_END)
-            if self._file.tell() > 0 and not self._ends_with_newline():
-                self._file.write("\n")  # close a line torn by a kill
-        self._file.write(json.dumps(record, ensure_ascii=False) + "\n")
+            self._file = _open_for_append(self.path)
+        self._file.write(json_line(record))
         self._file.flush()
-
-    def _ends_with_newline(self) -> bool:
-        with self.path.open("rb") as handle:
-            handle.seek(-1, os.SEEK_END)
-            return handle.read(1) == b"\n"
 
     def close(self) -> None:
         if self._file is not None:
             self._file.close()
             self._file = None
 
-    def compact(self, records: list[dict[str, Any]]) -> None:
-        """Rewrite the journal to hold exactly ``records`` (those of the finished run)."""
+    def compact(self, records: Iterable[dict[str, Any]]) -> None:
+        """Replace the journal, atomically, by exactly ``records`` (those of the finished run)."""
         self.close()
-        temporary = self.path.with_name(self.path.name + ".tmp")
-        with temporary.open("w", encoding="utf-8") as handle:
-            for record in records:
-                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-        os.replace(temporary, self.path)
+        write_json_lines(self.path, records)
+
+
+def _refuse_link(path: Path) -> None:
+    if path.is_symlink():
+        raise OSError(errno.ELOOP, f"{path} is a symbolic link; ragmeter does not write through links", str(path))
+
+
+def _open_for_append(path: Path) -> IO[str]:
+    """The journal opened for appending, never through a link; a last line torn by a kill is
+    closed with a line break first, so the next record starts on a line of its own."""
+    flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        descriptor = os.open(path, flags, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            _refuse_link(path)
+        raise
+    size = os.fstat(descriptor).st_size
+    if size > 0 and os.pread(descriptor, 1, size - 1) != b"\n":
+        os.write(descriptor, b"\n")
+    return os.fdopen(descriptor, "a", encoding="utf-8", newline="\n")

@@ -31,6 +31,7 @@ from typing import Any
 from ragmeter.data import Dataset, LoadedSample
 from ragmeter.data.files import jsonable
 from ragmeter.data.schema import Sample
+from ragmeter.data.secrets import redact
 from ragmeter.results.stats import describe
 
 #: A RAG pipeline: question -> (contexts, answer), or a dict; sync or async.
@@ -201,7 +202,7 @@ class PipelineRun:
 
 
 def _error_text(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"
+    return redact(f"{type(exc).__name__}: {exc}")
 
 
 class PipelineTimeout(Exception):
@@ -343,7 +344,7 @@ async def run_pipeline(
             except Exception as exc:  # one question must not end the run
                 frames = traceback.format_exception(type(exc), exc, exc.__traceback__)
                 errors[loaded.key] = _error_text(exc)
-                sample = _failed(loaded, errors[loaded.key], wall_ms, name, "".join(frames[-3:])[-2000:])
+                sample = _failed(loaded, errors[loaded.key], wall_ms, name, redact("".join(frames[-3:])[-2000:]))
         samples[index] = LoadedSample(sample, loaded.key, loaded.source, loaded.location)
 
     await asyncio.gather(*(one(i, s) for i, s in enumerate(testset)))
