@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError
 
@@ -93,7 +93,7 @@ class JudgeConfig(BaseModel):
         if backend is not None and backend not in BACKENDS:
             raise ValueError(f"RAGMETER_JUDGE_BACKEND must be one of {', '.join(BACKENDS)}, got {backend!r}")
         return cls(
-            backend=backend,  # type: ignore[arg-type]  (checked above)
+            backend=cast(Literal["local", "openai"] | None, backend),
             base_url=env.get("RAGMETER_JUDGE_BASE_URL") or None,
             model=env.get("RAGMETER_JUDGE_MODEL") or None,
             gguf=env.get("RAGMETER_GGUF") or None,
