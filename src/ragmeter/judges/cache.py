@@ -34,8 +34,25 @@ def user_cache_dir() -> Path:
     return Path(base) / "ragmeter"
 
 
+def private_directory(path: Path) -> None:
+    """Create ``path`` (and its parents) if missing and make it readable by its owner only."""
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(path, 0o700)
+
+
+def private_file(path: Path, create: bool) -> None:
+    """Make ``path`` readable and writable by its owner only, creating it empty if asked."""
+    if create:
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600))
+    if path.exists() and not path.is_symlink():
+        os.chmod(path, 0o600)
+
+
 class DiskCache:
     """Key-value store in one SQLite file, safe to use from several threads.
+
+    The cache holds prompts and answers, so only its owner may read it: the folder is
+    created 0700 and the files 0600 (an existing folder or file is tightened to that).
 
     Args:
         path: The SQLite file (created with its folder if missing).
@@ -43,7 +60,9 @@ class DiskCache:
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_directory(self.path.parent)
+        for name in (self.path.name, f"{self.path.name}-wal", f"{self.path.name}-shm"):
+            private_file(self.path.parent / name, create=name == self.path.name)
         self._lock = threading.Lock()
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
