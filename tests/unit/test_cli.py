@@ -26,8 +26,10 @@ def test_eval_writes_every_output_and_exits_0(tmp_path):
     out = tmp_path / "run"
     result = runner.invoke(app, ["eval", str(_data(tmp_path)), "--metrics", "token_f1,rougeL,exact_match", "--out", str(out)])
     assert result.exit_code == 0, result.output
-    for name in ("results.jsonl", "summary.json", "report.md", "report.html", "journal.jsonl", "input_issues.jsonl"):
+    for name in ("results.jsonl", "run.json", "summary.json", "report.md", "report.html", "input_issues.jsonl"):
         assert (out / name).exists(), name
+    # A finished run's results.jsonl holds every journalled score: the journal is gone.
+    assert not (out / "journal.jsonl").exists()
     summary = json.loads((out / "summary.json").read_text())
     assert [m["id"] for m in summary["metrics"]] == ["token_f1", "rougeL", "exact_match"]
     assert summary["metrics"][0]["aggregate"]["n_scored"] == 2

@@ -147,31 +147,53 @@ def test_auto_selection_picks_metrics_whose_fields_exist():
     assert result.samples[0].scores["exact_match"].value == 1.0
 
 
-def test_journal_records_each_pair_and_a_rerun_reuses_them(tmp_path):
+def test_a_finished_run_is_reused_from_its_results_and_leaves_no_journal(tmp_path):
     calls: list = []
     metric = Counting(calls=calls)
     first = evaluate(samples(5), [metric, ResponseLength()], out_dir=tmp_path, progress=False)
     assert len(calls) == 5
-    lines = (tmp_path / JOURNAL_FILE).read_text().splitlines()
-    assert len(lines) == 10
+    assert not (tmp_path / JOURNAL_FILE).exists(), "results.jsonl holds every journalled score"
     second = evaluate(samples(5), [metric, ResponseLength()], out_dir=tmp_path, progress=False)
     assert len(calls) == 5, "nothing recomputed"
     assert second.run["pairs_resumed"] == 10 and second.run["pairs_computed"] == 0
     assert _values(first) == _values(second)
 
 
-def test_resume_after_a_partial_journal_recomputes_only_what_is_missing(tmp_path):
+@dataclass(frozen=True)
+class Interrupting(Counting):
+    """Like Counting, but the sample named ``stop_at`` interrupts the whole run (Ctrl-C)."""
+
+    name = "interrupting"
+    stop_at: str = ""
+
+    async def score(self, sample, judges):
+        if sample.id == self.stop_at:
+            raise KeyboardInterrupt
+        return await super().score(sample, judges)
+
+
+def _interrupted(data, calls, stop_at, out):
+    with pytest.raises(KeyboardInterrupt):
+        evaluate(data, [Interrupting(calls=calls, stop_at=stop_at)], out_dir=out, progress=False, concurrency=1)
+
+
+def test_an_interrupted_run_resumes_from_its_journal_even_after_a_torn_line(tmp_path):
     calls: list = []
-    evaluate(samples(6), [Counting(calls=calls)], out_dir=tmp_path, progress=False)
+    _interrupted(samples(6), calls, "s3", tmp_path)
     journal = tmp_path / JOURNAL_FILE
     lines = journal.read_text().splitlines()
-    # Keep three records and tear the fourth in half, as a kill during a write would.
-    journal.write_text("\n".join(lines[:3]) + "\n" + lines[3][: len(lines[3]) // 2])
+    assert [json.loads(line)["sample"] for line in lines] == ["s0", "s1", "s2"]
+    assert not (tmp_path / "results.jsonl").exists()
+    # Tear the last record in half, as a kill during a write would.
+    journal.write_text(lines[0] + "\n" + lines[1] + "\n" + lines[2][: len(lines[2]) // 2])
     calls.clear()
-    result = evaluate(samples(6), [Counting(calls=calls)], out_dir=tmp_path, progress=False)
-    assert sorted(calls) == ["s3", "s4", "s5"]
-    assert result.run["pairs_resumed"] == 3
-    assert all(json.loads(line) for line in journal.read_text().splitlines()), "journal compacted to valid lines"
+    _interrupted(samples(6), calls, "s4", tmp_path)
+    assert calls == ["s2", "s3"], "the torn record is computed again"
+    calls.clear()
+    result = evaluate(samples(6), [Interrupting(calls=calls)], out_dir=tmp_path, progress=False)
+    assert calls == ["s4", "s5"], "records appended after the torn line were kept"
+    assert result.run["pairs_resumed"] == 4
+    assert [s.scores["interrupting"].value for s in result.samples] == [1.0] * 6
 
 
 def test_changed_sample_or_settings_are_recomputed(tmp_path):

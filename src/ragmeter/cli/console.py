@@ -61,13 +61,15 @@ def table(title: str, columns: Iterable[Any], rows: Iterable[Iterable[Any]]) -> 
 
     Args:
         title: Shown above the table.
-        columns: Column names, or ``(name, "right")`` for right-aligned columns.
+        columns: Column names, or ``(name, "right")`` for right-aligned columns; the first
+            column is never wrapped or cut.
         rows: Cell values, one iterable per row.
     """
-    grid = Table(title=styled(title), title_justify="left")
-    for column in columns:
+    grid = Table(title=clean(title), title_justify="left")
+    for position, column in enumerate(columns):
         name, justify = column if isinstance(column, tuple) else (column, "left")
-        grid.add_column(clean(name), justify=justify)
+        # The first column names the row (a metric): it is never cut.
+        grid.add_column(clean(name), justify=justify, no_wrap=position == 0)
     for row in rows:
         grid.add_row(*(styled(cell) for cell in row))
     return grid

@@ -9,6 +9,7 @@ knowledge, not from the knowledge base.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
@@ -146,26 +147,33 @@ def classify(levels: dict[str, str | None], answerable: Any, refused: bool | Non
     return "inconclusive"
 
 
+def _refused(answerable: bool | None, refusal_accuracy: float) -> bool | None:
+    """Whether the system declined, from ``refusal_accuracy`` (1 when it answered an
+    answerable question or declined an unanswerable one) and the sample's ``answerable``."""
+    if answerable is None or math.isnan(refusal_accuracy):
+        return None
+    return refusal_accuracy == 0.0 if answerable else refusal_accuracy == 1.0
+
+
 def diagnose(result: Result) -> dict[str, Any]:
     """The diagnosis of a run: which metric stands for each signal, each sample's pattern,
     and the patterns with their counts and sample keys, most frequent problem first."""
     chosen = signal_metrics(result)
-    has_refusals = "refusal_accuracy" in result.metric_ids
+    table = result.table
+    columns = {signal: table.column(metric_id) for signal, (metric_id, _, _) in chosen.items()}
+    refusals = table.column("refusal_accuracy") if "refusal_accuracy" in table.columns else None
     per_sample: dict[str, dict[str, Any]] = {}
     members: dict[str, list[str]] = defaultdict(list)
-    for sample_result in result.samples:
+    for row, key in enumerate(table.keys):
         levels = {}
-        for signal, (metric_id, low, high) in chosen.items():
-            score = sample_result.scores.get(metric_id)
-            levels[signal] = _level(score.value if score else None, low, high)
-        refused = None
-        if has_refusals:
-            refusal = sample_result.scores.get("refusal_accuracy")
-            if refusal and refusal.value is not None:
-                refused = bool(refusal.details.get("refused"))
-        pattern = classify(levels, sample_result.sample.metadata.get("answerable"), refused)
-        per_sample[sample_result.key] = {"pattern": pattern, "levels": levels}
-        members[pattern].append(sample_result.key)
+        for signal, (_, low, high) in chosen.items():
+            value = columns[signal][row]
+            levels[signal] = None if math.isnan(value) else _level(float(value), low, high)
+        answerable = table.answerable[row]
+        refused = _refused(answerable, refusals[row]) if refusals is not None else None
+        pattern = classify(levels, answerable, refused)
+        per_sample[key] = {"pattern": pattern, "levels": levels}
+        members[pattern].append(key)
     problems_first = sorted(members, key=lambda p: (p in ("healthy", "correct_refusal", "inconclusive"), -len(members[p])))
     return {
         "signals": {s: {"metric": m, "low_below": lo, "high_from": hi} for s, (m, lo, hi) in chosen.items()},
@@ -175,7 +183,7 @@ def diagnose(result: Result) -> dict[str, Any]:
                 "title": PATTERNS[p].title,
                 "advice": PATTERNS[p].advice,
                 "count": len(members[p]),
-                "share": len(members[p]) / max(1, len(result.samples)),
+                "share": len(members[p]) / max(1, len(table)),
                 "samples": members[p],
             }
             for p in problems_first

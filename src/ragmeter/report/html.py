@@ -21,15 +21,21 @@ from functools import lru_cache
 from typing import Any
 
 import jinja2
+import numpy as np
 from markupsafe import Markup
 
 from ragmeter.metrics.base import FAMILIES, Score
 from ragmeter.report import charts
 from ragmeter.report.formatting import format_number
 from ragmeter.results import Result, SampleResult
+from ragmeter.results.table import FAILED
 
 #: Sample keys listed per diagnosis pattern (all of them are reachable with the filter).
 SAMPLES_PER_PATTERN = 10
+#: The page shows every sample up to this many; beyond, a selection (see ``shown_rows``).
+MAX_SAMPLES_SHOWN = 500
+#: Of a selection, at most this many are the worst samples.
+WORST_SHOWN = 300
 
 #: Patterns that are not problems, shown in green or grey.
 _GOOD_PATTERNS = ("healthy", "correct_refusal")
@@ -138,7 +144,8 @@ def render_html(summary: dict[str, Any], result: Result) -> str:
     ordered = [m for family in families for m in family["metrics"]]
     diagnosis = summary["diagnosis"]
     signals = [{"signal": s, **v} for s, v in diagnosis["signals"].items()]
-    patterns = _patterns_view(diagnosis["patterns"], result)
+    rows = shown_rows(result, diagnosis["patterns"])
+    patterns = _patterns_view(diagnosis["patterns"], result, set(rows))
     titles = {p["name"]: p["title"] for p in patterns}
     per_sample = diagnosis.get("per_sample", {})
     run = summary.get("run", {})
@@ -146,6 +153,7 @@ def render_html(summary: dict[str, Any], result: Result) -> str:
     context = {
         "run": run,
         "n_samples": run.get("n_samples", len(result.samples)),
+        "selection": _selection_note(len(rows), len(result.samples)),
         "seconds": f"{seconds:.1f}" if isinstance(seconds, (int, float)) and math.isfinite(seconds) else "?",
         "families": families,
         "family_chart": Markup(charts.family_chart(summary["families"])) if summary["families"] else None,
@@ -166,10 +174,7 @@ def render_html(summary: dict[str, Any], result: Result) -> str:
         ],
         "signals": signals,
         "patterns": patterns,
-        "samples": [
-            _sample_view(i, sample_result, ordered, signals, per_sample.get(sample_result.key, {}), titles)
-            for i, sample_result in enumerate(result.samples)
-        ],
+        "samples": [_sample_view(i, result.samples[i], ordered, signals, per_sample.get(result.table.keys[i], {}), titles) for i in rows],
         "unscored": _unscored_view(ordered),
         "issues": summary["input_issues"],
         "n_metrics": len(metrics),
@@ -199,10 +204,47 @@ def _families_view(metrics: list[dict[str, Any]], family_means: dict[str, Any]) 
     return families
 
 
-def _patterns_view(patterns: list[dict[str, Any]], result: Result) -> list[dict[str, Any]]:
-    """The diagnosis patterns with their first samples, linked by position in the page."""
-    index_of = {r.key: i for i, r in enumerate(result.samples)}
-    questions = {r.key: r.sample.user_input or "" for r in result.samples}
+def shown_rows(result: Result, patterns: list[dict[str, Any]]) -> list[int]:
+    """The samples the page shows, by position: all of them up to :data:`MAX_SAMPLES_SHOWN`;
+    beyond, the first samples of each problem pattern, the :data:`WORST_SHOWN` worst (most
+    failures, then the lowest mean quality score) and a seeded random draw of the rest, so
+    that the page stays small at any size (every sample is in results.jsonl)."""
+    table = result.table
+    n = len(table)
+    if n <= MAX_SAMPLES_SHOWN:
+        return list(range(n))
+    position = {key: i for i, key in enumerate(table.keys)}
+    chosen = {position[k] for p in patterns if p["name"] not in _GOOD_PATTERNS for k in p["samples"][:SAMPLES_PER_PATTERN] if k in position}
+    quality = [
+        j for j, m in enumerate(result.metrics) if m.get("unit") is None and m.get("higher_is_better", True) and m["id"] in table.columns
+    ]
+    values = table.values[:, [table.columns[result.metrics[j]["id"]] for j in quality]] if quality else np.zeros((n, 0))
+    scored = np.isfinite(values)
+    mean = np.where(scored.any(axis=1), np.nansum(values, axis=1) / np.maximum(scored.sum(axis=1), 1), 1.0)
+    failures = (table.status == FAILED).sum(axis=1)
+    for row in np.lexsort((mean, -failures)):
+        if len(chosen) >= WORST_SHOWN:
+            break
+        chosen.add(int(row))
+    rest = np.array(sorted(set(range(n)) - chosen))
+    draw = np.random.default_rng(0).choice(rest, size=min(len(rest), MAX_SAMPLES_SHOWN - len(chosen)), replace=False)
+    return sorted(chosen | {int(r) for r in draw})
+
+
+def _selection_note(shown: int, total: int) -> str | None:
+    if shown >= total:
+        return None
+    return (
+        f"This page shows {shown:,} of the {total:,} samples: the first of each problem pattern, the lowest-scoring and a random "
+        "draw of the rest. Every sample, with its scores, reasons and details, is in results.jsonl."
+    )
+
+
+def _patterns_view(patterns: list[dict[str, Any]], result: Result, shown: set[int]) -> list[dict[str, Any]]:
+    """The diagnosis patterns with their first samples, linked to the page's samples."""
+    table = result.table
+    index_of = {key: i for i, key in enumerate(table.keys) if i in shown}
+    questions = dict(zip(table.keys, table.questions, strict=True))
     return [
         {
             **pattern,

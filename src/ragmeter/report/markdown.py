@@ -66,7 +66,7 @@ def _diagnosis_section(diagnosis: dict[str, Any], result: Result) -> list[str]:
         return [*lines, "No retrieval, correctness or groundedness metric was run, so there is no diagnosis.", ""]
     used = ", ".join(f"{s}: `{v['metric']}` (low < {v['low_below']}, high ≥ {v['high_from']})" for s, v in signals.items())
     lines += [f"Signals: {used}.", ""]
-    questions = {r.key: r.sample.user_input or "" for r in result.samples}
+    questions = dict(zip(result.table.keys, result.table.questions, strict=True))
     lines += ["| pattern | samples | share | what it means |", "|---|---:|---:|---|"]
     for pattern in diagnosis["patterns"]:
         lines.append(

@@ -23,6 +23,10 @@ class SampleResult:
         seconds: Wall time per metric id spent scoring it (as first measured, for
             scores resumed from the journal).
         usage: Model calls, tokens and cost per metric id.
+        fingerprint: Hash of the sample's content when it was scored (a later run reuses a
+            score only for an unchanged sample).
+        configs: Hash of each metric's settings when it scored the sample (a later run
+            reuses a score only for unchanged settings).
     """
 
     key: str
@@ -32,10 +36,14 @@ class SampleResult:
     scores: dict[str, Score] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
     usage: dict[str, Usage] = field(default_factory=dict)
+    fingerprint: str | None = None
+    configs: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "key": self.key,
+            "fingerprint": self.fingerprint,
+            "configs": self.configs,
             "source": self.source,
             "location": self.location,
             "sample": self.sample.model_dump(exclude_none=True),
@@ -54,4 +62,6 @@ class SampleResult:
             scores={m: Score.from_dict(s) for m, s in data.get("scores", {}).items()},
             seconds=data.get("seconds", {}),
             usage={m: Usage.from_dict(u) for m, u in data.get("usage", {}).items()},
+            fingerprint=data.get("fingerprint"),
+            configs=data.get("configs") or {},
         )

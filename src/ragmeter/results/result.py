@@ -6,18 +6,17 @@
 
 from __future__ import annotations
 
-from collections import Counter
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import Any, TypedDict
 
 from ragmeter.data import InputIssue
 from ragmeter.data.files import write_json, write_json_lines
-from ragmeter.judges.metering import Usage
 from ragmeter.results.records import SampleResult
 from ragmeter.results.rundir import read_run, write_run
 from ragmeter.results.stats import Description, describe
+from ragmeter.results.table import ScoreTable
 
 #: Distinct unscored reasons kept per metric in the aggregates.
 MAX_REASONS = 10
@@ -46,21 +45,33 @@ class Aggregate(Description):
     usage: dict[str, Any]
 
 
-@dataclass(repr=False)
 class Result:
     """Scores of a run.
 
-    Attributes:
-        samples: Per-sample results, in dataset order.
+    Args:
+        samples: Per-sample results, in dataset order: a list, or the samples of a run
+            directory read from disk when asked for (:class:`~ragmeter.results.rundir.StoredSamples`).
         metrics: Description of each metric (see ``Metric.info``), in the order asked for.
         issues: Input problems found while loading and checking the data.
         run: Settings and bookkeeping of the run (time, versions, sources, counts).
+        table: The scores in compact form, when the engine already built it (else it is
+            built from ``samples`` on first use).
     """
 
-    samples: list[SampleResult]
-    metrics: list[dict[str, Any]]
-    issues: list[InputIssue] = field(default_factory=list)
-    run: dict[str, Any] = field(default_factory=dict)
+    def __init__(
+        self,
+        samples: Sequence[SampleResult],
+        metrics: list[dict[str, Any]],
+        issues: list[InputIssue] | None = None,
+        run: dict[str, Any] | None = None,
+        *,
+        table: ScoreTable | None = None,
+    ):
+        self.samples = samples
+        self.metrics = metrics
+        self.issues = list(issues or [])
+        self.run = run if run is not None else {}
+        self._table = table
 
     def __repr__(self) -> str:
         # Short on purpose: a Result can hold thousands of samples.
@@ -77,49 +88,46 @@ class Result:
                 return info
         raise KeyError(f"no metric '{metric_id}' in this result; it has {', '.join(self.metric_ids)}")
 
+    @property
+    def table(self) -> ScoreTable:
+        """Every score in compact arrays (see :class:`ScoreTable`); built once, on first use."""
+        if self._table is None:
+            self._table = ScoreTable.from_samples(self.samples, self.metric_ids)
+        return self._table
+
     def values(self, metric_id: str) -> list[float]:
         """Scored values of one metric, in sample order (unscored samples left out)."""
-        found = (s.scores.get(metric_id) for s in self.samples)
-        return [score.value for score in found if score is not None and score.value is not None]
+        return self.table.scored_values(metric_id)
 
     @cached_property
     def aggregates(self) -> dict[str, Aggregate]:
         """Per metric: descriptive statistics with a 95% bootstrap interval of the mean,
         the numbers scored, unscored and failed, and the most common unscored reasons
         (``{"reason", "count", "failed"}``, most frequent first)."""
-        table: dict[str, Aggregate] = {}
+        aggregates: dict[str, Aggregate] = {}
         for metric_id in self.metric_ids:
-            scores = [s.scores[metric_id] for s in self.samples if metric_id in s.scores]
-            unscored = [s for s in scores if s.value is None]
-            reasons = Counter((s.reason or "", s.failed) for s in unscored)
-            table[metric_id] = {
-                **describe([s.value for s in scores if s.value is not None]),
-                "n_scored": len(scores) - len(unscored),
-                "n_unscored": len(unscored),
-                "n_failed": sum(1 for s in unscored if s.failed),
-                "unscored_reasons": [
-                    {"reason": reason, "count": count, "failed": failed} for (reason, failed), count in reasons.most_common(MAX_REASONS)
-                ],
+            reasons = self.table.unscored_reasons(metric_id, MAX_REASONS)
+            aggregates[metric_id] = {
+                **describe(self.table.scored_values(metric_id)),
+                **self.table.counts(metric_id),  # type: ignore[typeddict-item]
+                "unscored_reasons": [{"reason": reason, "count": count, "failed": failed} for reason, failed, count in reasons],
                 "usage": self._usage_of(metric_id),
             }
-        return table
+        return aggregates
 
     def _usage_of(self, metric_id: str) -> dict[str, Any]:
         """Total model usage of one metric, its mean per sample, and its wall time."""
-        total = Usage()
-        for sample in self.samples:
-            if metric_id in sample.usage:
-                total.add(sample.usage[metric_id])
-        n = max(1, sum(1 for s in self.samples if metric_id in s.scores))
+        total = self.table.usage[metric_id]
+        n = max(1, self.table.evaluated(metric_id))
         per_sample = {
             "calls": total.calls / n,
             "prompt_tokens": total.prompt_tokens / n,
             "completion_tokens": total.completion_tokens / n,
-            "seconds": sum(s.seconds.get(metric_id, 0.0) for s in self.samples) / n,
+            "seconds": self.table.total_seconds(metric_id) / n,
         }
         return {"total": total.to_dict(), "per_sample": per_sample}
 
-    def to_pandas(self):
+    def to_pandas(self) -> Any:
         """One row per sample: key, question, response, then each metric's value and, in
         ``<metric>.reason``, why it is missing when it is."""
         import pandas as pd
@@ -154,13 +162,15 @@ class Result:
 
     def save(self, directory: str | Path) -> None:
         """Write the run directory's data files: ``results.jsonl``, ``run.json`` and
-        ``input_issues.jsonl`` (see :mod:`ragmeter.results.rundir`). Reports are written by
+        ``input_issues.jsonl`` (see :mod:`ragmeter.results.rundir`); ``results.jsonl`` is
+        left as it is when the samples are read from it. Reports are written by
         :mod:`ragmeter.report`."""
         write_run(directory, self.samples, self.run, self.metrics, self.issues)
 
     @classmethod
     def load(cls, directory: str | Path) -> Result:
-        """Read a run directory written by ``ragmeter eval``.
+        """Read a run directory written by ``ragmeter eval`` (samples are read from disk
+        when they are asked for).
 
         Raises:
             RunDirError: It is not a readable run directory (the message names the file and line).

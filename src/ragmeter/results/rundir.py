@@ -15,9 +15,13 @@ before ``run.json`` existed is read from its ``summary.json``.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+import os
+import weakref
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import IO, Any, TypeVar, overload
+
+import numpy as np
 
 from ragmeter.data import InputIssue
 from ragmeter.data.files import read_json_lines, write_json, write_json_lines
@@ -36,25 +40,127 @@ class RunDirError(ValueError):
     """A directory that is not a readable ragmeter run; the message names the file (and line)."""
 
 
+class StoredSamples(Sequence[SampleResult]):
+    """The sample results of a ``results.jsonl`` file, read from disk when asked for: a run
+    of any size is opened without holding its samples in memory.
+
+    Args:
+        path: The file.
+        offsets: Byte offset of each sample's line, in order.
+        lines: Line number (from 1) of each, for error messages.
+    """
+
+    def __init__(self, path: str | Path, offsets: Sequence[int], lines: Sequence[int] | None = None):
+        self.path = Path(path)
+        self._offsets = np.asarray(offsets, dtype=np.int64)
+        self._lines = np.asarray(lines if lines is not None else range(1, len(offsets) + 1), dtype=np.int64)
+        # Held open: a later run that replaces the file does not change what this one reads.
+        try:
+            self._handle = self.path.open("rb")
+        except OSError as exc:
+            raise RunDirError(f"{self.path}: cannot read: {exc.strerror or exc}") from None
+        self._closer = weakref.finalize(self, self._handle.close)
+
+    @classmethod
+    def of_file(cls, path: str | Path) -> StoredSamples:
+        """Find the lines of ``path`` (one pass over its bytes, nothing parsed).
+
+        Raises:
+            RunDirError: It is missing or cannot be read.
+        """
+        path = Path(path)
+        offsets, numbers = [], []
+        try:
+            with path.open("rb") as handle:
+                for number, (offset, line) in enumerate(_lines_with_offsets(handle), start=1):
+                    if line.strip():
+                        offsets.append(offset)
+                        numbers.append(number)
+        except FileNotFoundError:
+            raise RunDirError(f"{path} not found: is {path.parent} a directory written by `ragmeter eval`?") from None
+        except OSError as exc:
+            raise RunDirError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        return cls(path, offsets, numbers)
+
+    def __len__(self) -> int:
+        return len(self._offsets)
+
+    @overload
+    def __getitem__(self, index: int) -> SampleResult: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[SampleResult]: ...
+
+    def __getitem__(self, index: int | slice) -> SampleResult | list[SampleResult]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("sample index out of range")
+        return self._parse(self._line_at(int(self._offsets[index])), int(self._lines[index]))
+
+    def __iter__(self) -> Iterator[SampleResult]:
+        """The samples in order."""
+        for offset, number in zip(self._offsets, self._lines, strict=True):
+            yield self._parse(self._line_at(int(offset)), int(number))
+
+    def _line_at(self, offset: int, block: int = 1 << 16) -> bytes:
+        """The line at ``offset``, read without moving any shared file position."""
+        parts = []
+        descriptor = self._handle.fileno()
+        while True:
+            chunk = os.pread(descriptor, block, offset)
+            end = chunk.find(b"\n")
+            if end >= 0 or not chunk:
+                parts.append(chunk[: end + 1] if end >= 0 else chunk)
+                return b"".join(parts)
+            parts.append(chunk)
+            offset += len(chunk)
+
+    def _parse(self, line: bytes, number: int) -> SampleResult:
+        try:
+            record = json.loads(line)
+            if not isinstance(record, dict):
+                raise TypeError(f"expected a JSON object, got {type(record).__name__}")
+            return SampleResult.from_dict(record)
+        except json.JSONDecodeError as exc:
+            raise RunDirError(f"{self.path}, line {number}: invalid JSON: {exc.msg} at column {exc.colno}") from None
+        except (KeyError, TypeError, ValueError) as exc:
+            raise RunDirError(f"{self.path}, line {number}: not a valid sample result: {exc}") from None
+
+
+def _lines_with_offsets(handle: IO[bytes]) -> Iterator[tuple[int, bytes]]:
+    """Each line of a binary file (split on ``\\n`` only) with its byte offset."""
+    offset = 0
+    for line in handle:
+        yield offset, line
+        offset += len(line)
+
+
 def write_run(
     directory: str | Path,
-    samples: Iterable[SampleResult],
+    samples: Sequence[SampleResult],
     run: dict[str, Any],
     metrics: list[dict[str, Any]],
     issues: Iterable[InputIssue],
 ) -> None:
     """Write ``results.jsonl``, ``run.json`` and ``input_issues.jsonl`` into ``directory``
-    (created if missing), each atomically."""
+    (created if missing), each atomically. ``results.jsonl`` is not rewritten when
+    ``samples`` are read from that very file."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    write_json_lines(directory / RESULTS_FILE, (s.to_dict() for s in samples))
+    target = directory / RESULTS_FILE
+    stored_here = isinstance(samples, StoredSamples) and target.exists() and samples.path.resolve() == target.resolve()
+    if not stored_here:
+        write_json_lines(target, (s.to_dict() for s in samples))
     write_json(directory / RUN_FILE, {"run": run, "metrics": metrics})
     write_json_lines(directory / ISSUES_FILE, (i.to_dict() for i in issues))
 
 
-def read_run(directory: str | Path) -> tuple[list[SampleResult], list[dict[str, Any]], list[InputIssue], dict[str, Any]]:
-    """The sample results, metric descriptions, input issues and run settings of a run
-    directory.
+def read_run(directory: str | Path) -> tuple[StoredSamples, list[dict[str, Any]], list[InputIssue], dict[str, Any]]:
+    """The sample results (read from disk when asked for), metric descriptions, input
+    issues and run settings of a run directory.
 
     Raises:
         RunDirError: A file is missing, is not valid JSON, or holds records of the wrong
@@ -64,7 +170,7 @@ def read_run(directory: str | Path) -> tuple[list[SampleResult], list[dict[str, 
     if not directory.is_dir():
         raise RunDirError(f"{directory} is not a directory written by `ragmeter eval`")
     header = _read_header(directory)
-    samples = _records(directory / RESULTS_FILE, SampleResult.from_dict, "sample result")
+    samples = StoredSamples.of_file(directory / RESULTS_FILE)
     issues_path = directory / ISSUES_FILE
     issues = _records(issues_path, lambda r: InputIssue(**r), "input issue") if issues_path.exists() else []
     metrics = [{k: v for k, v in m.items() if k != "aggregate"} for m in header["metrics"]]

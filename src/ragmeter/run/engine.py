@@ -8,7 +8,8 @@ after a kill recomputes only the pairs that are missing (or that failed).
 
 from __future__ import annotations
 
-import asyncio
+import hashlib
+import json
 import math
 import platform
 import sys
@@ -25,12 +26,16 @@ from ragmeter.data import Dataset, InputError, InputIssue, LoadedSample, as_data
 from ragmeter.data.secrets import redact
 from ragmeter.judges import Judges, LLMJudge
 from ragmeter.judges.config import JudgeConfig
-from ragmeter.judges.metering import Usage, metered
+from ragmeter.judges.metering import metered
 from ragmeter.metrics.base import FAMILIES, Metric, Needs, Score
 from ragmeter.metrics.registry import create_metric, metric_classes
-from ragmeter.results import Result, SampleResult
-from ragmeter.run.journal import Journal, make_record
+from ragmeter.results import Result
+from ragmeter.results.rundir import RESULTS_FILE
+from ragmeter.run.executor import LocalExecutor
+from ragmeter.run.journal import JOURNAL_FILE
 from ragmeter.run.outdir import locked
+from ragmeter.run.recorder import Recorder
+from ragmeter.run.resume import Reusable, find_reusable
 from ragmeter.run.sync import run_sync
 
 DEFAULT_CONCURRENCY = 32
@@ -169,43 +174,15 @@ class Evaluator:
             raise InputError(field_issues)
         owns_llm = self._ensure_llm_judge()
         judge_settings = self.judges.llm.describe() if self.judges.llm is not None else None
-        results = [SampleResult(s.key, s.sample, s.source, s.location) for s in dataset]
-        fingerprints = [s.sample.fingerprint() for s in dataset]
-        journal = Journal(self.out_dir) if self.out_dir is not None else None
-        previous = journal.read() if journal and self.resume else {}
-        work: list[tuple[int, Metric]] = []
-        reused = 0
-        for index, loaded in enumerate(dataset):
-            for metric in self.metrics:
-                missing = metric.missing_fields(loaded.sample)
-                if missing:
-                    results[index].scores[metric.id] = Score.unscored(f"missing required field(s): {', '.join(missing)}")
-                    results[index].seconds[metric.id] = 0.0
-                    results[index].usage[metric.id] = Usage()
-                    continue
-                found = journal.reusable(previous, loaded.key, fingerprints[index], metric.id, metric.config_hash()) if journal else None
-                if found:
-                    result = results[index]
-                    result.scores[metric.id], result.seconds[metric.id], result.usage[metric.id] = found
-                    reused += 1
-                else:
-                    work.append((index, metric))
+        recorder = self._recorder(dataset)
+        work = self._plan(dataset, recorder)
         try:
-            await self._score_all(dataset, work, results, fingerprints, journal)
+            await LocalExecutor(self.concurrency, self.progress).run(work, lambda pair: self._score_pair(dataset, recorder, *pair))
         finally:
-            if journal:
-                journal.close()
+            recorder.close()
             if owns_llm and self.judges.llm is not None:
                 await self.judges.llm.aclose()
                 self.judges.llm = None
-        if journal:
-            journal.compact(
-                [
-                    make_record(r.key, fingerprints[i], m.id, m.config_hash(), r.scores[m.id], r.seconds[m.id], r.usage[m.id])
-                    for i, r in enumerate(results)
-                    for m in self.metrics
-                ]
-            )
         embedder = self.judges.embedder
         run = {
             "ragmeter_version": __version__,
@@ -216,7 +193,7 @@ class Evaluator:
             "n_samples": len(dataset),
             "concurrency": self.concurrency,
             "pairs_computed": len(work),
-            "pairs_resumed": reused,
+            "pairs_resumed": recorder.reuse.count,
             "embedder": {
                 "model": embedder.model_name,
                 "texts_encoded": embedder.texts_encoded,
@@ -225,35 +202,52 @@ class Evaluator:
             },
             "judge": judge_settings,
         }
-        return Result(
-            samples=results,
-            metrics=[m.info() for m in self.metrics],
-            issues=[*dataset.issues, *field_issues],
-            run=run,
-        )
+        return recorder.finish([m.info() for m in self.metrics], [*dataset.issues, *field_issues], run)
 
-    async def _score_all(self, dataset, work, results, fingerprints, journal) -> None:
-        queue: asyncio.Queue[tuple[int, Metric]] = asyncio.Queue()
-        for item in work:
-            queue.put_nowait(item)
-        with _progress(self.progress, len(work)) as advance:
+    def _pair_configs(self) -> list[str]:
+        """Each metric's reuse key: its settings and, for judged metrics, the judge's
+        identity (another model or endpoint never reuses this one's verdicts)."""
+        judge = json.dumps(self.judges.llm.describe(), sort_keys=True, default=str) if self.judges.llm is not None else ""
+        configs = []
+        for metric in self.metrics:
+            extra = judge if metric.needs == Needs.LLM else self.judges.embedder.model_name if metric.needs == Needs.EMBEDDINGS else ""
+            configs.append(hashlib.sha256(f"{metric.config_hash()}|{extra}".encode()).hexdigest()[:12] if extra else metric.config_hash())
+        return configs
 
-            async def worker() -> None:
-                while not queue.empty():
-                    index, metric = queue.get_nowait()
-                    loaded: LoadedSample = dataset.samples[index]
-                    began = time.perf_counter()
-                    with metered() as usage:
-                        score = await self._score_one(metric, loaded)
-                    seconds = time.perf_counter() - began
-                    results[index].scores[metric.id] = score
-                    results[index].seconds[metric.id] = seconds
-                    results[index].usage[metric.id] = usage
-                    if journal:
-                        journal.append(make_record(loaded.key, fingerprints[index], metric.id, metric.config_hash(), score, seconds, usage))
-                    advance()
+    def _recorder(self, dataset: Dataset) -> Recorder:
+        keys = [s.key for s in dataset]
+        fingerprints = [s.sample.fingerprint() for s in dataset]
+        configs = self._pair_configs()
+        ids = [m.id for m in self.metrics]
+        if self.out_dir is not None and not self.resume:
+            _start_afresh(self.out_dir)
+        if self.out_dir is not None and self.resume:
+            reuse = find_reusable(self.out_dir, keys, fingerprints, configs, ids)
+        else:
+            reuse = Reusable.nothing(len(keys), ids)
+        return Recorder(dataset, ids, fingerprints, configs, reuse, self.out_dir)
 
-            await asyncio.gather(*(worker() for _ in range(min(self.concurrency, max(1, len(work))))))
+    def _plan(self, dataset: Dataset, recorder: Recorder) -> list[tuple[int, Metric]]:
+        """The pairs to compute, sample by sample; the rest are decided now (a missing field)
+        or reused (see :mod:`ragmeter.run.resume`)."""
+        work: list[tuple[int, Metric]] = []
+        for row, loaded in enumerate(dataset):
+            todo = 0
+            for col, metric in enumerate(self.metrics):
+                missing = metric.missing_fields(loaded.sample)
+                if missing:
+                    recorder.not_applicable(row, metric.id, Score.unscored(f"missing required field(s): {', '.join(missing)}"))
+                elif not recorder.reuse.reusable(row, col):
+                    work.append((row, metric))
+                    todo += 1
+            recorder.expect(row, todo)
+        return work
+
+    async def _score_pair(self, dataset: Dataset, recorder: Recorder, row: int, metric: Metric) -> None:
+        began = time.perf_counter()
+        with metered() as usage:
+            score = await self._score_one(metric, dataset.samples[row])
+        recorder.done(row, metric.id, score, time.perf_counter() - began, usage)
 
     async def _score_one(self, metric: Metric, loaded: LoadedSample) -> Score:
         try:
@@ -268,6 +262,16 @@ class Evaluator:
         return _checked(metric, score)
 
 
+def _start_afresh(directory: Path) -> None:
+    """``--fresh``: nothing an earlier run left in ``directory`` is reused, even after a kill."""
+    journal = directory / JOURNAL_FILE
+    if journal.exists() or journal.is_symlink():
+        journal.unlink()
+    results = directory / RESULTS_FILE
+    if results.exists() or results.is_symlink():
+        results.unlink()
+
+
 def _checked(metric: Metric, score: Any) -> Score:
     """Turn a metric's malformed return into an explicit failure instead of bad data."""
     if not isinstance(score, Score):
@@ -277,36 +281,6 @@ def _checked(metric: Metric, score: Any) -> Score:
             return Score(min(max(score.value, 0.0), 1.0), score.explanation, details=score.details)
         return Score.unscored(f"error: metric returned {score.value}, outside [0, 1]", score.details, failed=True)
     return score
-
-
-class _progress:
-    """A rich progress bar with ETA, or nothing when disabled."""
-
-    def __init__(self, enabled: bool, total: int):
-        self.enabled, self.total = enabled and total > 0, total
-        self._bar: Any = None
-
-    def __enter__(self):
-        if not self.enabled:
-            return lambda: None
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
-        self._bar = Progress(
-            TextColumn("scoring"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
-            transient=False,
-        )
-        self._bar.start()
-        task = self._bar.add_task("scoring", total=self.total)
-        return lambda: self._bar.advance(task)
-
-    def __exit__(self, *exc_info) -> None:
-        if self._bar is not None:
-            self._bar.stop()
 
 
 def evaluate(

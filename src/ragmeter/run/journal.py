@@ -13,11 +13,10 @@ from __future__ import annotations
 import errno
 import json
 import os
-from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
-from ragmeter.data.files import json_line, read_json_lines, write_json_lines
+from ragmeter.data.files import json_line, read_json_lines
 from ragmeter.judges.metering import Usage
 from ragmeter.metrics.base import Score
 
@@ -88,11 +87,6 @@ class Journal:
         if self._file is not None:
             self._file.close()
             self._file = None
-
-    def compact(self, records: Iterable[dict[str, Any]]) -> None:
-        """Replace the journal, atomically, by exactly ``records`` (those of the finished run)."""
-        self.close()
-        write_json_lines(self.path, records)
 
 
 def _refuse_link(path: Path) -> None:
