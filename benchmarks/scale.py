@@ -4,12 +4,12 @@ Runs the documented command, `ragmeter eval DATA -m model-free -o DIR`, as a sep
 process on the bundled examples repeated to N samples (ids made unique, texts shared: the
 case of a team scoring a production log sample with model-free metrics), and measures wall
 time, samples per second, the child's peak RSS, and the sizes of what it wrote. Several
-checkouts can be measured side by side in one run (``--compare REV``): each revision is
+checkouts can be measured side by side in one run (``--compare REV``): the committed HEAD and each revision are
 exported into a temporary folder and run with the same interpreter, alternating sizes, so
 that a shared and noisy machine affects both alike.
 
 Usage:
-    python benchmarks/scale.py [--sizes 1000 10000 100000] [--compare 74e783b] [--out benchmarks/results]
+    python benchmarks/scale.py [--sizes 1000 10000 100000] [--compare 74e783b [--compare-up-to 10000]] [--out benchmarks/results]
 
 Writes ``scale.json`` and ``scale.md`` into --out.
 """
@@ -35,7 +35,9 @@ EXAMPLES = ROOT / "examples"
 
 def write_samples(path: Path, n: int) -> None:
     """The bundled examples repeated to ``n`` samples with unique ids."""
-    rows = [json.loads(line) for name in ("dev_platform_en.jsonl", "dev_platform_zh.jsonl") for line in (EXAMPLES / name).open(encoding="utf-8")]
+    rows = [
+        json.loads(line) for name in ("dev_platform_en.jsonl", "dev_platform_zh.jsonl") for line in (EXAMPLES / name).open(encoding="utf-8")
+    ]
     with path.open("w", encoding="utf-8") as out:
         for i in range(n):
             row = dict(rows[i % len(rows)])
@@ -53,7 +55,9 @@ def export(revision: str, into: Path) -> Path:
 def measure(source: Path, data: Path, out: Path, n: int) -> dict:
     """Run `ragmeter eval` from ``source`` and measure it."""
     shutil.rmtree(out, ignore_errors=True)
-    env = {**os.environ, "PYTHONPATH": str(source), "RAGMETER_CACHE_DIR": str(out.parent / "cache")}
+    cache = out.parent / f"cache-{out.name}"
+    shutil.rmtree(cache, ignore_errors=True)  # every measurement embeds its texts itself
+    env = {**os.environ, "PYTHONPATH": str(source), "RAGMETER_CACHE_DIR": str(cache)}
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     started = time.perf_counter()
     done = subprocess.run(
@@ -87,12 +91,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
     parser.add_argument("--compare", nargs="*", default=[], help="Other revisions to measure side by side.")
+    parser.add_argument("--compare-up-to", type=int, default=10_000, help="Largest size the other revisions are measured at.")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory(prefix="ragmeter-scale-") as tmp:
         work = Path(tmp)
-        sources = {"this checkout": ROOT / "src"}
+        head = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], check=True, capture_output=True, text=True
+        ).stdout.strip()
+        (work / "head").mkdir()
+        sources = {f"HEAD {head}": export("HEAD", work / "head")}
         for revision in args.compare:
             (work / revision).mkdir()
             sources[revision] = export(revision, work / revision)
@@ -100,6 +109,8 @@ def main() -> None:
             data = work / f"samples_{n}.jsonl"
             write_samples(data, n)
             for label, source in sources.items():
+                if not label.startswith("HEAD") and n > args.compare_up_to:
+                    continue
                 # A fresh process per measurement keeps each peak RSS its own.
                 row = json.loads(
                     subprocess.run(
