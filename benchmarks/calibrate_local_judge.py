@@ -32,7 +32,8 @@ import ragmeter
 from ragmeter.bench.report import git_commit
 from ragmeter.bench.suites import in_qags_calibration_split, qags_rows
 from ragmeter.judges import Judges
-from ragmeter.judges.local import PACKAGED_MODEL, PACKAGED_SHA256, LocalJudge, recalibrate
+from ragmeter.judges.local import LocalJudge
+from ragmeter.judges.local_model import PACKAGED_MODEL, PACKAGED_SHA256, recalibrate
 from ragmeter.results.stats import roc_auc
 
 RESOURCE = Path(__file__).resolve().parents[1] / "src" / "ragmeter" / "resources" / "local_judge_calibration.json"

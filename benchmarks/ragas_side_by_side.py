@@ -45,7 +45,8 @@ import ragmeter
 from ragmeter.bench.report import git_commit
 from ragmeter.bench.suites import Task, clapnq, clapnq_answerable, qags
 from ragmeter.judges import Judges
-from ragmeter.judges.local import LocalJudge, packaged_model_path
+from ragmeter.judges.local import LocalJudge
+from ragmeter.judges.local_model import packaged_model_path
 from ragmeter.judges.openai_compat import OpenAIJudge
 from ragmeter.metrics import ranking
 from ragmeter.results.stats import bootstrap_statistic, pearson, roc_auc, spearman

@@ -76,7 +76,7 @@ def assert_scores(
             metric not asked for.
     """
     __tracebackhide__ = True
-    from ragmeter.decide.gate import parse_threshold
+    from ragmeter.decide.thresholds import parse_threshold
     from ragmeter.report.formatting import format_number
     from ragmeter.run.engine import evaluate, resolve_metrics
 

@@ -7,7 +7,8 @@ import asyncio
 import pytest
 
 from ragmeter.judges.base import ContextTooLong
-from ragmeter.judges.local import LocalJudge, recalibrate
+from ragmeter.judges.local import LocalJudge
+from ragmeter.judges.local_model import recalibrate
 from ragmeter.judges.metering import metered
 
 pytestmark = pytest.mark.integration

@@ -119,7 +119,7 @@ def _post(url: str, body: dict, timeout: float) -> dict:
 @pytest.fixture(scope="module")
 def llama_server(tmp_path_factory):
     """llama-cpp-python's OpenAI-compatible server on the packaged model; yields its URL."""
-    from ragmeter.judges.local import packaged_model_path
+    from ragmeter.judges.local_model import packaged_model_path
 
     for module in ("llama_cpp", "fastapi", "uvicorn", "sse_starlette", "starlette_context", "pydantic_settings"):
         __import__(module)  # the server's own dependencies (test extras)

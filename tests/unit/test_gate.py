@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 
 from ragmeter.cli import app
 from ragmeter.data.schema import Sample
-from ragmeter.decide.gate import FAIL, PASS, SKIPPED, GateInputError, Threshold, load_thresholds, run_gate
+from ragmeter.decide.gate import FAIL, PASS, SKIPPED, run_gate
+from ragmeter.decide.thresholds import GateInputError, Threshold, load_thresholds
 from ragmeter.metrics.base import Score
 from ragmeter.metrics.registry import create_metric
 from ragmeter.report import write_reports

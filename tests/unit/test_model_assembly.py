@@ -9,7 +9,7 @@ import types
 
 import pytest
 
-from ragmeter.judges import local
+from ragmeter.judges import local_model
 from ragmeter.judges.base import JudgeError
 
 
@@ -23,46 +23,46 @@ def fake_parts(tmp_path, monkeypatch):
         module = types.ModuleType(f"fake_model_part{number}")
         module.get_part_path = lambda path=path: str(path)
         monkeypatch.setitem(sys.modules, module.__name__, module)
-    monkeypatch.setattr(local, "_PART_MODULE", "fake_model_part{}")
-    monkeypatch.setattr(local, "PACKAGED_PARTS", len(chunks))
-    monkeypatch.setattr(local, "PACKAGED_SHA256", hashlib.sha256(b"".join(chunks)).hexdigest())
+    monkeypatch.setattr(local_model, "PART_MODULE", "fake_model_part{}")
+    monkeypatch.setattr(local_model, "PACKAGED_PARTS", len(chunks))
+    monkeypatch.setattr(local_model, "PACKAGED_SHA256", hashlib.sha256(b"".join(chunks)).hexdigest())
     return b"".join(chunks)
 
 
 def test_parts_are_joined_in_order_verified_and_reused(tmp_path, fake_parts):
-    target = local.packaged_model_path(tmp_path / "models")
+    target = local_model.packaged_model_path(tmp_path / "models")
     assert target.read_bytes() == fake_parts
     stamp = target.stat().st_mtime_ns
-    assert local.packaged_model_path(tmp_path / "models") == target
+    assert local_model.packaged_model_path(tmp_path / "models") == target
     assert target.stat().st_mtime_ns == stamp, "a verified file is not joined again"
 
 
 def test_a_wrong_hash_is_refused_and_leaves_no_file(tmp_path, fake_parts, monkeypatch):
-    monkeypatch.setattr(local, "PACKAGED_SHA256", "0" * 64)
+    monkeypatch.setattr(local_model, "PACKAGED_SHA256", "0" * 64)
     with pytest.raises(JudgeError, match="SHA-256"):
-        local.packaged_model_path(tmp_path / "models")
+        local_model.packaged_model_path(tmp_path / "models")
     assert list((tmp_path / "models").iterdir()) == []
 
 
 def test_a_file_changed_after_joining_is_joined_again(tmp_path, fake_parts):
-    target = local.packaged_model_path(tmp_path / "models")
+    target = local_model.packaged_model_path(tmp_path / "models")
     target.write_bytes(b"truncated")
-    assert local.packaged_model_path(tmp_path / "models").read_bytes() == fake_parts
+    assert local_model.packaged_model_path(tmp_path / "models").read_bytes() == fake_parts
 
 
 def test_missing_part_packages_say_what_to_install(tmp_path, monkeypatch):
-    monkeypatch.setattr(local, "_PART_MODULE", "no_such_model_part{}")
+    monkeypatch.setattr(local_model, "PART_MODULE", "no_such_model_part{}")
     with pytest.raises(JudgeError, match=r"pip install 'ragmeter\[local\]'"):
-        local.packaged_model_path(tmp_path / "models")
+        local_model.packaged_model_path(tmp_path / "models")
 
 
 def test_check_local_judge_names_a_missing_gguf(tmp_path):
     with pytest.raises(JudgeError, match="GGUF model not found"):
-        local.check_local_judge(tmp_path / "absent.gguf")
+        local_model.check_local_judge(tmp_path / "absent.gguf")
 
 
 def test_recalibration_is_the_fitted_logistic_of_the_logit():
-    from ragmeter.judges.local import recalibrate
+    from ragmeter.judges.local_model import recalibrate
 
     assert recalibrate(0.5, 1.0, 0.0) == pytest.approx(0.5)
     # sigmoid(2 * logit(0.8) - 1) computed by hand: logit(0.8) = ln 4.
@@ -71,7 +71,8 @@ def test_recalibration_is_the_fitted_logistic_of_the_logit():
 
 
 def test_the_packaged_calibration_is_used_only_when_asked_and_changes_cache_keys():
-    from ragmeter.judges.local import LocalJudge, packaged_calibration
+    from ragmeter.judges.local import LocalJudge
+    from ragmeter.judges.local_model import packaged_calibration
 
     fit = packaged_calibration()["supported/en"]
     assert fit["slope"] > 0 and fit["claims"] >= 200

@@ -13,7 +13,7 @@ import traceback
 import openai
 import pytest
 
-from ragmeter.judges import openai_compat
+from ragmeter.judges import openai_compat, requests
 from ragmeter.judges.base import ContextTooLong, JudgeError, Verdict
 from ragmeter.judges.metering import PriceTable, metered
 from ragmeter.judges.openai_compat import OpenAIJudge
@@ -112,8 +112,8 @@ class FakeClock:
 @pytest.fixture
 def clock(monkeypatch) -> FakeClock:
     fake = FakeClock()
-    monkeypatch.setattr(openai_compat, "_now", fake.time)
-    monkeypatch.setattr(openai_compat, "_sleep", fake.sleep)
+    monkeypatch.setattr(requests, "clock", fake.time)
+    monkeypatch.setattr(requests, "sleep", fake.sleep)
     return fake
 
 
@@ -278,8 +278,8 @@ def test_server_errors_back_off_exponentially_with_jitter(clock):
 
 def test_backoff_is_capped(clock):
     judge = make_judge(Server())
-    assert all(judge._delay(retry, None) <= openai_compat.BACKOFF_CAP for retry in range(1, 20))
-    assert judge._delay(12, None) >= openai_compat.BACKOFF_CAP / 2
+    assert all(judge._delay(retry, None) <= requests.BACKOFF_CAP for retry in range(1, 20))
+    assert judge._delay(12, None) >= requests.BACKOFF_CAP / 2
     asyncio.run(judge.aclose())
 
 
@@ -577,7 +577,7 @@ def test_rpm_limiter_spaces_requests(clock):
 
 
 def test_rpm_limiter_grants_evenly_spaced_slots(clock):
-    limiter = openai_compat._RateLimiter(requests_per_minute=30)
+    limiter = requests.RateLimiter(requests_per_minute=30)
     granted = []
 
     async def take():

@@ -8,7 +8,8 @@ import typer
 from ragmeter.cli.app import command
 from ragmeter.cli.console import console, fail, say, table
 from ragmeter.data.files import write_text
-from ragmeter.decide.gate import FAIL, PASS, SKIPPED, GateInputError, GateReport, run_gate
+from ragmeter.decide.gate import FAIL, PASS, SKIPPED, GateReport, run_gate
+from ragmeter.decide.thresholds import GateInputError
 
 
 @command("gate")

@@ -187,7 +187,8 @@ class JudgeConfig(BaseModel):
                 evidence_sentences=self.evidence_sentences or 0,
             )
         else:
-            from ragmeter.judges.local import EVIDENCE_SENTENCES, LocalJudge, check_local_judge
+            from ragmeter.judges.local import EVIDENCE_SENTENCES, LocalJudge
+            from ragmeter.judges.local_model import check_local_judge
 
             check_local_judge(self.gguf)
             judge = LocalJudge(

