@@ -18,7 +18,8 @@ import pytest
 from typer.testing import CliRunner
 
 from ragmeter.cli import app
-from ragmeter.decide.pairwise import Pair, judge_pairs
+from ragmeter.decide.pairs import Pair
+from ragmeter.decide.pairwise import judge_pairs
 from ragmeter.judges.local import LocalJudge
 from ragmeter.judges.metering import metered
 

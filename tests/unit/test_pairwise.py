@@ -10,16 +10,8 @@ from test_llm_double import ScriptedJudge
 from typer.testing import CliRunner
 
 from ragmeter.cli import app
-from ragmeter.decide.pairwise import (
-    Pair,
-    combine,
-    judge_pair,
-    judge_pairs,
-    load_side,
-    match_samples,
-    order_verdict,
-    read_preferences,
-)
+from ragmeter.decide.pairs import Pair, load_side, match_samples, read_preferences
+from ragmeter.decide.pairwise import combine, judge_pair, judge_pairs, order_verdict
 from ragmeter.judges.base import JudgeError
 from ragmeter.report.pairwise import write_report
 from ragmeter.results.inference import wilson_interval

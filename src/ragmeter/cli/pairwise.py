@@ -11,6 +11,7 @@ from ragmeter.cli.issues import print_issues
 from ragmeter.cli.options import JudgeOptions, judge_options
 from ragmeter.data import InputError
 from ragmeter.decide import pairwise
+from ragmeter.decide.pairs import load_side, match_samples, read_preferences
 from ragmeter.judges import JudgeError
 from ragmeter.report.pairwise import summary_rows, write_report
 from ragmeter.results import RunDirError
@@ -41,16 +42,14 @@ def pairwise_command(
     """
     try:
         _, settings = judge_options.resolve()
-        side_a, side_b = pairwise.load_side(a), pairwise.load_side(b)
-        reference = pairwise.read_preferences(labels) if labels else None
+        side_a, side_b = load_side(a), load_side(b)
+        reference = read_preferences(labels) if labels else None
     except InputError as exc:
         print_issues(exc.issues, written=False)
         raise fail("input is not usable; nothing was judged") from None
     except (ValueError, OSError, RunDirError) as exc:
         raise fail(str(exc)) from None
-    pairs, matching = pairwise.match_samples(
-        side_a, side_b, reference_metric=reference_metric, labels=reference.by_id if reference else None
-    )
+    pairs, matching = match_samples(side_a, side_b, reference_metric=reference_metric, labels=reference.by_id if reference else None)
     matching["label_issues"] = reference.problems if reference else []
     for problem in matching["label_issues"]:
         say(f"  {problem}")
