@@ -76,57 +76,71 @@ def assert_scores(
             metric not asked for.
     """
     __tracebackhide__ = True
-    from ragmeter.decide.thresholds import parse_threshold
-    from ragmeter.report.formatting import format_number
-    from ragmeter.run.engine import evaluate, resolve_metrics
+    from ragmeter.run.engine import evaluate
 
-    thresholds = dict(thresholds or {})
+    resolved, rules = _metrics_and_rules(metrics, thresholds)
+    loaded = _as_sample(sample)
+    result = evaluate([loaded], metrics=resolved, judges=judges, progress=False)
+    scores = result.samples[0].scores
+    failures, passes = _checks(scores, {m.id: m.info() for m in resolved}, rules)
+    if failures:
+        raise AssertionError(_failure_message(loaded, len(resolved), failures, passes))
+    return scores
+
+
+def _metrics_and_rules(metrics: Iterable[Any] | str | None, thresholds: Mapping[str, Any] | None) -> tuple[list[Any], dict[str, Any]]:
+    """The metrics to run and their threshold rules, checked (see :func:`assert_scores`)."""
+    from ragmeter.decide.thresholds import parse_threshold
+    from ragmeter.run.engine import resolve_metrics
+
+    given = dict(thresholds or {})
     if isinstance(metrics, str):
         metrics = [m.strip() for m in metrics.split(",") if m.strip()]
-    resolved = resolve_metrics(list(metrics) if metrics is not None else list(thresholds))
+    resolved = resolve_metrics(list(metrics) if metrics is not None else list(given))
     if not resolved:
         raise ValueError("assert_scores needs at least one metric")
     infos = {m.id: m.info() for m in resolved}
-    stray = [k for k in thresholds if k not in infos]
+    stray = [k for k in given if k not in infos]
     if stray:
         raise ValueError(f"threshold(s) for {', '.join(stray)}, which are not among the metrics {', '.join(infos)}")
     rules = {}
-    for metric_id, spec in thresholds.items():
+    for metric_id, spec in given.items():
         try:
             rules[metric_id] = parse_threshold(spec, infos[metric_id], allow_on=False)
         except ValueError as exc:
             raise ValueError(f"threshold for {metric_id}: {exc}") from None
-    loaded = _as_sample(sample)
-    result = evaluate([loaded], metrics=resolved, judges=judges, progress=False)
-    scores = result.samples[0].scores
+    return resolved, rules
+
+
+def _checks(scores: Mapping[str, Any], infos: Mapping[str, Any], rules: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """A line per failing metric (below its rule, or unscored) and a note per passing one."""
+    from ragmeter.report.formatting import format_number
+
     failures, passes = [], []
     for metric_id, info in infos.items():
-        score = scores.get(metric_id)
-        unit = info["unit"]
-        rule = rules.get(metric_id)
+        score, unit, rule = scores.get(metric_id), info["unit"], rules.get(metric_id)
         wanted = f"{rule.bound} {format_number(rule.value, unit)}" if rule else "a score"
         if score is None or score.value is None:
             reason = score.reason if score is not None else "not evaluated"
             kind = "failed" if score is not None and score.failed else "unscored"
             failures.append(f"  {metric_id}: {kind} ({reason}); wanted {wanted}")
         elif rule is not None and not rule.holds(score.value):
-            line = f"  {metric_id} = {rule.versus(score.value, unit)}"
-            if score.explanation:
-                line += f": {score.explanation}"
-            failures.append(line)
+            failures.append(f"  {metric_id} = {rule.versus(score.value, unit)}" + (f": {score.explanation}" if score.explanation else ""))
         else:
             passes.append(f"{metric_id} = {rule.versus(score.value, unit) if rule else format_number(score.value, unit)}")
-    if failures:
-        question = " ".join((loaded.user_input or "").split())
-        if len(question) > 100:
-            question = question[:99] + "…"
-        label = f"sample '{loaded.id}'" if loaded.id is not None else "sample"
-        header = f"ragmeter: {len(failures)} of {len(infos)} metric(s) failed for {label}" + (f' ("{question}")' if question else "")
-        lines = [header + ":", *failures]
-        if passes:
-            lines.append("  passed: " + ", ".join(passes))
-        raise AssertionError("\n".join(lines))
-    return scores
+    return failures, passes
+
+
+def _failure_message(sample: Any, n_metrics: int, failures: list[str], passes: list[str]) -> str:
+    question = " ".join((sample.user_input or "").split())
+    if len(question) > 100:
+        question = question[:99] + "…"
+    label = f"sample '{sample.id}'" if sample.id is not None else "sample"
+    header = f"ragmeter: {len(failures)} of {n_metrics} metric(s) failed for {label}" + (f' ("{question}")' if question else "")
+    lines = [header + ":", *failures]
+    if passes:
+        lines.append("  passed: " + ", ".join(passes))
+    return "\n".join(lines)
 
 
 def ragmeter_samples(*paths: str | Path) -> list[Any]:

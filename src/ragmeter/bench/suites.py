@@ -178,84 +178,67 @@ def clapnq(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
     unanswerable = _sample([r for r in rows if not r["answerable"]], None if limit is None else limit // 2, seed)
     rng = random.Random(seed)
     noise_pool = [s for r in rows for s in r["passage_sentences"]]
-    precision_samples, precision_units = [], []
-    recall_samples, recall_units = [], []
-    correctness_samples, correctness_units = [], []
+    built: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {k: ([], []) for k in ("precision", "recall", "correctness")}
     for row in answerable:
-        gold = [s for s in row["passage_sentences"] if s in set(row["gold_sentences"])]
-        if not gold:
-            continue
-        others = [s for s in noise_pool if s not in set(row["passage_sentences"])]
-        noise = rng.sample(others, min(len(row["passage_sentences"]), 8))
-        contexts = row["passage_sentences"][:8] + noise
-        rng.shuffle(contexts)
-        sample_id = f"cq-{row['id']}"
-        precision_samples.append(
-            {"id": sample_id, "user_input": row["question"], "retrieved_contexts": contexts, "reference": row["reference_answer"]}
-        )
-        for index, context in enumerate(contexts):
-            precision_units.append({"sample": sample_id, "label": int(context in set(gold)), "group": sample_id, "part": index})
-        kept = [s for s in gold if rng.random() < 0.5] if len(gold) > 1 else gold[: rng.randint(0, 1)]
-        recall_contexts = kept + rng.sample(others, 4)
-        rng.shuffle(recall_contexts)
-        recall_samples.append(
-            {"id": sample_id, "user_input": row["question"], "retrieved_contexts": recall_contexts, "reference": row["reference_answer"]}
-        )
-        recall_units.append({"sample": sample_id, "label": len(kept) / len(gold), "group": sample_id, "part": None})
-        # Wrong: as many of the passage's other sentences: same topic and words, not the answer.
-        others_in_passage = [s for s in row["passage_sentences"] if s not in set(gold)][: len(gold)]
-        responses = [("right", " ".join(gold), 1)] + ([("wrong", " ".join(others_in_passage), 0)] if others_in_passage else [])
-        for suffix, response, label in responses:
-            correctness_samples.append(
-                {"id": f"{sample_id}-{suffix}", "user_input": row["question"], "response": response, "reference": row["reference_answer"]}
-            )
-            correctness_units.append({"sample": f"{sample_id}-{suffix}", "label": label, "group": sample_id, "part": None})
-    answerability_samples, answerability_units = [], []
+        _clapnq_units(row, noise_pool, rng, built)
+    answerability: tuple[list[dict[str, Any]], list[dict[str, Any]]] = ([], [])
     for row in answerable + unanswerable:
         sample_id = f"cq-{row['id']}"
-        answerability_samples.append(
-            {
-                "id": sample_id,
-                "user_input": row["question"],
-                "retrieved_contexts": row["passage_sentences"],
-                "response": "I cannot find the answer in the documents.",
-            }
+        response = "I cannot find the answer in the documents."
+        answerability[0].append(
+            {"id": sample_id, "user_input": row["question"], "retrieved_contexts": row["passage_sentences"], "response": response}
         )
-        answerability_units.append({"sample": sample_id, "label": int(row["answerable"]), "group": sample_id, "part": None})
-    return [
-        Task(
-            "clapnq/context_precision",
-            "context_precision",
-            load_dataset(precision_samples),
-            precision_units,
-            "binary",
-            "per sentence vs annotator selection",
-        ),
-        Task(
-            "clapnq/context_recall",
-            "context_recall",
-            load_dataset(recall_samples),
-            recall_units,
-            "graded",
-            "vs share of gold sentences kept",
-        ),
-        Task(
+        answerability[1].append({"sample": sample_id, "label": int(row["answerable"]), "group": sample_id, "part": None})
+    specs = [
+        ("clapnq/context_precision", "context_precision", built["precision"], "binary", "per sentence vs annotator selection"),
+        ("clapnq/context_recall", "context_recall", built["recall"], "graded", "vs share of gold sentences kept"),
+        (
             "clapnq/answer_correctness",
             "answer_correctness",
-            load_dataset(correctness_samples),
-            correctness_units,
+            built["correctness"],
             "binary",
             "gold sentences vs the passage's other sentences",
         ),
-        Task(
-            "clapnq/answerability",
-            "negative_rejection",
-            load_dataset(answerability_samples),
-            answerability_units,
-            "binary",
-            "answerable vs unanswerable questions",
-        ),
+        ("clapnq/answerability", "negative_rejection", answerability, "binary", "answerable vs unanswerable questions"),
     ]
+    return [Task(name, metric, load_dataset(samples), units, kind, reference) for name, metric, (samples, units), kind, reference in specs]
+
+
+def _clapnq_units(
+    row: dict[str, Any], noise_pool: list[str], rng: random.Random, built: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]]
+) -> None:
+    """The context precision, recall and answer correctness samples and units of one
+    answerable ClapNQ question (see :func:`clapnq`), appended to ``built``."""
+    gold_set = set(row["gold_sentences"])
+    gold = [s for s in row["passage_sentences"] if s in gold_set]
+    if not gold:
+        return
+    sample_id = f"cq-{row['id']}"
+    others = [s for s in noise_pool if s not in set(row["passage_sentences"])]
+    contexts = row["passage_sentences"][:8] + rng.sample(others, min(len(row["passage_sentences"]), 8))
+    rng.shuffle(contexts)
+    built["precision"][0].append(
+        {"id": sample_id, "user_input": row["question"], "retrieved_contexts": contexts, "reference": row["reference_answer"]}
+    )
+    built["precision"][1].extend(
+        {"sample": sample_id, "label": int(context in set(gold)), "group": sample_id, "part": index}
+        for index, context in enumerate(contexts)
+    )
+    kept = [s for s in gold if rng.random() < 0.5] if len(gold) > 1 else gold[: rng.randint(0, 1)]
+    recall_contexts = kept + rng.sample(others, 4)
+    rng.shuffle(recall_contexts)
+    built["recall"][0].append(
+        {"id": sample_id, "user_input": row["question"], "retrieved_contexts": recall_contexts, "reference": row["reference_answer"]}
+    )
+    built["recall"][1].append({"sample": sample_id, "label": len(kept) / len(gold), "group": sample_id, "part": None})
+    # Wrong: as many of the passage's other sentences: same topic and words, not the answer.
+    others_in_passage = [s for s in row["passage_sentences"] if s not in set(gold)][: len(gold)]
+    responses = [("right", " ".join(gold), 1)] + ([("wrong", " ".join(others_in_passage), 0)] if others_in_passage else [])
+    for suffix, response, label in responses:
+        built["correctness"][0].append(
+            {"id": f"{sample_id}-{suffix}", "user_input": row["question"], "response": response, "reference": row["reference_answer"]}
+        )
+        built["correctness"][1].append({"sample": f"{sample_id}-{suffix}", "label": label, "group": sample_id, "part": None})
 
 
 def msmarco_triples(data_dir: Path) -> list[tuple[str, str, int]]:

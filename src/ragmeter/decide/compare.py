@@ -192,25 +192,19 @@ def compare_results(
         raise ValueError(f"alpha must be between 0 and 1, got {alpha}")
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
-    ids_a, ids_b = a.metric_ids, b.metric_ids
-    common = [m for m in ids_a if m in ids_b]
-    if metrics is not None:
-        missing = [m for m in metrics if m not in common]
-        if missing:
-            raise ValueError(f"metric(s) {', '.join(missing)} not in both runs; common: {', '.join(common) or 'none'}")
-        common = [m for m in common if m in metrics]
+    settings = {
+        "alpha": alpha,
+        "confidence": confidence,
+        "n_permutations": n_permutations,
+        "exact_permutation_max_n": EXACT_PERMUTATION_MAX_N,
+        "n_resamples": n_resamples,
+        "seed": seed,
+        "correction": "holm",
+        "top_regressions": top,
+    }
     matching = match_samples(a, b)
-    compared = [
-        _compare_metric(metric_id, a.metric(metric_id), b.metric(metric_id), matching, confidence, n_permutations, n_resamples, seed, top)
-        for metric_id in common
-    ]
-    tested = [(m, m.p_permutation) for m in compared if m.p_permutation is not None]
-    for (m, _), adjusted in zip(tested, holm([p for _, p in tested]), strict=True):
-        m.p_holm = adjusted
-        if adjusted < alpha and m.mean_diff != 0:
-            m.verdict = B_BETTER if (m.improvement() or 0) > 0 else A_BETTER
-        else:
-            m.verdict = NO_DIFFERENCE
+    compared = [_compare_metric(m, a.metric(m), b.metric(m), matching, settings) for m in _common_metrics(a, b, metrics)]
+    _decide(compared, alpha)
     return Comparison(
         label_a=label_a,
         label_b=label_b,
@@ -218,32 +212,41 @@ def compare_results(
         run_b=_run_summary(b),
         matching=matching,
         metrics=compared,
-        metrics_only_in_a=[m for m in ids_a if m not in ids_b],
-        metrics_only_in_b=[m for m in ids_b if m not in ids_a],
-        settings={
-            "alpha": alpha,
-            "confidence": confidence,
-            "n_permutations": n_permutations,
-            "exact_permutation_max_n": EXACT_PERMUTATION_MAX_N,
-            "n_resamples": n_resamples,
-            "seed": seed,
-            "correction": "holm",
-            "top_regressions": top,
-        },
+        metrics_only_in_a=[m for m in a.metric_ids if m not in b.metric_ids],
+        metrics_only_in_b=[m for m in b.metric_ids if m not in a.metric_ids],
+        settings=settings,
     )
 
 
+def _common_metrics(a: Result, b: Result, wanted: list[str] | None) -> list[str]:
+    """The metrics in both runs, in A's order (only those ``wanted``, which must all be there)."""
+    common = [m for m in a.metric_ids if m in b.metric_ids]
+    if wanted is None:
+        return common
+    missing = [m for m in wanted if m not in common]
+    if missing:
+        raise ValueError(f"metric(s) {', '.join(missing)} not in both runs; common: {', '.join(common) or 'none'}")
+    return [m for m in common if m in wanted]
+
+
+def _decide(compared: list[MetricComparison], alpha: float) -> None:
+    """Holm-adjust the permutation p-values across the metrics and give each its verdict."""
+    tested = [(m, m.p_permutation) for m in compared if m.p_permutation is not None]
+    for (m, _), adjusted in zip(tested, holm([p for _, p in tested]), strict=True):
+        m.p_holm = adjusted
+        if adjusted < alpha and m.mean_diff != 0:
+            m.verdict = B_BETTER if (m.improvement() or 0) > 0 else A_BETTER
+        else:
+            m.verdict = NO_DIFFERENCE
+
+
+Row = tuple[SampleResult, SampleResult, float, float]
+
+
 def _compare_metric(
-    metric_id: str,
-    info_a: dict[str, Any],
-    info_b: dict[str, Any],
-    matching: Matching,
-    confidence: float,
-    n_permutations: int,
-    n_resamples: int,
-    seed: int,
-    top: int,
+    metric_id: str, info_a: dict[str, Any], info_b: dict[str, Any], matching: Matching[SampleResult], settings: dict[str, Any]
 ) -> MetricComparison:
+    """One metric over the pairs scored in both runs (see the module docstring)."""
     higher_is_better = bool(info_b.get("higher_is_better", True))
     unit = info_b.get("unit")
     notes = []
@@ -251,7 +254,18 @@ def _compare_metric(
         notes.append(f"settings differ between the runs (A: {info_a.get('config')}, B: {info_b.get('config')})")
     if bool(info_a.get("higher_is_better", True)) != higher_is_better or info_a.get("unit") != unit:
         notes.append("unit or direction differ between the runs; B's are used")
-    rows = []
+    rows, excluded = _scored_pairs(matching, metric_id)
+    comparison = MetricComparison(metric_id, unit, higher_is_better, len(rows), excluded, note="; ".join(notes))
+    if not rows:
+        comparison.note = "; ".join([*notes, "no matched sample is scored in both runs"])
+        return comparison
+    _test(comparison, [vb - va for _, _, va, vb in rows], rows, settings)
+    return comparison
+
+
+def _scored_pairs(matching: Matching[SampleResult], metric_id: str) -> tuple[list[Row], dict[str, Any]]:
+    """The matched pairs scored in both runs, and the count and keys of those left out."""
+    rows: list[Row] = []
     excluded: dict[str, Any] = {"unscored_in_a": 0, "unscored_in_b": 0, "unscored_in_both": 0, "keys": []}
     for sa, sb in matching.pairs:
         va, vb = _value(sa, metric_id), _value(sb, metric_id)
@@ -262,16 +276,18 @@ def _compare_metric(
             continue
         rows.append((sa, sb, va, vb))
     excluded["count"] = len(excluded["keys"])
-    comparison = MetricComparison(metric_id, unit, higher_is_better, len(rows), excluded, note="; ".join(notes))
-    if not rows:
-        comparison.note = "; ".join([*notes, "no matched sample is scored in both runs"])
-        return comparison
-    diffs = [vb - va for _, _, va, vb in rows]
+    return rows, excluded
+
+
+def _test(comparison: MetricComparison, diffs: list[float], rows: list[Row], settings: dict[str, Any]) -> None:
+    """Means, the paired bootstrap interval, the permutation and Wilcoxon p-values, and
+    the largest regressions (B - A in the bad direction, worst first)."""
     n = len(diffs)
     comparison.mean_a = sum(va for _, _, va, _ in rows) / n
     comparison.mean_b = sum(vb for _, _, _, vb in rows) / n
     comparison.mean_diff = sum(diffs) / n
-    interval = paired_bootstrap_ci(diffs, confidence=confidence, n_resamples=n_resamples, seed=seed)
+    seed, n_permutations = settings["seed"], settings["n_permutations"]
+    interval = paired_bootstrap_ci(diffs, confidence=settings["confidence"], n_resamples=settings["n_resamples"], seed=seed)
     if interval is not None:
         comparison.ci_low, comparison.ci_high = interval
     comparison.p_permutation = paired_permutation_pvalue(diffs, n_permutations=n_permutations, seed=seed)
@@ -280,21 +296,12 @@ def _compare_metric(
         f"exact ({2**nonzero} sign assignments)" if nonzero <= EXACT_PERMUTATION_MAX_N else f"{n_permutations} random sign flips"
     )
     comparison.p_wilcoxon = wilcoxon_pvalue(diffs)
-    # Largest regressions: B - A in the bad direction, worst first.
-    sign = 1.0 if higher_is_better else -1.0
+    sign = 1.0 if comparison.higher_is_better else -1.0
     worse = sorted((r for r in rows if sign * (r[3] - r[2]) < 0), key=lambda r: sign * (r[3] - r[2]))
     comparison.top_regressions = [
-        {
-            "key": sb.key,
-            "key_a": sa.key,
-            "question": sb.sample.user_input or sa.sample.user_input or "",
-            "a": va,
-            "b": vb,
-            "diff": vb - va,
-        }
-        for sa, sb, va, vb in worse[:top]
+        {"key": sb.key, "key_a": sa.key, "question": sb.sample.user_input or sa.sample.user_input or "", "a": va, "b": vb, "diff": vb - va}
+        for sa, sb, va, vb in worse[: settings["top_regressions"]]
     ]
-    return comparison
 
 
 def _value(sample_result: SampleResult, metric_id: str) -> float | None:

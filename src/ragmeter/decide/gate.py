@@ -189,32 +189,26 @@ def baseline_checks(
         raise GateInputError(
             f"no sample of {run_label} matches one of the baseline {baseline_label} (by id or question): is it the same dataset?"
         )
-    checks = []
     rule = f"drop ≤ {max_drop:g}, or not significant (Holm, α={alpha:g})"
-    for m in comparison.metrics:
-        checks.append(_mean_check(m, rule, max_drop, alpha))
-        checks.append(_coverage_check(m, comparison, max_drop))
-    for metric in common:
-        if metric not in quality:
-            unit = result.metric(metric).get("unit")
-            checks.append(
-                Check(
-                    metric,
-                    "baseline",
-                    "drop vs baseline",
-                    "–",
-                    SKIPPED,
-                    f"{metric} is a measurement in {unit}: --max-drop applies to [0, 1] scores; set a threshold instead",
-                )
-            )
+    checks = [
+        check for m in comparison.metrics for check in (_mean_check(m, rule, max_drop, alpha), _coverage_check(m, comparison, max_drop))
+    ]
+    return checks + _skipped(result, baseline, quality), comparison
+
+
+def _skipped(result: Result, baseline: Result, quality: list[str]) -> list[Check]:
+    """The baseline checks that do not apply: measurements with a unit, metrics missing now."""
+    skipped = []
     for metric in baseline.metric_ids:
         if metric not in result.metric_ids:
-            checks.append(
-                Check(
-                    metric, "baseline", "drop vs baseline", "–", SKIPPED, f"{metric} is in the baseline but was not evaluated in this run"
-                )
-            )
-    return checks, comparison
+            message = f"{metric} is in the baseline but was not evaluated in this run"
+        elif metric not in quality:
+            unit = result.metric(metric).get("unit")
+            message = f"{metric} is a measurement in {unit}: --max-drop applies to [0, 1] scores; set a threshold instead"
+        else:
+            continue
+        skipped.append(Check(metric, "baseline", "drop vs baseline", "–", SKIPPED, message))
+    return skipped
 
 
 def _mean_check(m: MetricComparison, rule: str, max_drop: float, alpha: float) -> Check:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragmeter.data.schema import Sample
+from ragmeter.judges.base import Verdict
 from ragmeter.judges.windowing import ask, premise_verdicts
 from ragmeter.metrics.base import Score
 from ragmeter.metrics.checks import refusal_phrase
@@ -63,42 +64,27 @@ class NoiseSensitivity(ClaimCheckingMetric):
             *(supported(judges, chunk, items, lang) for chunk in contexts),
         )
         correct = decide(correct_verdicts, self.threshold)
-        chunk_details: list[dict[str, Any]] = []
-        relevant_sources: list[set[int]] = [set() for _ in response_claims]
-        irrelevant_sources: list[set[int]] = [set() for _ in response_claims]
-        strategies = set()
-        for rank, (verdicts, strategy) in enumerate(per_chunk, start=1):
-            strategies.add(strategy)
-            by_item = {item: v.p_yes >= self.threshold for item, v in zip(items, verdicts, strict=True)}
-            relevant = any(by_item[c] for c in reference_claims)
-            chunk_details.append(
-                {"rank": rank, "relevant": relevant, "reference_claims_supported": sum(by_item[c] for c in reference_claims)}
-            )
-            for j, claim in enumerate(response_claims):
-                if by_item[claim]:
-                    (relevant_sources if relevant else irrelevant_sources)[j].add(rank)
+        chunk_details, sources, strategy = self._sources(per_chunk, items, reference_claims, response_claims)
         claims: list[dict[str, Any]] = []
-        counted = 0
         for j, claim in enumerate(response_claims):
-            from_relevant = bool(relevant_sources[j])
-            from_irrelevant = bool(irrelevant_sources[j]) and not from_relevant
-            hit = not correct[j] and (from_relevant if self.mode == "relevant" else from_irrelevant)
-            counted += hit
+            relevant, irrelevant = sources[j]
+            from_kind = bool(relevant) if self.mode == "relevant" else bool(irrelevant) and not relevant
             claims.append(
                 {
                     "claim": claim,
                     "p_correct": round(correct_verdicts[j].p_yes, 4),
                     "correct": correct[j],
-                    "relevant_chunks": sorted(relevant_sources[j]),
-                    "irrelevant_chunks": sorted(irrelevant_sources[j]),
-                    "counted": hit,
+                    "relevant_chunks": sorted(relevant),
+                    "irrelevant_chunks": sorted(irrelevant),
+                    "counted": not correct[j] and from_kind,
                 }
             )
+        counted = sum(c["counted"] for c in claims)
         details = {
             "mode": self.mode,
             "claims": claims,
             "chunks": chunk_details,
-            "strategy": "whole" if strategies == {"whole"} else ("windows" if "windows" in strategies else "per_chunk"),
+            "strategy": strategy,
             "threshold": self.threshold,
         }
         n_relevant_chunks = sum(c["relevant"] for c in chunk_details)
@@ -111,6 +97,25 @@ class NoiseSensitivity(ClaimCheckingMetric):
         if wrong:
             explanation += f"; e.g. {clip(wrong[0], 60)}"
         return Score(counted / len(response_claims), explanation, details=details)
+
+    def _sources(
+        self, per_chunk: list[tuple[list[Verdict], str]], items: list[str], reference_claims: list[str], response_claims: list[str]
+    ) -> tuple[list[dict[str, Any]], list[tuple[set[int], set[int]]], str]:
+        """Per chunk: whether it is relevant (supports a reference claim); per response claim:
+        the ranks of the relevant and of the irrelevant chunks that support it; the strategy."""
+        chunks: list[dict[str, Any]] = []
+        sources: list[tuple[set[int], set[int]]] = [(set(), set()) for _ in response_claims]
+        strategies = set()
+        for rank, (verdicts, strategy) in enumerate(per_chunk, start=1):
+            strategies.add(strategy)
+            by_item = {item: v.p_yes >= self.threshold for item, v in zip(items, verdicts, strict=True)}
+            relevant = any(by_item[c] for c in reference_claims)
+            chunks.append({"rank": rank, "relevant": relevant, "reference_claims_supported": sum(by_item[c] for c in reference_claims)})
+            for j, claim in enumerate(response_claims):
+                if by_item[claim]:
+                    sources[j][0 if relevant else 1].add(rank)
+        strategy = "whole" if strategies == {"whole"} else ("windows" if "windows" in strategies else "per_chunk")
+        return chunks, sources, strategy
 
 
 @register

@@ -9,7 +9,7 @@ the page as is. No chart refers to anything outside itself (no fonts, images or 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from html import escape
 from typing import Any
 
@@ -186,10 +186,8 @@ def histogram(
         bins: Number of bins (measurements made of a few integers get one bin per integer).
     """
     data = [float(v) for v in values if v is not None and math.isfinite(float(v))]
-    body: list[str] = []
     left, right, top, bottom = _H_LEFT, _H_WIDTH - _H_RIGHT, _H_TOP, _H_BOTTOM
-    plot = right - left
-    body.append(f'<line x1="{left}" y1="{bottom}" x2="{right}" y2="{bottom}" stroke="{AXIS}" stroke-width="1"/>')
+    body = [f'<line x1="{left}" y1="{bottom}" x2="{right}" y2="{bottom}" stroke="{AXIS}" stroke-width="1"/>']
     title = f"{label}: " if label else ""
     if not data:
         body.append(
@@ -199,11 +197,25 @@ def histogram(
         return _svg(_H_WIDTH, _H_HEIGHT, f"{title}no scored values", body, "chart hist")
     edges, counts, integers = _bins(data, unit, max(1, bins))
     lo, hi = edges[0][0], edges[-1][1]
-    peak = max(counts)
 
     def x_of(v: float) -> float:
-        return left + plot * (v - lo) / (hi - lo)
+        return left + (right - left) * (v - lo) / (hi - lo)
 
+    body += _histogram_bars(edges, counts, integers, unit, x_of)
+    body += _histogram_ticks(edges, integers, unit, x_of)
+    average = sum(data) / len(data) if mean is None or not math.isfinite(mean) else float(mean)
+    body += _mean_marker(average, unit, x_of)
+    summary = f"{title}{len(data)} value{'s' if len(data) != 1 else ''}, mean {format_number(average, unit)}"
+    return _svg(_H_WIDTH, _H_HEIGHT, summary, body, "chart hist")
+
+
+def _histogram_bars(
+    edges: list[tuple[float, float]], counts: list[int], integers: bool, unit: str | None, x_of: Callable[[float], float]
+) -> list[str]:
+    """The grid, the count scale and one bar per bin (with its range and count as a tooltip)."""
+    left, right, top, bottom = _H_LEFT, _H_WIDTH - _H_RIGHT, _H_TOP, _H_BOTTOM
+    peak = max(counts)
+    body = []
     for tick in (0.25, 0.5, 0.75, 1.0):
         y = bottom - (bottom - top) * tick
         body.append(f'<line x1="{left}" y1="{_f(y)}" x2="{right}" y2="{_f(y)}" stroke="{GRID}" stroke-width="0.5"/>')
@@ -212,16 +224,20 @@ def histogram(
     for (a, b), count in zip(edges, counts, strict=True):
         x0, x1 = x_of(a), x_of(b)
         h = (bottom - top) * count / peak
-        if integers:
-            span = f"{int(a + 0.5)}"
-        else:
-            span = f"{format_number(a, unit)}–{format_number(b, unit)}"
+        span = f"{int(a + 0.5)}" if integers else f"{format_number(a, unit)}–{format_number(b, unit)}"
         tip = f"{span}: {count} sample{'s' if count != 1 else ''}"
         bar = max(0.5, min(x1 - x0 - min(8.0, max(1.5, (x1 - x0) * 0.12)), 36.0))
         body.append(
             f'<rect x="{_f((x0 + x1 - bar) / 2)}" y="{_f(bottom - h)}" width="{_f(bar)}" height="{_f(h)}" '
             f'fill="{ACCENT}" fill-opacity="0.75"><title>{_e(tip)}</title></rect>'
         )
+    return body
+
+
+def _histogram_ticks(edges: list[tuple[float, float]], integers: bool, unit: str | None, x_of: Callable[[float], float]) -> list[str]:
+    """Labels under the x axis: each integer (thinned), or the range's ends and 0.5 for scores."""
+    bottom = _H_BOTTOM
+    lo, hi = edges[0][0], edges[-1][1]
     if integers:
         step = max(1, math.ceil(len(edges) / 8))
         ticks = [(x_of((a + b) / 2), str(int(a + 0.5))) for a, b in edges[::step]]
@@ -229,20 +245,22 @@ def histogram(
         ticks = [(x_of(lo), format_number(lo, unit) if unit else f"{lo:g}"), (x_of(hi), format_number(hi, unit) if unit else f"{hi:g}")]
         if unit is None:
             ticks.insert(1, (x_of(0.5), "0.5"))
+    body = []
     for i, (x, text) in enumerate(ticks):
         anchor = "middle" if integers else ("start" if i == 0 else "end" if i == len(ticks) - 1 else "middle")
         body.append(f'<text x="{_f(x)}" y="{bottom + 12}" text-anchor="{anchor}" font-size="9" fill="{MUTED}">{_e(text)}</text>')
-    average = sum(data) / len(data) if mean is None or not math.isfinite(mean) else float(mean)
+    return body
+
+
+def _mean_marker(average: float, unit: str | None, x_of: Callable[[float], float]) -> list[str]:
+    """A dashed line at the mean, labelled."""
+    left, right, top, bottom = _H_LEFT, _H_WIDTH - _H_RIGHT, _H_TOP, _H_BOTTOM
     mx = min(right, max(left, x_of(average)))
     shown = format_number(average, unit)
-    body.append(
-        f'<line x1="{_f(mx)}" y1="{top - 4}" x2="{_f(mx)}" y2="{bottom}" stroke="{MEAN}" stroke-width="1.5" stroke-dasharray="3 2">'
-        f"<title>{_e(f'mean {shown}')}</title></line>"
-    )
-    anchor = "end" if mx > left + plot * 0.7 else "start"
+    anchor = "end" if mx > left + (right - left) * 0.7 else "start"
     offset = -3 if anchor == "end" else 3
-    body.append(
-        f'<text x="{_f(mx + offset)}" y="{bottom + 24}" text-anchor="{anchor}" font-size="9" fill="{MEAN}">{_e(f"mean {shown}")}</text>'
-    )
-    summary = f"{title}{len(data)} value{'s' if len(data) != 1 else ''}, mean {shown}"
-    return _svg(_H_WIDTH, _H_HEIGHT, summary, body, "chart hist")
+    return [
+        f'<line x1="{_f(mx)}" y1="{top - 4}" x2="{_f(mx)}" y2="{bottom}" stroke="{MEAN}" stroke-width="1.5" stroke-dasharray="3 2">'
+        f"<title>{_e(f'mean {shown}')}</title></line>",
+        f'<text x="{_f(mx + offset)}" y="{bottom + 24}" text-anchor="{anchor}" font-size="9" fill="{MEAN}">{_e(f"mean {shown}")}</text>',
+    ]
