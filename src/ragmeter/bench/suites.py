@@ -301,7 +301,7 @@ def labelled_file(path: Path, metric: str, label_field: str, limit: int | None, 
         ValueError: A sample has no numeric label; the message names it.
     """
     dataset = load_dataset(path)
-    chosen = _sample(dataset.samples, limit, seed)
+    chosen = _sample(list(dataset.samples), limit, seed)
     units = []
     for loaded in chosen:
         label = loaded.sample.metadata.get(label_field)

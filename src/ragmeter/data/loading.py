@@ -8,16 +8,22 @@ source (missing file, empty file, unknown format, a JSON file that is not a list
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import json
+import weakref
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from pydantic import ValidationError
 
 from ragmeter.data.issues import InputError, InputIssue
 from ragmeter.data.readers import MAX_DEPTH, TOO_DEEP, describe_value, rows_of
 from ragmeter.data.schema import Sample
+
+#: JSON-lines files larger than this (bytes) keep their samples on disk (see :class:`SampleList`).
+KEEP_ON_DISK_ABOVE = 64 * 2**20
 
 
 @dataclass(frozen=True)
@@ -37,11 +43,65 @@ class LoadedSample:
     location: str
 
 
+class SampleList(Sequence[LoadedSample]):
+    """The samples of a dataset, in order. Samples of a large JSON-lines file are not held:
+    only where each one is in the file, and the file is read again when a sample is asked
+    for (the most recently used are kept), so a run of any size loads in little memory.
+    """
+
+    def __init__(self, samples: Iterable[LoadedSample] = ()):
+        self._entries: list[LoadedSample | tuple[_JsonLines, int, str, str]] = list(samples)
+
+    def append(self, sample: LoadedSample) -> None:
+        self._entries.append(sample)
+
+    def append_stored(self, source: _JsonLines, offset: int, key: str, location: str) -> None:
+        """A sample to read from ``source`` at ``offset`` when it is asked for."""
+        self._entries.append((source, offset, key, location))
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @overload
+    def __getitem__(self, index: int) -> LoadedSample: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[LoadedSample]: ...
+
+    def __getitem__(self, index: int | slice) -> LoadedSample | list[LoadedSample]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        entry = self._entries[index]
+        if isinstance(entry, LoadedSample):
+            return entry
+        source, offset, key, location = entry
+        return LoadedSample(source.sample_at(offset), key, source.name, location)
+
+    def __iter__(self) -> Iterator[LoadedSample]:
+        return (self[i] for i in range(len(self)))
+
+
+class _JsonLines:
+    """A JSON-lines source kept on disk: its samples are read back by byte offset, from a
+    file descriptor held open (a file replaced meanwhile does not change what is read)."""
+
+    def __init__(self, path: Path):
+        self.name = str(path)
+        self._handle = path.open("rb")
+        self._closer = weakref.finalize(self, self._handle.close)
+        self.sample_at = lru_cache(maxsize=1024)(self._read)
+
+    def _read(self, offset: int) -> Sample:
+        self._handle.seek(offset)
+        line = self._handle.readline()
+        return Sample.from_record(json.loads(line))
+
+
 @dataclass
 class Dataset:
     """Samples ready to evaluate, and the issues found while loading them."""
 
-    samples: list[LoadedSample] = field(default_factory=list)
+    samples: Sequence[LoadedSample] = field(default_factory=SampleList)
     issues: list[InputIssue] = field(default_factory=list)
 
     def __len__(self) -> int:
@@ -51,7 +111,7 @@ class Dataset:
         return iter(self.samples)
 
 
-def load_dataset(*sources: Any, strict: bool = False) -> Dataset:
+def load_dataset(*sources: Any, strict: bool = False, keep_on_disk_above: int = KEEP_ON_DISK_ABOVE) -> Dataset:
     """Load samples from one or more sources into a single :class:`Dataset`.
 
     Args:
@@ -60,15 +120,20 @@ def load_dataset(*sources: Any, strict: bool = False) -> Dataset:
             ``to_pandas()``), lists of dicts or lists of :class:`Sample`.
         strict: Raise :class:`InputError` on the first source with any bad row instead of
             skipping the row.
+        keep_on_disk_above: JSON-lines files larger than this many bytes are checked row by
+            row now but their samples stay on disk, read again when used (see
+            :class:`SampleList`); smaller sources are held in memory.
 
     Raises:
         InputError: A source is unreadable as a whole, or (strict) any row is bad.
     """
-    dataset = Dataset()
+    samples = SampleList()
+    dataset = Dataset(samples=samples)
     seen_keys: dict[str, str] = {}
     for source in sources:
         name, rows = rows_of(source)
-        for location, row in rows:
+        on_disk = _JsonLines(Path(source)) if _large_json_lines(source, keep_on_disk_above) else None
+        for location, row, offset in rows:
             if isinstance(row, InputIssue):
                 dataset.issues.append(row)
                 continue
@@ -81,10 +146,20 @@ def load_dataset(*sources: Any, strict: bool = False) -> Dataset:
                 dataset.issues.append(InputIssue(name, location, "id", f"duplicate id '{key}' (first seen at {seen_keys[key]})"))
                 continue
             seen_keys[key] = f"{name}, {location}"
-            dataset.samples.append(LoadedSample(sample, key, name, location))
+            if on_disk is not None and offset is not None:
+                samples.append_stored(on_disk, offset, key, location)
+            else:
+                samples.append(LoadedSample(sample, key, name, location))
     if strict and dataset.issues:
         raise InputError(dataset.issues)
     return dataset
+
+
+def _large_json_lines(source: Any, threshold: int) -> bool:
+    if not isinstance(source, (str, Path)):
+        return False
+    path = Path(source)
+    return path.suffix.lower() in (".jsonl", ".ndjson") and path.is_file() and path.stat().st_size > threshold
 
 
 def _sample_or_issue(source: str, location: str, record: Any) -> Sample | InputIssue:

@@ -1,6 +1,6 @@
 """Reading sample records from files and frames, row by row, with each row's location.
 
-Each reader yields ``(location, record)`` pairs, where ``record`` is a dict to turn into a
+Each reader yields ``(location, record, offset)``, where ``record`` is a dict to turn into a
 :class:`~ragmeter.data.schema.Sample` or an :class:`~ragmeter.data.issues.InputIssue` for a row
 that cannot be read (invalid JSON or UTF-8, a CSV row with the wrong number of cells...).
 Problems with a whole source raise :class:`~ragmeter.data.issues.InputError`.
@@ -33,6 +33,7 @@ LIST_FIELDS = frozenset(
 TEXT_FIELDS = frozenset({"id", "sample_id", "user_input", "question", "response", "answer", "reference", "ground_truth"})
 
 SUPPORTED_SUFFIXES = (".jsonl", ".ndjson", ".json", ".csv", ".parquet")
+_BOM = b"\xef\xbb\xbf"
 #: Most levels of nesting a sample's values may have (lists and objects inside each other).
 MAX_DEPTH = 32
 TOO_DEEP = f"nested too deeply: a sample's values may nest lists and objects at most {MAX_DEPTH} levels deep"
@@ -46,7 +47,8 @@ def describe_value(value: Any) -> str:
     return f"{type(value).__name__} {text}"
 
 
-Rows = Iterable[tuple[str, Any]]
+#: (location, record or issue, byte offset of the row in its file: JSON lines only).
+Rows = Iterable[tuple[str, Any, int | None]]
 
 
 def rows_of(source: Any) -> tuple[str, Rows]:
@@ -58,7 +60,7 @@ def rows_of(source: Any) -> tuple[str, Rows]:
     if hasattr(source, "iterrows"):
         return "<DataFrame>", _rows_of_frame(source)
     if isinstance(source, (list, tuple)):
-        return "<list>", ((f"row {i}", row) for i, row in enumerate(source, start=1))
+        return "<list>", ((f"row {i}", row, None) for i, row in enumerate(source, start=1))
     raise TypeError(f"cannot load samples from {type(source).__name__}; give a path, DataFrame or list")
 
 
@@ -78,13 +80,13 @@ def _rows_of_file(path: Path) -> Rows:
         except Exception as exc:  # pyarrow raises several types for unreadable files
             raise InputError([InputIssue(str(path), "file", None, f"not a readable Parquet file: {exc}")]) from None
         return list(_rows_of_frame(frame, unit="row"))
+    if suffix in (".jsonl", ".ndjson"):
+        return _rows_of_jsonl(path)
     data = path.read_bytes()
     if not data.strip():
         raise InputError([InputIssue(str(path), "file", None, "file is empty")])
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    if suffix in (".jsonl", ".ndjson"):
-        return list(_rows_of_jsonl(str(path), data))
+    if data.startswith(_BOM):
+        data = data[len(_BOM) :]
     lines, bad_lines = _decode_lines(data)
     if suffix == ".csv":
         return list(_rows_of_csv(str(path), lines, bad_lines))
@@ -126,24 +128,39 @@ def invalid_utf8(raw: bytes, exc: UnicodeDecodeError, hint: str) -> str:
     return f"invalid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}){hint}"
 
 
-def _rows_of_jsonl(name: str, data: bytes) -> Rows:
-    hint = None
-    for number, raw in enumerate(data.splitlines(), start=1):
-        location = f"line {number}"
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            hint = hint if hint is not None else encoding_hint(data)
-            yield location, InputIssue(name, location, None, invalid_utf8(raw, exc, hint))
-            continue
-        if not text.strip():
-            continue
-        try:
-            yield location, json.loads(text)
-        except json.JSONDecodeError as exc:
-            yield location, InputIssue(name, location, None, f"invalid JSON: {exc.msg} at column {exc.colno}")
-        except RecursionError:
-            yield location, InputIssue(name, location, None, TOO_DEEP)
+def _rows_of_jsonl(path: Path) -> Rows:
+    """The rows of a JSON-lines file, read line by line (never the whole file at once), each
+    with its byte offset so that it can be read again later."""
+    name, hint, blank = str(path), None, True
+    with path.open("rb") as handle:
+        offset = 0
+        for number, raw in enumerate(handle, start=1):
+            start, offset = offset, offset + len(raw)
+            if number == 1 and raw.startswith(_BOM):
+                raw, start = raw[len(_BOM) :], start + len(_BOM)
+            location = f"line {number}"
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                hint = hint if hint is not None else encoding_hint(path.read_bytes())
+                yield location, InputIssue(name, location, None, invalid_utf8(raw, exc, hint)), None
+                continue
+            if not text.strip():
+                continue
+            blank = False
+            yield location, parse_json_line(name, location, text), start
+    if blank:
+        raise InputError([InputIssue(name, "file", None, "file is empty")])
+
+
+def parse_json_line(name: str, location: str, text: str | bytes) -> Any:
+    """The record on one JSON line, or the :class:`InputIssue` that says why it is not one."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        return InputIssue(name, location, None, f"invalid JSON: {exc.msg} at column {exc.colno}")
+    except RecursionError:
+        return InputIssue(name, location, None, TOO_DEEP)
 
 
 def _rows_of_json(name: str, text: str) -> Rows:
@@ -169,7 +186,7 @@ def _rows_of_json(name: str, text: str) -> Rows:
             raise InputError([InputIssue(name, f"line {exc.lineno}", None, f"invalid JSON: {exc.msg} at column {exc.colno}")]) from None
         except RecursionError:
             raise InputError([InputIssue(name, f"line {line}", None, TOO_DEEP)]) from None
-        yield f"line {line}", item
+        yield f"line {line}", item, None
         position = _skip_space(text, position)
         if position < len(text) and text[position] == ",":
             position = _skip_space(text, position + 1)
@@ -207,10 +224,10 @@ def _rows_of_csv(name: str, lines: list[str], bad_lines: dict[int, str]) -> Rows
             continue
         bad = [n for n in range(start, end + 1) if n in bad_lines]
         if bad:
-            yield location, InputIssue(name, f"line {bad[0]}", None, bad_lines[bad[0]])
+            yield location, InputIssue(name, f"line {bad[0]}", None, bad_lines[bad[0]]), None
             continue
         if len(cells) != len(header):
-            yield location, InputIssue(name, location, None, f"expected {len(header)} columns as in the header, found {len(cells)}")
+            yield location, InputIssue(name, location, None, f"expected {len(header)} columns as in the header, found {len(cells)}"), None
             continue
         record: dict[str, Any] = {}
         problem = None
@@ -220,7 +237,7 @@ def _rows_of_csv(name: str, lines: list[str], bad_lines: dict[int, str]) -> Rows
             except (ValueError, RecursionError, MemoryError) as exc:
                 problem = InputIssue(name, location, column, str(exc) if isinstance(exc, ValueError) else TOO_DEEP)
                 break
-        yield location, problem or record
+        yield location, problem or record, None
 
 
 def _csv_value(column: str, cell: str) -> Any:
@@ -255,7 +272,7 @@ def _csv_value(column: str, cell: str) -> Any:
 def _rows_of_frame(frame: Any, unit: str = "row") -> Rows:
     columns = list(frame.columns)
     for position, values in enumerate(frame.itertuples(index=False, name=None), start=1):
-        yield f"{unit} {position}", {str(c): _plain(v) for c, v in zip(columns, values, strict=True)}
+        yield f"{unit} {position}", {str(c): _plain(v) for c, v in zip(columns, values, strict=True)}, None
 
 
 def _plain(value: Any) -> Any:

@@ -74,7 +74,7 @@ class BatchingEmbedder:
         self,
         encoder: Encoder | None = None,
         max_batch: int = 1024,
-        cache_size: int = 200_000,
+        cache_size: int = 20_000,
         store: EmbeddingStore | None = None,
     ):
         self.encoder = encoder or USEEncoder()

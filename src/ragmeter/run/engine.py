@@ -15,11 +15,12 @@ import platform
 import sys
 import time
 import traceback
-from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from ragmeter import __version__
 from ragmeter.data import Dataset, InputError, InputIssue, LoadedSample, as_dataset
@@ -36,6 +37,7 @@ from ragmeter.run.journal import JOURNAL_FILE
 from ragmeter.run.outdir import locked
 from ragmeter.run.recorder import Recorder
 from ragmeter.run.resume import Reusable, find_reusable
+from ragmeter.run.survey import Survey, survey
 from ragmeter.run.sync import run_sync
 
 DEFAULT_CONCURRENCY = 32
@@ -69,27 +71,6 @@ def applicable_metrics(dataset: Dataset, llm: bool = False) -> list[Metric]:
             chosen.append(metric)
     family_order = list(FAMILIES)
     return sorted(chosen, key=lambda m: family_order.index(m.family))
-
-
-def missing_field_issues(dataset: Dataset, metrics: Sequence[Metric]) -> list[InputIssue]:
-    """One issue per sample and missing field, naming the metrics that need the field."""
-    issues = []
-    for loaded in dataset:
-        wanted: dict[str, list[str]] = defaultdict(list)
-        for metric in metrics:
-            for name in metric.missing_fields(loaded.sample):
-                wanted[name].append(metric.id)
-        for name, metric_ids in wanted.items():
-            issues.append(
-                InputIssue(
-                    loaded.source,
-                    loaded.location,
-                    name,
-                    f"missing; required by {', '.join(metric_ids)} (those metrics leave this sample unscored)",
-                    skipped=False,
-                )
-            )
-    return issues
 
 
 def default_llm_judge() -> LLMJudge:
@@ -169,15 +150,18 @@ class Evaluator:
     async def _arun(self, dataset: Dataset) -> Result:
         started = datetime.now(timezone.utc)
         clock = time.perf_counter()
-        field_issues = missing_field_issues(dataset, self.metrics)
-        if self.strict and field_issues:
-            raise InputError(field_issues)
+        known = survey(dataset, self.metrics)
+        if self.strict and known.issues:
+            raise InputError(known.issues)
         owns_llm = self._ensure_llm_judge()
         judge_settings = self.judges.llm.describe() if self.judges.llm is not None else None
-        recorder = self._recorder(dataset)
-        work = self._plan(dataset, recorder)
+        recorder = self._recorder(dataset, known)
+        rows, cols = self._plan(recorder)
         try:
-            await LocalExecutor(self.concurrency, self.progress).run(work, lambda pair: self._score_pair(dataset, recorder, *pair))
+            pairs = zip(rows.tolist(), cols.tolist(), strict=True)
+            await LocalExecutor(self.concurrency, self.progress).run(
+                pairs, len(rows), lambda pair: self._score_pair(dataset, recorder, *pair)
+            )
         finally:
             recorder.close()
             if owns_llm and self.judges.llm is not None:
@@ -192,7 +176,7 @@ class Evaluator:
             "sources": sorted({s.source for s in dataset}),
             "n_samples": len(dataset),
             "concurrency": self.concurrency,
-            "pairs_computed": len(work),
+            "pairs_computed": len(rows),
             "pairs_resumed": recorder.reuse.count,
             "embedder": {
                 "model": embedder.model_name,
@@ -202,7 +186,7 @@ class Evaluator:
             },
             "judge": judge_settings,
         }
-        return recorder.finish([m.info() for m in self.metrics], [*dataset.issues, *field_issues], run)
+        return recorder.finish([m.info() for m in self.metrics], [*dataset.issues, *known.issues], run)
 
     def _pair_configs(self) -> list[str]:
         """Each metric's reuse key: its settings and, for judged metrics, the judge's
@@ -214,36 +198,29 @@ class Evaluator:
             configs.append(hashlib.sha256(f"{metric.config_hash()}|{extra}".encode()).hexdigest()[:12] if extra else metric.config_hash())
         return configs
 
-    def _recorder(self, dataset: Dataset) -> Recorder:
-        keys = [s.key for s in dataset]
-        fingerprints = [s.sample.fingerprint() for s in dataset]
+    def _recorder(self, dataset: Dataset, known: Survey) -> Recorder:
         configs = self._pair_configs()
         ids = [m.id for m in self.metrics]
         if self.out_dir is not None and not self.resume:
             _start_afresh(self.out_dir)
         if self.out_dir is not None and self.resume:
-            reuse = find_reusable(self.out_dir, keys, fingerprints, configs, ids)
+            reuse = find_reusable(self.out_dir, known.keys, known.fingerprints, configs, ids)
         else:
-            reuse = Reusable.nothing(len(keys), ids)
-        return Recorder(dataset, ids, fingerprints, configs, reuse, self.out_dir)
+            reuse = Reusable.nothing(len(known.keys), ids)
+        return Recorder(dataset, self.metrics, known, configs, reuse, self.out_dir)
 
-    def _plan(self, dataset: Dataset, recorder: Recorder) -> list[tuple[int, Metric]]:
-        """The pairs to compute, sample by sample; the rest are decided now (a missing field)
-        or reused (see :mod:`ragmeter.run.resume`)."""
-        work: list[tuple[int, Metric]] = []
-        for row, loaded in enumerate(dataset):
-            todo = 0
-            for col, metric in enumerate(self.metrics):
-                missing = metric.missing_fields(loaded.sample)
-                if missing:
-                    recorder.not_applicable(row, metric.id, Score.unscored(f"missing required field(s): {', '.join(missing)}"))
-                elif not recorder.reuse.reusable(row, col):
-                    work.append((row, metric))
-                    todo += 1
-            recorder.expect(row, todo)
-        return work
+    def _plan(self, recorder: Recorder) -> tuple[np.ndarray, np.ndarray]:
+        """The (row, column) of each pair to compute, sample by sample; the others are
+        decided now (a missing field) or reused (see :mod:`ragmeter.run.resume`)."""
+        reuse = recorder.reuse
+        todo = ~recorder.survey.missing & ~reuse.from_results & (reuse.journal_offsets < 0)
+        for row, pairs in enumerate(todo.sum(axis=1).tolist()):
+            recorder.expect(row, pairs)
+        rows, cols = np.nonzero(todo)
+        return rows, cols
 
-    async def _score_pair(self, dataset: Dataset, recorder: Recorder, row: int, metric: Metric) -> None:
+    async def _score_pair(self, dataset: Dataset, recorder: Recorder, row: int, col: int) -> None:
+        metric = self.metrics[col]
         began = time.perf_counter()
         with metered() as usage:
             score = await self._score_one(metric, dataset.samples[row])

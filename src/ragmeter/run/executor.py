@@ -9,7 +9,7 @@ has to offer the same :meth:`LocalExecutor.run`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -29,20 +29,19 @@ class LocalExecutor:
             raise ValueError("concurrency must be at least 1")
         self.concurrency, self.progress, self.label = concurrency, progress, label
 
-    async def run(self, jobs: Sequence[T], job: Callable[[T], Awaitable[None]]) -> None:
-        """Run ``job`` on every item of ``jobs``; returns when all are done. A job's own
-        errors are its to handle: an exception here ends the run."""
-        queue: asyncio.Queue[T] = asyncio.Queue()
-        for item in jobs:
-            queue.put_nowait(item)
-        with _Progress(self.progress, len(jobs), self.label) as advance:
+    async def run(self, jobs: Iterable[T], total: int, job: Callable[[T], Awaitable[None]]) -> None:
+        """Run ``job`` on every item of ``jobs`` (``total`` of them), taking items as workers
+        free up, so ``jobs`` may be a lazy iterator of any length; returns when all are done.
+        A job's own errors are its to handle: an exception here ends the run."""
+        items = iter(jobs)
+        with _Progress(self.progress, total, self.label) as advance:
 
             async def worker() -> None:
-                while not queue.empty():
-                    await job(queue.get_nowait())
+                for item in items:
+                    await job(item)
                     advance()
 
-            await asyncio.gather(*(worker() for _ in range(min(self.concurrency, max(1, len(jobs))))))
+            await asyncio.gather(*(worker() for _ in range(min(self.concurrency, max(1, total)))))
 
 
 class _Progress:

@@ -17,15 +17,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
+import numpy as np
+
 from ragmeter.data import Dataset, InputIssue
 from ragmeter.data.files import atomic_writer, json_line, write_json, write_json_lines
+from ragmeter.data.schema import Sample
 from ragmeter.judges.metering import Usage
-from ragmeter.metrics.base import Score
+from ragmeter.metrics.base import Metric, Score
 from ragmeter.results import Result, SampleResult
 from ragmeter.results.rundir import ISSUES_FILE, RESULTS_FILE, RUN_FILE, StoredSamples
-from ragmeter.results.table import ScoreTable, answerable_of
+from ragmeter.results.table import ScoreTable
 from ragmeter.run.journal import Journal, make_record
 from ragmeter.run.resume import Reusable
+from ragmeter.run.survey import Survey
 
 SPOOL_FILE = ".results.partial"
 
@@ -35,37 +39,26 @@ class Recorder:
 
     Args:
         dataset: The samples of the run.
-        metric_ids: The run's metrics, in order.
-        fingerprints: Each sample's content hash.
+        metrics: The run's metrics, in order.
+        survey: What the run knows of each sample (keys, fingerprints, missing fields...).
         configs: Each metric's settings hash (the reuse key of its pairs).
         reuse: Scores an earlier run already computed (see :mod:`ragmeter.run.resume`).
         out_dir: The output directory, or ``None`` to keep the results in memory.
     """
 
     def __init__(
-        self,
-        dataset: Dataset,
-        metric_ids: Sequence[str],
-        fingerprints: Sequence[str],
-        configs: Sequence[str],
-        reuse: Reusable,
-        out_dir: Path | None,
+        self, dataset: Dataset, metrics: Sequence[Metric], survey: Survey, configs: Sequence[str], reuse: Reusable, out_dir: Path | None
     ):
-        self.dataset, self.metric_ids = dataset, list(metric_ids)
-        self.fingerprints, self.configs, self.reuse = fingerprints, list(configs), reuse
-        self.out_dir = out_dir
+        self.dataset, self.metrics, self.survey = dataset, list(metrics), survey
+        self.metric_ids = [m.id for m in self.metrics]
+        self.configs, self.reuse, self.out_dir = list(configs), reuse, out_dir
         self._columns = {metric_id: j for j, metric_id in enumerate(self.metric_ids)}
-        samples = dataset.samples
-        self.table = ScoreTable(
-            [s.key for s in samples],
-            self.metric_ids,
-            [s.sample.user_input for s in samples],
-            [answerable_of(s.sample.metadata) for s in samples],
-        )
-        self.remaining = [0] * len(samples)
+        n = len(survey.keys)
+        self.table = ScoreTable(survey.keys, self.metric_ids, survey.questions, survey.answerable)
+        self.remaining = np.zeros(n, dtype=np.int32)
         self._fresh: dict[int, dict[str, tuple[Score, float, Usage]]] = {}
-        self._kept: list[SampleResult | None] = [None] * len(samples) if out_dir is None else []
-        self._offsets = [-1] * len(samples)
+        self._kept: list[SampleResult | None] = [None] * n if out_dir is None else []
+        self._offsets = np.full(n, -1, dtype=np.int64)
         self._journal = Journal(out_dir) if out_dir is not None else None
         self._spool: IO[str] | None = _open_spool(out_dir / SPOOL_FILE) if out_dir is not None else None
         self._spooled = 0
@@ -76,15 +69,13 @@ class Recorder:
         if pairs == 0:
             self._complete(row)
 
-    def not_applicable(self, row: int, metric_id: str, score: Score) -> None:
-        """A pair decided without scoring (a missing field): kept, not journalled."""
-        self._fresh.setdefault(row, {})[metric_id] = (score, 0.0, Usage())
-
     def done(self, row: int, metric_id: str, score: Score, seconds: float, usage: Usage) -> None:
         """A computed pair: journalled at once, and the sample completed when it was its last."""
         if self._journal is not None:
-            key, col = self.dataset.samples[row].key, self._columns[metric_id]
-            self._journal.append(make_record(key, self.fingerprints[row], metric_id, self.configs[col], score, seconds, usage))
+            col = self._columns[metric_id]
+            self._journal.append(
+                make_record(self.survey.keys[row], self.survey.fingerprints[row], metric_id, self.configs[col], score, seconds, usage)
+            )
         self._fresh.setdefault(row, {})[metric_id] = (score, seconds, usage)
         self.remaining[row] -= 1
         if self.remaining[row] == 0:
@@ -92,7 +83,7 @@ class Recorder:
 
     def _complete(self, row: int) -> None:
         loaded = self.dataset.samples[row]
-        pairs = {**self.reuse.load(row), **self._fresh.pop(row, {})}
+        pairs = {**self._not_applicable(row, loaded.sample), **self.reuse.load(row), **self._fresh.pop(row, {})}
         ordered = [m for m in self.metric_ids if m in pairs]
         result = SampleResult(
             loaded.key,
@@ -102,7 +93,7 @@ class Recorder:
             scores={m: pairs[m][0] for m in ordered},
             seconds={m: pairs[m][1] for m in ordered},
             usage={m: pairs[m][2] for m in ordered},
-            fingerprint=self.fingerprints[row],
+            fingerprint=self.survey.fingerprints[row],
             configs={m: self.configs[self._columns[m]] for m in ordered},
         )
         self.table.add_scores(row, result)
@@ -113,6 +104,15 @@ class Recorder:
         line = json_line(result.to_dict())
         self._spool.write(line)
         self._spooled += len(line.encode("utf-8"))
+
+    def _not_applicable(self, row: int, sample: Sample) -> dict[str, tuple[Score, float, Usage]]:
+        """The pairs decided without scoring: the sample lacks a field the metric requires."""
+        pairs = {}
+        for col in np.nonzero(self.survey.missing[row])[0]:
+            metric = self.metrics[col]
+            reason = f"missing required field(s): {', '.join(metric.missing_fields(sample))}"
+            pairs[metric.id] = (Score.unscored(reason), 0.0, Usage())
+        return pairs
 
     def close(self) -> None:
         """Stop recording (the journal and spool are closed; nothing is lost)."""
@@ -143,7 +143,7 @@ class Recorder:
         offsets, written = [], 0
         with spool.open("rb") as source, atomic_writer(target) as out:
             for offset in self._offsets:
-                source.seek(offset)
+                source.seek(int(offset))
                 line = source.readline().decode("utf-8")
                 offsets.append(written)
                 out.write(line)
