@@ -22,6 +22,7 @@ from typing import Any
 from ragmeter.bench.suites import Task
 from ragmeter.judges import Judges
 from ragmeter.metrics.base import Score
+from ragmeter.metrics.details import answerable_probability, claim_probabilities, context_verdict
 from ragmeter.metrics.registry import create_metric
 from ragmeter.results import Result
 from ragmeter.results.stats import balanced_accuracy, bootstrap_statistic, pearson, roc_auc, spearman
@@ -62,21 +63,20 @@ def unit_score(metric: str, score: Score | None, part: int | None) -> tuple[floa
         return None, None, "not evaluated"
     details = score.details or {}
     if part is not None:
-        contexts = details.get("contexts") or []
-        if part >= len(contexts) or contexts[part].get("p_yes") is None:
+        verdict = context_verdict(details, part)
+        if verdict is None:
             return None, None, score.reason or "no verdict for this context"
-        entry = contexts[part]
-        decision = next((v for k, v in entry.items() if isinstance(v, bool) and k != "blank"), None)
-        return float(entry["p_yes"]), None if decision is None else int(decision), None
+        return verdict[0], verdict[1], None
     if metric == "negative_rejection":
-        p = details.get("p_answerable")
-        if p is None:
+        answerable = answerable_probability(details)
+        if answerable is None:
             return None, None, score.reason or "no answerability verdict"
-        return float(p), int(p >= details.get("threshold", 0.5)), None
+        p, threshold = answerable
+        return p, int(p >= threshold), None
     if score.value is None:
         return None, None, score.reason
-    if metric == "faithfulness" and details.get("claims"):
-        p_values = [c["p_yes"] for c in details["claims"]]
+    p_values = claim_probabilities(details) if metric == "faithfulness" else []
+    if p_values:
         return sum(p_values) / len(p_values), int(score.value >= 0.5), None
     return float(score.value), int(score.value >= 0.5), None
 

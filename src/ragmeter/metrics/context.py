@@ -24,6 +24,7 @@ from ragmeter.judges.windowing import item_verdicts, premise_verdicts
 from ragmeter.metrics import ranking
 from ragmeter.metrics.base import Score
 from ragmeter.metrics.claims import string_list
+from ragmeter.metrics.details import context_entries
 from ragmeter.metrics.llm import ClaimCheckingMetric, LLMMetric, blank, check_threshold, chunks_of, clip
 from ragmeter.metrics.registry import register
 
@@ -43,21 +44,9 @@ def _judged_chunks(sample: Sample) -> tuple[list[str], list[int]]:
     return retrieved, [i for i, c in enumerate(retrieved) if c.strip()]
 
 
-def _per_chunk(retrieved: list[str], asked: list[int], verdicts: list[Verdict], threshold: float, yes: str) -> list[dict]:
+def _per_chunk(retrieved: list[str], asked: list[int], verdicts: list[Verdict], threshold: float, yes: str) -> list[dict[str, Any]]:
     """Details per retrieved context, blank ones included (never asked, decided no)."""
-    by_position = dict(zip(asked, verdicts, strict=True))
-    out = []
-    for i, text in enumerate(retrieved):
-        verdict = by_position.get(i)
-        entry: dict[str, Any] = {"rank": i + 1, "context": clip(text, 100)}
-        if verdict is None:
-            entry.update({"p_yes": None, yes: False, "blank": True})
-        else:
-            entry.update({"p_yes": round(verdict.p_yes, 4), yes: verdict.p_yes >= threshold})
-            if verdict.reason:
-                entry["reason"] = verdict.reason
-        out.append(entry)
-    return out
+    return context_entries([clip(text, 100) for text in retrieved], dict(zip(asked, verdicts, strict=True)), threshold, yes)
 
 
 @dataclass(frozen=True)

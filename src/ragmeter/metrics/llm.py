@@ -22,6 +22,7 @@ from ragmeter.data.secrets import redact
 from ragmeter.judges.base import JudgeError, Verdict
 from ragmeter.metrics.base import Metric, Needs, Score
 from ragmeter.metrics.claims import CLAIM_MODES, claims_of, language_of
+from ragmeter.metrics.details import item_entries
 from ragmeter.metrics.evidence import supported
 
 if TYPE_CHECKING:
@@ -42,21 +43,6 @@ def check_claims_mode(name: str, mode: str) -> None:
 def decide(verdicts: Sequence[Verdict], threshold: float = 0.5) -> list[bool]:
     """Yes when ``p_yes >= threshold``."""
     return [v.p_yes >= threshold for v in verdicts]
-
-
-def judged(
-    texts: Sequence[str], verdicts: Sequence[Verdict], threshold: float, key: str = "claim", yes: str = "supported"
-) -> list[dict[str, Any]]:
-    """Per-item details: the text, ``p_yes`` (4 decimals), the decision, the judge's reason."""
-    out = []
-    for text, verdict in zip(texts, verdicts, strict=True):
-        entry: dict[str, Any] = {key: text, "p_yes": round(verdict.p_yes, 4), yes: verdict.p_yes >= threshold}
-        if verdict.reason:
-            entry["reason"] = verdict.reason
-        if verdict.evidence:
-            entry["evidence"] = verdict.evidence
-        out.append(entry)
-    return out
 
 
 def clip(text: str, n: int = 80) -> str:
@@ -119,8 +105,8 @@ class ClaimCheck:
         return [c for c, ok in zip(self.claims, self.decisions, strict=True) if not ok]
 
     def details(self, yes: str = "supported") -> list[dict[str, Any]]:
-        """Per-claim details (see :func:`judged`)."""
-        return judged(self.claims, self.verdicts, self.threshold, yes=yes)
+        """Per-claim details (see :func:`ragmeter.metrics.details.item_entries`)."""
+        return item_entries(self.claims, self.verdicts, self.threshold, yes=yes)
 
 
 @dataclass(frozen=True)

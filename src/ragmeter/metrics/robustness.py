@@ -12,6 +12,7 @@ from ragmeter.judges.base import Verdict
 from ragmeter.judges.windowing import ask, premise_verdicts
 from ragmeter.metrics.base import Score
 from ragmeter.metrics.checks import refusal_phrase
+from ragmeter.metrics.details import P_ANSWERABLE
 from ragmeter.metrics.evidence import supported
 from ragmeter.metrics.llm import ClaimCheckingMetric, LLMMetric, blank, check_threshold, chunks_of, clip, decide
 from ragmeter.metrics.registry import register
@@ -147,14 +148,14 @@ class NegativeRejection(LLMMetric):
         details: dict[str, Any] = {"threshold": self.threshold}
         if contexts:
             (answerable,), strategy = await premise_verdicts(judges.require_llm(), "answerable", contexts, [sample.user_input or ""], lang)
-            details.update(p_answerable=round(answerable.p_yes, 4), strategy=strategy)
+            details.update({P_ANSWERABLE: round(answerable.p_yes, 4), "strategy": strategy})
             if answerable.p_yes >= self.threshold:
                 return Score.unscored(
                     f"the contexts contain the answer (p={answerable.p_yes:.2f}): negative rejection applies only when they do not",
                     details,
                 )
         else:
-            details["p_answerable"] = None
+            details[P_ANSWERABLE] = None
         (refusal,) = await ask(judges.require_llm(), "refusal", {"question": sample.user_input}, [sample.response or ""], lang)
         declined = refusal.p_yes >= self.threshold
         details.update(p_declines=round(refusal.p_yes, 4), declines=declined, refusal_phrase=refusal_phrase(sample.response or ""))
