@@ -41,6 +41,22 @@ def data_dir(tmp_path):
             for j in range(2)
         ],
     )
+    documents = [f"Memo {i}: the office at site {i} moves to building {i + 2} on day {i + 10}." for i in range(4)]
+    write_jsonl(
+        tmp_path / "summedits_dev.jsonl",
+        [
+            {
+                "id": f"{domain}-{i}-{j}",
+                "domain": domain,
+                "context": f"{domain}: {documents[i]}",
+                "claim": f"The office moves to building {i + 2 + j}.",
+                "consistent": int(j == 0),
+            }
+            for domain in ("news", "podcast", "samsum", "sales_email")
+            for i in range(4)
+            for j in range(2)
+        ],
+    )
     write_jsonl(
         tmp_path / "ragchecker_meta_eval.jsonl",
         [
@@ -109,6 +125,19 @@ def test_qags_puts_the_claims_of_one_article_next_to_each_other(data_dir):
         articles = [u["group"] for u in faithfulness.units]
         runs = [a for n, a in enumerate(articles) if n == 0 or articles[n - 1] != a]
         assert len(runs) == len(set(articles)), articles
+
+
+def test_summedits_has_one_task_per_domain_with_claims_of_a_document_together(data_dir):
+    tasks = suites.summedits(data_dir, 6, 0)
+    names = [t.name for t in tasks]
+    assert names == [f"summedits/{d}_{m}" for d in suites.SUMMEDITS_DOMAINS for m in ("faithfulness", "embedding_groundedness")]
+    news = tasks[0]
+    assert news.metric == "faithfulness" and len(news.units) == 6
+    assert all(s.sample.retrieved_contexts[0].startswith("news: ") for s in news.dataset)
+    labels = {u["sample"]: u["label"] for u in news.units}
+    assert all(labels[f"se-news-{i}-{j}"] == int(j == 0) for i in range(4) for j in range(2) if f"se-news-{i}-{j}" in labels)
+    groups = [u["group"] for u in news.units]
+    assert len([g for n, g in enumerate(groups) if n == 0 or groups[n - 1] != g]) == len(set(groups))
 
 
 def test_limit_draws_the_same_seeded_subset_every_time(data_dir):

@@ -28,7 +28,7 @@ def bench_command(
     suites: Annotated[
         list[str] | None,
         typer.Argument(
-            help="Labelled sets to measure against: qags, ragchecker, clapnq, msmarco, rgb (default: all); "
+            help="Labelled sets to measure against: qags, summedits, ragchecker, clapnq, msmarco, rgb (default: all); "
             "a set/task name (clapnq/context_recall) measures that task only."
         ),
     ] = None,
