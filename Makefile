@@ -8,7 +8,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 EXAMPLES := examples/dev_platform_en.jsonl examples/dev_platform_zh.jsonl
 
-.PHONY: demo test lint install install-dev browser clean
+.PHONY: demo test lint smoke install install-dev browser clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,13 +31,19 @@ demo: install
 	$(BIN)/ragmeter eval $(EXAMPLES) --out runs/example
 	@echo "Open runs/example/report.html in a browser."
 
-# Lint, format check and type check: part of `make test`.
+# Lint, format check, type check, and every third-party import declared: part of `make test`.
 lint: install-dev
 	$(BIN)/ruff check src tests benchmarks scripts
 	$(BIN)/ruff format --check src tests benchmarks scripts
 	$(BIN)/mypy
+	if [ -x ../shared/tools/undeclared-imports ]; then ../shared/tools/undeclared-imports $(BIN)/python; fi
 
-test: install-dev browser lint
+# The documented user install alone (`pip install .` in a clean virtualenv), every command run
+# on the examples: an undeclared dependency or a traceback fails it. Part of `make test`.
+smoke:
+	scripts/smoke-plain-install.sh $(PYTHON)
+
+test: install-dev browser lint smoke
 	$(BIN)/pytest -q
 
 clean:

@@ -122,7 +122,7 @@ def test_the_cli_judges_two_jsonl_files_with_the_real_model(tmp_path, monkeypatc
     assert "win rate of B over A" in result.output and "position consistency" in result.output
     document = json.loads((out / "pairwise.json").read_text(encoding="utf-8"))
     assert document["criterion"] == CRITERION and document["settings"]["judge"]["backend"] == "local"
-    assert document["matching"]["matched_by"] == "id" and document["matching"]["n_pairs"] == 1
+    assert document["matching"]["by"] == "id" and document["matching"]["n_matched"] == 1
     s = document["statistics"]
     assert (s["n_judged"], s["wins_a"], s["wins_b"], s["ties"]) == (1, 1, 0, 0)
     assert s["win_rate_b"]["ci_low"] == s["win_rate_b"]["value"] == 0.0 < s["win_rate_b"]["ci_high"] < 1.0

@@ -95,6 +95,8 @@ def locked(directory: str | Path, option: str = "--out") -> Iterator[Path]:
 
 def _acquire(path: Path, option: str) -> int:
     lock_path = path / LOCK_FILE
+    if lock_path.is_symlink():  # planted: removed, never followed
+        lock_path.unlink()
     flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
     try:
         descriptor = os.open(lock_path, flags, 0o644)

@@ -27,7 +27,7 @@ from ragmeter.metrics.base import Metric, Score
 from ragmeter.results import Result, SampleResult
 from ragmeter.results.rundir import ISSUES_FILE, RESULTS_FILE, RUN_FILE, StoredSamples
 from ragmeter.results.table import ScoreTable
-from ragmeter.run.journal import Journal, make_record
+from ragmeter.run.journal import JOURNAL_FILE, Journal, make_record
 from ragmeter.run.resume import Reusable
 from ragmeter.run.survey import Survey
 
@@ -59,6 +59,10 @@ class Recorder:
         self._fresh: dict[int, dict[str, tuple[Score, float, Usage]]] = {}
         self._kept: list[SampleResult | None] = [None] * n if out_dir is None else []
         self._offsets = np.full(n, -1, dtype=np.int64)
+        if out_dir is not None:
+            for name in (JOURNAL_FILE, SPOOL_FILE):
+                if (out_dir / name).is_symlink():  # planted: removed, never followed
+                    (out_dir / name).unlink()
         self._journal = Journal(out_dir) if out_dir is not None else None
         self._spool: IO[str] | None = _open_spool(out_dir / SPOOL_FILE) if out_dir is not None else None
         self._spooled = 0
