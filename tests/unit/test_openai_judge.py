@@ -13,7 +13,7 @@ import traceback
 import openai
 import pytest
 
-from ragmeter.judges import openai_compat, requests
+from ragmeter.judges import requests, transport
 from ragmeter.judges.base import ContextTooLong, JudgeError, Verdict
 from ragmeter.judges.metering import PriceTable, metered
 from ragmeter.judges.openai_compat import OpenAIJudge
@@ -90,7 +90,10 @@ class Server:
 
 
 def make_judge(server, **options) -> OpenAIJudge:
+    """A judge talking to ``server``; batch verdict mode unless told otherwise (auto mode's
+    probe has tests of its own)."""
     options.setdefault("api_key", KEY)
+    options.setdefault("verdict_mode", "batch")
     client = hx.AsyncClient(transport=hx.MockTransport(server))
     return OpenAIJudge(base_url="http://judge.test/v1", model=options.pop("model", "test-model"), http_client=client, **options)
 
@@ -160,7 +163,7 @@ def test_batch_verdicts_parse_in_one_request(clock):
     assert body["response_format"]["json_schema"]["schema"]["required"] == ["verdicts"]
     assert body["response_format"]["json_schema"]["strict"] is False
     assert all(claim in last_user(body) for claim in CLAIMS)
-    assert "logprobs" not in body
+    assert body["logprobs"] is True and body["top_logprobs"] == 10  # read where the server gives them
     assert (usage.calls, usage.retries, usage.prompt_tokens, usage.completion_tokens) == (1, 0, 100, 10)
 
 
@@ -260,7 +263,7 @@ def test_429_with_retry_after_is_waited_for_and_counted(clock):
 
 
 def test_retry_after_as_http_date(clock, monkeypatch):
-    monkeypatch.setattr(openai_compat.time, "time", lambda: 1_700_000_000.0)
+    monkeypatch.setattr(requests.time, "time", lambda: 1_700_000_000.0)
     date = "Tue, 14 Nov 2023 22:13:27 GMT"  # 1_700_000_007
     server = Server(error(503, "busy", headers={"Retry-After": date}), completion(batch_reply((1, "yes"))))
     run(make_judge(server), verdicts(items=["a"]))
@@ -278,8 +281,8 @@ def test_server_errors_back_off_exponentially_with_jitter(clock):
 
 def test_backoff_is_capped(clock):
     judge = make_judge(Server())
-    assert all(judge._delay(retry, None) <= requests.BACKOFF_CAP for retry in range(1, 20))
-    assert judge._delay(12, None) >= requests.BACKOFF_CAP / 2
+    assert all(judge.transport.delay(retry, None) <= requests.BACKOFF_CAP for retry in range(1, 20))
+    assert judge.transport.delay(12, None) >= requests.BACKOFF_CAP / 2
     asyncio.run(judge.aclose())
 
 
@@ -364,15 +367,17 @@ def test_describe_strips_credentials_from_the_url():
     judge = OpenAIJudge(base_url="https://user:pw@llm.example.com:8443/v1?api-key=abc#x", model="m", api_key=KEY)
     described = judge.describe()
     assert described["base_url"] == "https://llm.example.com:8443/v1"
-    assert described == {
+    assert judge.identity() == {
         "backend": "openai",
         "model": "m",
         "base_url": "https://llm.example.com:8443/v1",
-        "verdict_mode": "batch",
+        "verdict_mode": "auto",
         "temperature": 0.0,
         "seed": 0,
         "context_window": 128000,
     }
+    assert described.items() >= judge.identity().items()
+    assert described["verdict_mode_used"] is None and described["probe"].startswith("not run yet")
     for text in (repr(judge), json.dumps(described)):
         assert "pw" not in text and "abc" not in text and KEY not in text
     asyncio.run(judge.aclose())
@@ -654,7 +659,7 @@ def test_usage_is_recorded_per_call_and_estimated_when_the_server_gives_none(clo
     judge = make_judge(server)
     _, usage = run(judge, verdicts(items=CLAIMS[:2]))
     assert usage.calls == 1 and usage.cached_calls == 0
-    expected_prompt = judge._prompt_tokens(server.requests[0]["messages"])
+    expected_prompt = transport.prompt_tokens(server.requests[0]["messages"])
     assert usage.prompt_tokens == usage.prompt_tokens_evaluated == expected_prompt
     assert usage.completion_tokens == judge.count_tokens(reply)
     assert usage.seconds > 0
@@ -683,7 +688,7 @@ def test_usage_lands_on_the_calling_task(clock):
 def test_aclose_closes_the_client():
     judge = OpenAIJudge(base_url="http://x/v1", model="m")
     asyncio.run(judge.aclose())
-    assert judge._client.is_closed()
+    assert judge.transport._client.is_closed()
 
 
 def test_constructor_validates():

@@ -75,7 +75,10 @@ def bench_command(
         results.append(run_task(task, judges, concurrency=concurrency))
         for statistic, value in results[-1].statistics.items():
             say(f"  {statistic} {value['value']:.3f} [{value['ci_low']}, {value['ci_high']}]")
-        # Written after every task: a long run that is stopped keeps the tasks it finished.
+        # Written after every task: a long run that is stopped keeps the tasks it finished. The
+        # judge is described again: what it found out (its verdict mode, warnings) goes in too.
+        if judges.llm is not None:
+            run_settings["judge"] = judges.llm.describe()
         json_path, md_path = write_bench(results, run_settings, out, name or f"meta_eval_{described['backend']}")
     say(f"Wrote {md_path} and {json_path}")
 

@@ -18,6 +18,7 @@ from ragmeter.judges.metering import Usage
 from ragmeter.metrics import Metric, Needs, metric_classes
 from ragmeter.report import REPORT_HTML, REPORT_MD, write_reports
 from ragmeter.report.formatting import format_number
+from ragmeter.report.judge import judge_line, judge_warnings
 from ragmeter.results import Result
 from ragmeter.results.rundir import RESULTS_FILE, SUMMARY_FILE
 from ragmeter.run.engine import DEFAULT_CONCURRENCY, Evaluator, applicable_metrics, resolve_metrics
@@ -164,6 +165,11 @@ def _save_and_print(result: Result, out: Path) -> None:
         console.print(usage_table("LLM judge usage", usage, local=(result.run.get("judge") or {}).get("backend") == "local"))
     _print_diagnosis(summary["diagnosis"])
     run = result.run
+    described = judge_line(run.get("judge")) if usage else None
+    if described:
+        say(f"Judge: {described}.")
+    for warning in judge_warnings(run.get("judge")):
+        say(("judge warning", "bold yellow"), f": {warning}")
     say(f"{run['pairs_computed']} scores computed, {run['pairs_resumed']} resumed from the journal, {run['seconds']:.1f} s.")
     written = ", ".join(str(out / name) for name in (RESULTS_FILE, SUMMARY_FILE, REPORT_MD))
     say(f"Wrote {written}; open {out / REPORT_HTML} for the full report.")

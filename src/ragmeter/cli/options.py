@@ -82,7 +82,10 @@ _OPTIONS: dict[str, Any] = {
     "judge_timeout": Annotated[float | None, typer.Option(min=1, help="Seconds per request (default 60).")],
     "judge_context_window": Annotated[int | None, typer.Option(min=256, help="Tokens per prompt (default 4096 local, 128000 endpoint).")],
     "verdict_mode": Annotated[
-        str | None, typer.Option(help="Endpoint verdicts: 'batch' (all items in one request) or 'single' (one per item, with logprobs).")
+        str | None,
+        typer.Option(
+            help="Endpoint verdicts: 'auto' (default: probe, then batch or single), 'batch' (all items in one request) or 'single' (one request per item)."
+        ),
     ],
     "gguf": Annotated[Path | None, typer.Option(help="GGUF model for the local judge instead of the packaged one.")],
     "prices": Annotated[Path | None, typer.Option(help="Price table (JSON or YAML) overriding the packaged one.")],

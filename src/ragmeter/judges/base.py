@@ -17,7 +17,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 #: A field of a prompt: one text, or several (retrieved contexts), fenced one by one; ``None``
 #: leaves the field out of the prompt.
@@ -37,16 +37,30 @@ class Verdict:
             ``"text"`` (a yes or no in the reply: 1.0 or 0.0).
         evidence: The part of the premise the judge was shown, when it was not the whole
             premise (see ``LLMJudge.evidence_sentences``).
+        members: An ensemble's verdict: each member's P(yes), in the ensemble's order.
+        spread: An ensemble's verdict: the standard deviation of the members' P(yes).
     """
 
     p_yes: float
     reason: str | None = None
     method: str = "text"
     evidence: str | None = None
+    members: tuple[float, ...] | None = None
+    spread: float | None = None
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.p_yes <= 1.0:
             raise ValueError(f"p_yes must be in [0, 1], got {self.p_yes}")
+        if self.members is not None and not isinstance(self.members, tuple):
+            object.__setattr__(self, "members", tuple(self.members))  # read back from JSON as a list
+
+
+class Memo(Protocol):
+    """A key-value store of bytes (the disk cache)."""
+
+    def get(self, key: str) -> bytes | None: ...
+
+    def put_many(self, entries: Mapping[str, bytes]) -> None: ...
 
 
 class JudgeError(Exception):
@@ -122,8 +136,31 @@ class LLMJudge(ABC):
         """Tokens ``text`` takes for this model (exact or estimated)."""
 
     def describe(self) -> dict[str, Any]:
-        """Settings for reports; never includes a secret."""
+        """Settings for reports, and what the judge found out while running (the verdict
+        mode it settled on, warnings); never includes a secret."""
         return {"backend": self.backend, "model": self.model, "context_window": self.context_window}
+
+    def identity(self) -> dict[str, Any]:
+        """The settings that can change an answer, fixed from construction: the key of
+        cached answers and of reusable scores. Default: :meth:`describe`."""
+        return self.describe()
+
+    async def settle(self, memo: Memo | None = None) -> None:  # noqa: B027  (most judges decide nothing up front)
+        """Decide, once, what the judge must decide before its first verdicts (an endpoint
+        in ``auto`` verdict mode probes which mode gives verdicts with signal).
+
+        Args:
+            memo: Where such a decision is kept across runs (the disk cache), or ``None``.
+        """
+
+    def verdict_identity(self) -> dict[str, Any]:
+        """The key of cached verdicts: :meth:`identity`, and, once :meth:`settle` decided
+        it, how verdicts are asked. Default: :meth:`identity`."""
+        return self.identity()
+
+    def note_verdicts(self, task: str, verdicts: Sequence[Verdict]) -> None:  # noqa: B027  (only some judges keep a tally)
+        """Take note of verdicts given for ``task`` without asking the judge (answered from
+        the cache), so that the judge's tally of its verdicts counts them too."""
 
     async def aclose(self) -> None:  # noqa: B027  (a judge without resources has nothing to release)
         """Release connections or model memory."""

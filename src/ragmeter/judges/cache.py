@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ragmeter.judges.base import FieldValue, LLMJudge, Verdict
+from ragmeter.judges.base import FieldValue, LLMJudge, Memo, Verdict
 from ragmeter.judges.metering import Usage, record
 
 CACHE_FILE = "cache.sqlite"
@@ -130,11 +130,13 @@ class CachingJudge(LLMJudge):
         self.backend, self.model, self.context_window = judge.backend, judge.model, judge.context_window
         self.evidence_sentences = judge.evidence_sentences
 
-    def _key(self, kind: str, task: str, lang: str, *parts: Any) -> str:
-        return cache_key(self.judge.describe(), prompts_version(lang), kind, task, lang, *parts)
+    def _key(self, identity: dict[str, Any], kind: str, task: str, lang: str, *parts: Any) -> str:
+        return cache_key(identity, prompts_version(lang), kind, task, lang, *parts)
 
     async def verdicts(self, task: str, shared: Mapping[str, FieldValue], items: Sequence[str], lang: str) -> list[Verdict]:
-        keys = [self._key("verdict", task, lang, dict(shared), item) for item in items]
+        await self.judge.settle(self.cache)
+        identity = self.judge.verdict_identity()
+        keys = [self._key(identity, "verdict", task, lang, dict(shared), item) for item in items]
         found = self.cache.get_many(keys)
         missing = [i for i, key in enumerate(keys) if key not in found]
         fresh: list[Verdict] = []
@@ -142,17 +144,19 @@ class CachingJudge(LLMJudge):
             fresh = await self.judge.verdicts(task, shared, [items[i] for i in missing], lang)
             self.cache.put_many({keys[i]: json.dumps(v.__dict__).encode() for i, v in zip(missing, fresh, strict=True)})
         hits = len(items) - len(missing)
+        computed = dict(zip(missing, fresh, strict=True))
+        remembered = {i: Verdict(**json.loads(found[keys[i]])) for i in range(len(items)) if i not in computed}
         if hits:
             record(Usage(cached_calls=hits))
-        computed = dict(zip(missing, fresh, strict=True))
-        return [computed[i] if i in computed else Verdict(**json.loads(found[keys[i]])) for i in range(len(items))]
+            self.judge.note_verdicts(task, list(remembered.values()))
+        return [computed[i] if i in computed else remembered[i] for i in range(len(items))]
 
     async def scale(self, task: str, shared: Mapping[str, FieldValue], options: Sequence[str], lang: str) -> dict[str, float]:
-        key = self._key("scale", task, lang, dict(shared), list(options))
+        key = self._key(self.judge.identity(), "scale", task, lang, dict(shared), list(options))
         return await self._cached(key, lambda: self.judge.scale(task, shared, options, lang))
 
     async def generate(self, task: str, fields: Mapping[str, FieldValue], schema: Mapping[str, Any], lang: str) -> dict[str, Any]:
-        key = self._key("generate", task, lang, dict(fields), dict(schema))
+        key = self._key(self.judge.identity(), "generate", task, lang, dict(fields), dict(schema))
         return await self._cached(key, lambda: self.judge.generate(task, fields, schema, lang))
 
     async def _cached(self, key: str, compute) -> Any:
@@ -169,6 +173,18 @@ class CachingJudge(LLMJudge):
 
     def describe(self) -> dict[str, Any]:
         return self.judge.describe()
+
+    def identity(self) -> dict[str, Any]:
+        return self.judge.identity()
+
+    def verdict_identity(self) -> dict[str, Any]:
+        return self.judge.verdict_identity()
+
+    async def settle(self, memo: Memo | None = None) -> None:
+        await self.judge.settle(memo if memo is not None else self.cache)
+
+    def note_verdicts(self, task: str, verdicts: Sequence[Verdict]) -> None:
+        self.judge.note_verdicts(task, verdicts)
 
     async def aclose(self) -> None:
         await self.judge.aclose()

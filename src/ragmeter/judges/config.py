@@ -18,17 +18,36 @@ Environment variables (options and config files win over them):
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError, field_validator
 
 from ragmeter.data.secrets import register, register_url
 from ragmeter.judges.base import JudgeError, LLMJudge
 from ragmeter.judges.cache import CACHE_FILE, CachingJudge, DiskCache, user_cache_dir
 from ragmeter.judges.metering import PriceTable
+from ragmeter.judges.prompts import LANGUAGES
 
 BACKENDS = ("local", "openai")
+
+#: Settings an ensemble member may give for itself; the others are the judge section's.
+MEMBER_SETTINGS = frozenset(
+    {
+        "backend",
+        "base_url",
+        "model",
+        "api_key_env",
+        "concurrency",
+        "requests_per_minute",
+        "timeout",
+        "context_window",
+        "verdict_mode",
+        "prompts",
+        "prices",
+    }
+)
 
 
 class JudgeConfig(BaseModel):
@@ -46,8 +65,10 @@ class JudgeConfig(BaseModel):
         requests_per_minute: Request rate limit; ``None`` for none.
         timeout: Seconds per request.
         context_window: Tokens per prompt; default 4096 locally, 128000 for endpoints.
-        verdict_mode: ``"batch"``: all items of a verdict in one request; ``"single"``:
-            one request per item, with log-probabilities when the server gives them.
+        verdict_mode: Endpoints: ``"auto"`` (default): probe once which of the two modes
+            below gives verdicts with signal, and use it; ``"batch"``: all items of a
+            verdict in one request (P(yes) from log-probabilities where the server gives
+            them); ``"single"``: one request per item, with log-probabilities.
         gguf: GGUF file for the local judge (default: the packaged model).
         threads: CPU threads for the local judge (default: all cores).
         calibrated: Local judge: recalibrate the packaged model's P(yes) of English claim
@@ -60,6 +81,14 @@ class JudgeConfig(BaseModel):
         cache: Keep answers in the disk cache and reuse them.
         cache_dir: Folder of the cache (default ``$RAGMETER_CACHE_DIR`` or ``~/.cache/ragmeter``).
         prices: Price table file (JSON or YAML) overriding the packaged one.
+        prompts: Endpoints: prompt files in the format of ragmeter's ``prompts/en.yaml``
+            whose entries replace the packaged ones: a file (English), a folder holding
+            ``en.yaml`` and/or ``zh.yaml``, or a mapping ``{en: file, zh: file}``.
+        ensemble: Endpoints: several judges whose verdicts are combined; each entry is a
+            mapping of the settings above that differ from this section's (``model``,
+            ``base_url``, ``prompts``...), ``{}`` for this section's judge itself.
+        combine: How an ensemble combines its members' P(yes): ``"mean"`` or
+            ``"majority"`` (the share of members that say yes).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -72,7 +101,7 @@ class JudgeConfig(BaseModel):
     requests_per_minute: StrictInt | None = Field(default=None, ge=1)
     timeout: float = Field(default=60.0, gt=0, allow_inf_nan=False)
     context_window: StrictInt | None = Field(default=None, ge=256)
-    verdict_mode: Literal["batch", "single"] = "batch"
+    verdict_mode: Literal["auto", "batch", "single"] = "auto"
     gguf: str | None = None
     threads: StrictInt | None = Field(default=None, ge=1)
     calibrated: StrictBool = False
@@ -80,6 +109,21 @@ class JudgeConfig(BaseModel):
     cache: StrictBool = True
     cache_dir: str | None = None
     prices: str | None = None
+    prompts: str | dict[Literal["en", "zh"], str] | None = None
+    ensemble: list[dict[str, Any]] | None = Field(default=None, min_length=1)
+    combine: Literal["mean", "majority"] = "mean"
+
+    @field_validator("ensemble")
+    @classmethod
+    def _members_are_settings(cls, members: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+        for number, member in enumerate(members or []):
+            unknown = sorted(str(k) for k in set(member) - MEMBER_SETTINGS)
+            if unknown:
+                raise ValueError(
+                    f"ensemble[{number}]: setting(s) {', '.join(unknown)} cannot differ between members; "
+                    f"a member may set {', '.join(sorted(MEMBER_SETTINGS))}"
+                )
+        return members
 
     @classmethod
     def from_env(cls) -> JudgeConfig:
@@ -119,7 +163,10 @@ class JudgeConfig(BaseModel):
         unknown = sorted(str(k) for k in set(data) - known)
         if unknown:
             raise ValueError(f"{source}: unknown judge setting(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
-        return cls.validated(data, f"{source}: judge.")
+        settings = cls.validated(data, f"{source}: judge.")
+        for number in range(len(settings.ensemble or [])):
+            settings.member(number, f"{source}: judge.")
+        return settings
 
     @classmethod
     def validated(cls, data: dict[str, Any], where: str = "judge setting ") -> JudgeConfig:
@@ -169,12 +216,56 @@ class JudgeConfig(BaseModel):
             JudgeError: The local judge is not installed, or an endpoint lacks a model name.
         """
         register_url(self.base_url)
-        if self.chosen_backend == "openai":
-            if not self.base_url or not self.model:
-                raise JudgeError("an OpenAI-compatible judge needs both a base URL and a model name (--judge-base-url, --judge-model)")
-            from ragmeter.judges.openai_compat import OpenAIJudge
+        cache = cache or (self.open_cache() if cached else None)
+        if self.ensemble:
+            from ragmeter.judges.ensemble import EnsembleJudge
 
-            judge: LLMJudge = OpenAIJudge(
+            try:
+                settings = [self.member(number) for number in range(len(self.ensemble))]
+            except ValueError as exc:
+                raise JudgeError(str(exc)) from None
+            local = [number for number, member in enumerate(settings) if member.chosen_backend != "openai"]
+            if local:
+                raise JudgeError(
+                    f"judge.ensemble[{local[0]}] is not an endpoint: ensemble members are OpenAI-compatible endpoints "
+                    "(give base_url and model); the local judge cannot be a member"
+                )
+            return EnsembleJudge([member.build(cache, cached=cached) for member in settings], self.combine)
+        if self.chosen_backend == "openai":
+            judge: LLMJudge = self._endpoint_judge()
+        else:
+            from ragmeter.judges.local import EVIDENCE_SENTENCES, LocalJudge
+            from ragmeter.judges.local_model import check_local_judge
+
+            check_local_judge(self.gguf)
+            judge = LocalJudge(
+                model_path=self.gguf, context_window=self.context_window or 4096, threads=self.threads, calibrated=self.calibrated,
+                evidence_sentences=EVIDENCE_SENTENCES if self.evidence_sentences is None else self.evidence_sentences,
+            )  # fmt: skip
+        return CachingJudge(judge, cache) if cache is not None else judge
+
+    def member(self, number: int, where: str = "judge.") -> JudgeConfig:
+        """The settings of ensemble member ``number``: this section's, with the member's own.
+
+        Args:
+            number: The member's position in ``ensemble``.
+            where: How errors name the judge section (``"config.yaml: judge."``).
+
+        Raises:
+            ValueError: A value has the wrong type or range.
+        """
+        assert self.ensemble is not None
+        own = {k: v for k, v in self.model_dump().items() if k not in ("ensemble", "combine")}
+        return self.validated({**own, **self.ensemble[number]}, f"{where}ensemble[{number}].")
+
+    def _endpoint_judge(self) -> LLMJudge:
+        if not self.base_url or not self.model:
+            raise JudgeError("an OpenAI-compatible judge needs both a base URL and a model name (--judge-base-url, --judge-model)")
+        from ragmeter.judges.openai_compat import OpenAIJudge
+
+        try:
+            prompts = prompt_files(self.prompts)
+            return OpenAIJudge(
                 base_url=self.base_url,
                 model=self.model,
                 api_key=register_key(self.api_key()),
@@ -185,18 +276,35 @@ class JudgeConfig(BaseModel):
                 verdict_mode=self.verdict_mode,
                 prices=PriceTable(self.prices),
                 evidence_sentences=self.evidence_sentences or 0,
+                prompts=prompts,
             )
-        else:
-            from ragmeter.judges.local import EVIDENCE_SENTENCES, LocalJudge
-            from ragmeter.judges.local_model import check_local_judge
+        except ValueError as exc:
+            raise JudgeError(str(exc)) from None
 
-            check_local_judge(self.gguf)
-            judge = LocalJudge(
-                model_path=self.gguf, context_window=self.context_window or 4096, threads=self.threads, calibrated=self.calibrated,
-                evidence_sentences=EVIDENCE_SENTENCES if self.evidence_sentences is None else self.evidence_sentences,
-            )  # fmt: skip
-        cache = cache or (self.open_cache() if cached else None)
-        return CachingJudge(judge, cache) if cache is not None else judge
+
+def prompt_files(prompts: str | Mapping[Any, str] | None) -> dict[str, str]:
+    """The ``prompts`` setting as prompt files by language: a file is English, a folder
+    gives its ``en.yaml`` and ``zh.yaml`` (whichever exist), a mapping is taken as it is.
+
+    Raises:
+        ValueError: A named file or folder does not exist, or a folder holds neither file.
+    """
+    if prompts is None:
+        return {}
+    if isinstance(prompts, Mapping):
+        files = {str(lang): str(path) for lang, path in prompts.items()}
+    else:
+        folder = Path(prompts)
+        if folder.is_dir():
+            files = {lang: str(folder / f"{lang}.yaml") for lang in LANGUAGES if (folder / f"{lang}.yaml").is_file()}
+            if not files:
+                raise ValueError(f"judge.prompts: the folder {prompts} holds neither en.yaml nor zh.yaml")
+        else:
+            files = {"en": str(prompts)}
+    for lang, path in files.items():
+        if not Path(path).is_file():
+            raise ValueError(f"judge.prompts: no prompt file {path} (for language '{lang}')")
+    return files
 
 
 def register_key(key: str | None) -> str | None:

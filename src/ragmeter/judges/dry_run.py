@@ -109,13 +109,26 @@ def estimated_local_seconds(usage: Usage) -> float:
     return usage.prompt_tokens_evaluated / LOCAL_PROMPT_TOKENS_PER_SECOND + usage.completion_tokens / LOCAL_GENERATED_TOKENS_PER_SECOND
 
 
-def stand_in(judge: LLMJudge, verdict_mode: str, prices: PriceTable) -> DryRunJudge:
-    """The :class:`DryRunJudge` for ``judge`` (a caching wrapper is looked through): one
-    call per item for the local judge and for endpoints in ``single`` verdict mode, and the
-    price of the judge's model from ``prices`` (nothing for the local judge)."""
+def stand_in(judge: LLMJudge, verdict_mode: str, prices: PriceTable) -> LLMJudge:
+    """The stand-in for ``judge`` (a caching wrapper is looked through): a
+    :class:`DryRunJudge` with one call per item for the local judge and for endpoints in
+    ``single`` verdict mode (``auto`` is estimated as ``batch``, its usual choice, plus
+    nothing for the probe), and the price of the judge's model from ``prices`` (nothing
+    for the local judge); an ensemble of such stand-ins for an ensemble.
+
+    Args:
+        judge: The judge of the run.
+        verdict_mode: The verdict mode of the settings, for a judge that does not say its own.
+        prices: The price table.
+    """
     target = getattr(judge, "judge", judge)
+    members = getattr(target, "members", None)
+    if members is not None:
+        from ragmeter.judges.ensemble import EnsembleJudge
+
+        return EnsembleJudge([stand_in(member, verdict_mode, prices) for member in members], getattr(target, "combine", "mean"))
     if target.backend == "local":
         return DryRunJudge(target, per_item=True, price=(0.0, 0.0))
     found = prices.price(target.model)
     price = (found.input_per_million, found.output_per_million) if found else None
-    return DryRunJudge(target, per_item=verdict_mode == "single", price=price)
+    return DryRunJudge(target, per_item=getattr(target, "verdict_mode", verdict_mode) == "single", price=price)

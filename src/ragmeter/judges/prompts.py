@@ -12,12 +12,14 @@ fields (one sample's contexts, say), and the item with the question asked about 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -101,13 +103,16 @@ class PromptBook:
 
     Args:
         lang: ``"en"`` or ``"zh"``.
+        variant: A prompt file in the packaged files' format whose entries replace the
+            packaged ones of this language (see :func:`load_variant`); ``None`` for the
+            packaged prompts.
     """
 
-    def __init__(self, lang: str):
+    def __init__(self, lang: str, variant: str | Path | None = None):
         if lang not in LANGUAGES:
             raise ValueError(f"no prompts for language '{lang}'; available: {', '.join(LANGUAGES)}")
         self.lang = lang
-        self._data = _load(lang)
+        self._data = _load(lang) if variant is None else load_variant(lang, str(variant))
 
     def task(self, name: str) -> dict[str, Any]:
         try:
@@ -195,3 +200,67 @@ class PromptBook:
 def _load(lang: str) -> dict[str, Any]:
     text = resources.files("ragmeter.judges").joinpath("prompts").joinpath(f"{lang}.yaml").read_text(encoding="utf-8")
     return yaml.safe_load(text)
+
+
+#: Top-level entries of a prompt file and the keys every task needs.
+_SECTIONS = ("guard", "yes_no", "batch", "reask", "tasks")
+_TASK_KEYS = ("system", "shared")
+
+
+@lru_cache(maxsize=16)
+def load_variant(lang: str, path: str) -> dict[str, Any]:
+    """The prompts of ``lang`` with the entries of the file at ``path`` in place of the
+    packaged ones: its ``guard``, ``yes_no``, ``batch`` and ``reask`` replace the packaged
+    entries, and each task it defines replaces the packaged task of that name (or adds one).
+
+    Raises:
+        ValueError: The file cannot be read, is not YAML, or an entry has the wrong shape;
+            the message names the file and the entry.
+    """
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise ValueError(f"{path}: cannot read the prompt file: {exc}") from None
+    check_variant(data, path)
+    merged = {**_load(lang), **{k: v for k, v in data.items() if k != "tasks"}}
+    merged["tasks"] = {**_load(lang)["tasks"], **(data.get("tasks") or {})}
+    return merged
+
+
+def check_variant(data: Any, source: str) -> None:
+    """Check a prompt file's shape (see :func:`load_variant`).
+
+    Raises:
+        ValueError: What is wrong and where, naming ``source``.
+    """
+    if not isinstance(data, dict):
+        raise ValueError(f"{source}: a prompt file is a mapping with {', '.join(_SECTIONS)} entries, like ragmeter's prompts/en.yaml")
+    unknown = sorted(str(k) for k in set(data) - set(_SECTIONS))
+    if unknown:
+        raise ValueError(f"{source}: unknown prompt entries {', '.join(unknown)}; known: {', '.join(_SECTIONS)}")
+    for key in ("guard", "yes_no", "batch"):
+        if key in data and not isinstance(data[key], str):
+            raise ValueError(f"{source}: {key}: expected text")
+    if "reask" in data and not (isinstance(data["reask"], dict) and {"json", "yes_no", "option"} <= set(data["reask"])):
+        raise ValueError(f"{source}: reask: expected a mapping with json, yes_no and option")
+    tasks = data.get("tasks") or {}
+    if not isinstance(tasks, dict):
+        raise ValueError(f"{source}: tasks: expected a mapping of task names to prompts")
+    for name, task in tasks.items():
+        where = f"{source}: tasks.{name}"
+        if not isinstance(task, dict):
+            raise ValueError(f"{where}: expected a mapping (system, shared, item and asks, or ask)")
+        missing = [k for k in _TASK_KEYS if k not in task] + ([] if "asks" in task or "ask" in task else ["asks (or ask)"])
+        if missing:
+            raise ValueError(f"{where}: missing {', '.join(missing)}")
+        if "asks" in task and not isinstance(task.get("item"), str):
+            raise ValueError(f"{where}: a verdict task (with asks) needs item: the tag of the item judged")
+        if not isinstance(task["shared"], list) or not all(isinstance(f, str) for f in task["shared"]):
+            raise ValueError(f"{where}.shared: expected a list of field names")
+        if not isinstance(task["system"], str):
+            raise ValueError(f"{where}.system: expected text")
+
+
+def variant_version(path: str | Path) -> str:
+    """Hash of a prompt file: editing it invalidates cached answers."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]

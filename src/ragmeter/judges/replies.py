@@ -6,6 +6,7 @@ schema) and the verdicts of a batched request.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -133,9 +134,20 @@ def wrap_verdicts(value: Any) -> Any:
     return value
 
 
-def extract_verdicts(entries: list[Any], n: int) -> dict[int, Verdict]:
+def extract_verdicts(entries: list[Any], n: int, probabilities: Sequence[float | None] | None = None) -> dict[int, Verdict]:
     """Usable entries of a batch reply by 0-based item index: ids 1..n (or, for an entry
-    without an id, its position), each with a yes or no; the first entry for an id wins."""
+    without an id, its position), each with a yes or no; the first entry for an id wins.
+
+    ``probabilities``: P(yes) read from the log-probabilities at each ``"verdict"`` value
+    of the reply (see :func:`verdict_probabilities`), one per entry object that has a
+    ``"verdict"`` key, in order; an entry with a probability gets it (method
+    ``"logprobs"``), the others their text's 1.0 or 0.0 (method ``"text"``). Ignored when
+    their number differs from the number of such entries (the reply was repaired, say).
+    """
+    with_verdict = [entry for entry in entries if isinstance(entry, dict) and "verdict" in entry]
+    if probabilities is not None and len(probabilities) != len(with_verdict):
+        probabilities = None
+    read = {id(entry): p for entry, p in zip(with_verdict, probabilities or [], strict=False)}
     found: dict[int, Verdict] = {}
     for position, entry in enumerate(entries, start=1):
         if not isinstance(entry, dict):
@@ -143,6 +155,7 @@ def extract_verdicts(entries: list[Any], n: int) -> dict[int, Verdict]:
         p_yes = yes_no(entry.get("verdict"))
         if p_yes is None:
             continue
+        from_logprobs = read.get(id(entry))
         ident = entry.get("id", position)
         try:
             ident = int(ident)
@@ -151,7 +164,79 @@ def extract_verdicts(entries: list[Any], n: int) -> dict[int, Verdict]:
         if not 1 <= ident <= n or ident - 1 in found:
             continue
         reason = str(entry.get("reason") or "").strip()
-        found[ident - 1] = Verdict(p_yes=p_yes, reason=reason or None, method="text")
+        if from_logprobs is not None:
+            found[ident - 1] = Verdict(p_yes=from_logprobs, reason=reason or None, method="logprobs")
+        else:
+            found[ident - 1] = Verdict(p_yes=p_yes, reason=reason or None, method="text")
+    return found
+
+
+# Where a verdict's value starts in a batch reply: after ``"verdict":`` and an opening quote.
+# (A ``"verdict"`` inside a reason is escaped, ``\"verdict\"``, and does not match.)
+VERDICT_VALUE = re.compile(r'(?<!\\)"verdict"\s*:\s*"?')
+
+
+def token_stream(response) -> list[tuple[str, list[tuple[str, float]]]]:
+    """Each generated token with its top alternatives (token, logprob); empty when the
+    server returned no log-probabilities."""
+    logprobs = getattr(response.choices[0], "logprobs", None)
+    tokens = getattr(logprobs, "content", None) if logprobs is not None else None
+    stream = []
+    for token in tokens or []:
+        if getattr(token, "token", None) is None:
+            return []
+        top = [
+            (t.token, float(t.logprob)) for t in getattr(token, "top_logprobs", None) or [] if t.token is not None and t.logprob is not None
+        ]
+        if not top and getattr(token, "logprob", None) is not None:
+            top = [(token.token, float(token.logprob))]
+        stream.append((token.token, top))
+    return stream
+
+
+def yes_share(alternatives: Sequence[tuple[str, float]], prefix: str = "") -> float | None:
+    """P(yes) / (P(yes) + P(no)) among ``alternatives`` (token, logprob) that start with
+    ``prefix`` and continue with a yes or no word (any case, English or Chinese); ``None``
+    when none does."""
+    yes = no = 0.0
+    for token, logprob in alternatives:
+        if not token.startswith(prefix):
+            continue
+        word = answer_word(token[len(prefix) :]).strip("\"'`")
+        word = first_word(word).lower() if word else word
+        if word in YES:
+            yes += math.exp(logprob)
+        elif word in NO:
+            no += math.exp(logprob)
+    if yes + no <= 0:
+        return None
+    return min(max(yes / (yes + no), 0.0), 1.0)
+
+
+def verdict_probabilities(response) -> list[float | None] | None:
+    """P(yes) at each ``"verdict"`` value of a batch reply, in the reply's order, from the
+    top log-probabilities of the token where the value starts (alternatives that share the
+    token's text before the value, then say yes or no); ``None`` for a value whose
+    alternatives name neither. ``None`` when the reply carries no log-probabilities."""
+    stream = token_stream(response)
+    if not stream:
+        return None
+    text = "".join(token for token, _ in stream)
+    ends, total = [], 0
+    for token, _ in stream:
+        total += len(token)
+        ends.append(total)
+    found: list[float | None] = []
+    index = 0
+    for match in VERDICT_VALUE.finditer(text):
+        offset = match.end()
+        while index < len(stream) and ends[index] <= offset:
+            index += 1
+        if index >= len(stream):
+            found.append(None)
+            continue
+        start = ends[index] - len(stream[index][0])
+        found.append(yes_share(stream[index][1], text[start:offset]))
     return found
 
 

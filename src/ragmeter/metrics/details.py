@@ -2,7 +2,8 @@
 
 A score's ``details`` are mostly for people (reports show them whole), but a few keys are
 read by other packages: the meta-evaluation (:mod:`ragmeter.bench`) reads each claim's and
-each context's P(yes) and decision, and negative rejection's P(answerable). Those entries
+each context's P(yes) and decision, and negative rejection's P(answerable). An ensemble
+judge's verdicts add each member's P(yes) and their spread. Those entries
 are built by the functions below and read back by the accessors below, so the contract
 between the metrics and their readers is written once.
 """
@@ -36,8 +37,17 @@ def item_entries(
             entry["reason"] = verdict.reason
         if verdict.evidence:
             entry["evidence"] = verdict.evidence
+        entry.update(ensemble_entries(verdict))
         out.append(entry)
     return out
+
+
+def ensemble_entries(verdict: Verdict) -> dict[str, Any]:
+    """An ensemble's verdict: each member's P(yes) (``p_yes_members``) and their standard
+    deviation (``p_yes_spread``); nothing for a single judge's verdict."""
+    if verdict.members is None:
+        return {}
+    return {"p_yes_members": list(verdict.members), "p_yes_spread": verdict.spread}
 
 
 def context_entries(shown: Sequence[str], verdicts: Mapping[int, Verdict], threshold: float, yes: str) -> list[dict[str, Any]]:
@@ -53,6 +63,7 @@ def context_entries(shown: Sequence[str], verdicts: Mapping[int, Verdict], thres
             entry.update({"p_yes": round(verdict.p_yes, 4), yes: verdict.p_yes >= threshold})
             if verdict.reason:
                 entry["reason"] = verdict.reason
+            entry.update(ensemble_entries(verdict))
         out.append(entry)
     return out
 

@@ -10,6 +10,7 @@ from ragmeter.data.schema import Sample
 from ragmeter.judges.base import MalformedOutput
 from ragmeter.judges.windowing import ask
 from ragmeter.metrics.base import Score
+from ragmeter.metrics.details import ensemble_entries
 from ragmeter.metrics.llm import LLMMetric, blank, check_threshold, chunks_of
 from ragmeter.metrics.registry import register
 
@@ -109,6 +110,7 @@ class AspectCritic(LLMMetric):
         }
         if verdict.reason:
             details["reason"] = verdict.reason
+        details.update(ensemble_entries(verdict))
         verb = "meets" if meets else "does not meet"
         return Score(1.0 if meets else 0.0, f"the response {verb} '{self.aspect}' (p={verdict.p_yes:.2f})", details=details)
 

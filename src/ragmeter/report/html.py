@@ -27,6 +27,7 @@ from markupsafe import Markup
 from ragmeter.metrics.base import FAMILIES, Score
 from ragmeter.report import charts
 from ragmeter.report.formatting import format_number
+from ragmeter.report.judge import judge_line, judge_warnings
 from ragmeter.results import Result, SampleResult
 from ragmeter.results.table import FAILED
 
@@ -152,6 +153,8 @@ def render_html(summary: dict[str, Any], result: Result) -> str:
     seconds = run.get("seconds")
     context = {
         "run": run,
+        "judge_line": judge_line(run.get("judge")),
+        "judge_warnings": judge_warnings(run.get("judge")),
         "n_samples": run.get("n_samples", len(result.samples)),
         "selection": _selection_note(len(rows), len(result.samples)),
         "seconds": f"{seconds:.1f}" if isinstance(seconds, (int, float)) and math.isfinite(seconds) else "?",

@@ -7,6 +7,7 @@ from typing import Any
 
 from ragmeter.metrics.base import FAMILIES
 from ragmeter.report.formatting import format_number
+from ragmeter.report.judge import judge_line, judge_warnings
 from ragmeter.results import Result
 
 #: Problem samples listed per diagnosis pattern.
@@ -52,11 +53,22 @@ def render_markdown(summary: dict[str, Any], result: Result) -> str:
         f"started {run.get('started_at', '?')}, {run.get('seconds', 0):.1f} s; ragmeter {run.get('ragmeter_version', '?')}.",
         "",
     ]
+    lines += _judge_section(run.get("judge"))
     lines += _diagnosis_section(summary["diagnosis"], result)
     lines += _scores_section(summary)
     lines += _unscored_section(summary)
     lines += _issues_section(summary["input_issues"])
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _judge_section(judge: dict[str, Any] | None) -> list[str]:
+    line = judge_line(judge)
+    if line is None:
+        return []
+    lines = [f"Judge: {md_text(line, 2000)}.", ""]
+    for warning in judge_warnings(judge):
+        lines += [f"> **Warning**: {md_text(warning, 1000)}", ""]
+    return lines
 
 
 def _diagnosis_section(diagnosis: dict[str, Any], result: Result) -> list[str]:

@@ -7,6 +7,11 @@ Example (YAML)::
       model: deepseek-chat
       api_key_env: DEEPSEEK_API_KEY     # the key stays in the environment
       requests_per_minute: 60
+      # ensemble:                       # several judges, P(yes) combined (mean or majority)
+      #   - {}                          # the judge above
+      #   - {prompts: strict_prompts.yaml}
+      #   - {model: deepseek-reasoner}
+      # combine: mean
     prices: my-prices.yaml
     metrics:
       - faithfulness
@@ -24,7 +29,8 @@ from typing import Any
 
 import yaml
 
-from ragmeter.judges.config import JudgeConfig
+from ragmeter.judges.config import JudgeConfig, prompt_files
+from ragmeter.judges.prompts import PromptBook
 from ragmeter.metrics.base import Metric
 from ragmeter.metrics.registry import create_metric
 
@@ -62,7 +68,7 @@ def load_config(path: str | Path) -> RunConfig:
         raise ValueError(f"{source}: unknown section(s) {', '.join(unknown)}; known: judge, metrics, prices")
     judge = data.get("judge") or {}
     JudgeConfig.from_mapping(judge, source)  # checks names, types and ranges
-    judge = dict(judge)
+    judge = _with_prompt_paths(dict(judge), path.parent, source)
     prices = data.get("prices")
     if prices is not None:
         if not isinstance(prices, str) or not prices.strip():
@@ -75,6 +81,36 @@ def load_config(path: str | Path) -> RunConfig:
             raise ValueError(f"{source}: metrics: expected a list of metric names or mappings, got {type(data['metrics']).__name__}")
         metrics = [_metric(entry, f"{source}, metrics[{i}]") for i, entry in enumerate(data["metrics"])]
     return RunConfig(judge=judge, metrics=metrics)
+
+
+def _with_prompt_paths(judge: dict[str, Any], folder: Path, source: str) -> dict[str, Any]:
+    """The judge section with its prompt files (``prompts``, also in ensemble members)
+    relative to the config file's folder, each checked.
+
+    Raises:
+        ValueError: A prompt file is missing or malformed (the message names it).
+    """
+
+    def resolved(prompts: Any, where: str) -> Any:
+        def one(value: str) -> str:
+            return str(Path(value) if Path(value).is_absolute() else folder / value)
+
+        prompts = {lang: one(p) for lang, p in prompts.items()} if isinstance(prompts, dict) else one(prompts)
+        try:
+            for lang, file in prompt_files(prompts).items():
+                PromptBook(lang, file)
+        except ValueError as exc:
+            raise ValueError(f"{source}: {where}: {exc}".replace("judge.prompts: ", "")) from None
+        return prompts
+
+    if judge.get("prompts") is not None:
+        judge["prompts"] = resolved(judge["prompts"], "judge.prompts")
+    if judge.get("ensemble"):
+        judge["ensemble"] = [
+            {**m, "prompts": resolved(m["prompts"], f"judge.ensemble[{n}].prompts")} if m.get("prompts") is not None else dict(m)
+            for n, m in enumerate(judge["ensemble"])
+        ]
+    return judge
 
 
 def _metric(entry: Any, where: str) -> Metric:

@@ -154,7 +154,7 @@ class Evaluator:
         if self.strict and known.issues:
             raise InputError(known.issues)
         owns_llm = self._ensure_llm_judge()
-        judge_settings = self.judges.llm.describe() if self.judges.llm is not None else None
+        judge_settings = None
         recorder = self._recorder(dataset, known)
         rows, cols = self._plan(recorder)
         try:
@@ -164,6 +164,8 @@ class Evaluator:
             )
         finally:
             recorder.close()
+            # Described after the run: what the judge found out (the verdict mode it chose, warnings) belongs in run.json.
+            judge_settings = self.judges.llm.describe() if self.judges.llm is not None else None
             if owns_llm and self.judges.llm is not None:
                 await self.judges.llm.aclose()
                 self.judges.llm = None
@@ -191,7 +193,7 @@ class Evaluator:
     def _pair_configs(self) -> list[str]:
         """Each metric's reuse key: its settings and, for judged metrics, the judge's
         identity (another model or endpoint never reuses this one's verdicts)."""
-        judge = json.dumps(self.judges.llm.describe(), sort_keys=True, default=str) if self.judges.llm is not None else ""
+        judge = json.dumps(self.judges.llm.identity(), sort_keys=True, default=str) if self.judges.llm is not None else ""
         configs = []
         for metric in self.metrics:
             extra = judge if metric.needs == Needs.LLM else self.judges.embedder.model_name if metric.needs == Needs.EMBEDDINGS else ""

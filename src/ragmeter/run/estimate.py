@@ -45,5 +45,5 @@ def estimate_usage(dataset: Dataset, metrics: Sequence[Metric], judges: Judges, 
     total = Usage()
     for usage in per_metric.values():
         total.add(usage)
-    local = dry.target.backend == "local"
-    return Estimate(per_metric, total, local, estimated_local_seconds(total), dry.target.model)
+    local = judges.llm.backend == "local"
+    return Estimate(per_metric, total, local, estimated_local_seconds(total), judges.llm.model)

@@ -1,0 +1,283 @@
+"""Chat completions from an OpenAI-compatible endpoint, sent so that they do not give up.
+
+:class:`ChatTransport` is the HTTP half of :class:`~ragmeter.judges.openai_compat.OpenAIJudge`:
+it builds each request, leaves out the optional parameters the server rejected (and
+remembers), limits the requests in flight and their rate, retries rate limits, server
+errors, timeouts, connection errors and unreadable bodies with exponential backoff and
+jitter (honouring ``Retry-After``), classifies the errors that are not worth retrying, and
+records every exchange's usage (:func:`~ragmeter.judges.metering.record`).
+
+The API key is never printed, logged, described or put in an error message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+import random
+import re
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ragmeter.judges import requests
+from ragmeter.judges.base import ContextTooLong, JudgeError
+from ragmeter.judges.metering import Price, Usage, record
+from ragmeter.judges.replies import CJK
+from ragmeter.judges.requests import (
+    BACKOFF_BASE,
+    BACKOFF_CAP,
+    CONTEXT_ERROR,
+    RETRY_AFTER_CAP,
+    RateLimiter,
+    Retryable,
+    Unsupported,
+    context_numbers,
+    error_text,
+    rejected_param,
+    retry_after,
+    short,
+)
+
+log = logging.getLogger("ragmeter.judges.openai")
+
+#: Top log-probabilities asked for per generated token when log-probabilities are wanted.
+TOP_LOGPROBS = 10
+
+
+def estimated_tokens(text: str) -> int:
+    """Tokens of ``text`` without the model's tokenizer: one per CJK character plus one per
+    4 other characters (rounded up)."""
+    cjk = len(CJK.findall(text))
+    return cjk + math.ceil((len(text) - cjk) / 4)
+
+
+def prompt_tokens(messages: Sequence[Mapping[str, str]]) -> int:
+    """Estimated prompt tokens of chat ``messages``, with a few per message for the chat
+    template's markers."""
+    return sum(estimated_tokens(m["content"]) + 4 for m in messages) + 3
+
+
+class ChatTransport:
+    """Sends chat completions to one endpoint.
+
+    Args:
+        base_url: The API root (``http://127.0.0.1:8000/v1``).
+        model: The model name sent with every request.
+        api_key: Bearer token, or ``None``; only ever given to the HTTP client.
+        concurrency: Most requests in flight at once.
+        requests_per_minute: Most request starts per minute (retries included); ``None``
+            for no limit.
+        timeout: Seconds one attempt may take before it is abandoned and retried.
+        max_retries: Retries of one request before :class:`JudgeError`.
+        context_window: Tokens one prompt may use (estimated by :func:`prompt_tokens`).
+        temperature: Sampling temperature sent with every request.
+        seed: Sampling seed sent with every request (``None``: none sent).
+        price: The model's price, or ``None`` when unknown (the usage's cost is then unknown).
+        http_client: An ``AsyncClient`` of the HTTP library the ``openai`` package uses.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str | None,
+        *,
+        concurrency: int,
+        requests_per_minute: float | None,
+        timeout: float,
+        max_retries: int,
+        context_window: int,
+        temperature: float,
+        seed: int | None,
+        price: Price | None,
+        http_client: Any = None,
+    ):
+        try:
+            from openai import AsyncOpenAI
+        except ImportError:
+            raise JudgeError("the HTTP judge needs the openai package: pip install openai") from None
+        self.model = model
+        self.concurrency = concurrency
+        self.requests_per_minute = requests_per_minute
+        self.timeout = float(timeout)
+        self.max_retries = max_retries
+        self.context_window = context_window
+        self.temperature = temperature
+        self.seed = seed
+        self.price = price
+        self._secret = api_key or ""
+        self._new_client = lambda: AsyncOpenAI(
+            base_url=base_url,
+            api_key=api_key or "none",
+            max_retries=0,
+            timeout=self.timeout,
+            **({"http_client": http_client} if http_client is not None else {}),
+        )
+        self._client = self._new_client()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        #: Optional parameters the server rejected: left out of every later request.
+        self.unsupported: set[str] = set()
+        self._random = random.Random()
+
+    async def complete(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        max_tokens: int,
+        json_schema: tuple[str, dict[str, Any]] | None = None,
+        logprobs: bool = False,
+    ):
+        """One chat completion, leaving out the optional parameters the server rejected.
+
+        Args:
+            messages: The chat messages.
+            max_tokens: Longest reply (lowered to what the context window leaves).
+            json_schema: ``(name, schema)``: ask for ``response_format`` ``json_schema``.
+            logprobs: Ask for each generated token's :data:`TOP_LOGPROBS` alternatives.
+
+        Raises:
+            ContextTooLong: The prompt does not fit the window (estimated, or as the server says).
+            JudgeError: The server refused the request, or failed after every retry.
+        """
+        estimate = prompt_tokens(messages)
+        if estimate > self.context_window:
+            raise ContextTooLong(estimate, self.context_window)
+        max_tokens = max(1, min(max_tokens, self.context_window - estimate))
+
+        def build() -> dict[str, Any]:
+            # Built just before each attempt, so that a request waiting for its turn already
+            # leaves out what another request found the server rejects.
+            return self._params(messages, max_tokens, json_schema, logprobs)
+
+        while True:
+            try:
+                return await self._call(build, estimate)
+            except Unsupported as exc:
+                log.info("the server rejected '%s'; asking again without it (remembered)", exc.param)
+                self.unsupported.add(exc.param)
+
+    def _params(self, messages, max_tokens: int, json_schema, logprobs: bool) -> dict[str, Any]:
+        params: dict[str, Any] = {"model": self.model, "messages": messages}
+        params["max_completion_tokens" if "max_tokens" in self.unsupported else "max_tokens"] = max_tokens
+        if "temperature" not in self.unsupported:
+            params["temperature"] = self.temperature
+        if self.seed is not None and "seed" not in self.unsupported:
+            params["seed"] = self.seed
+        if json_schema is not None and "response_format" not in self.unsupported:
+            name, schema = json_schema
+            params["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": re.sub(r"[^A-Za-z0-9_-]", "_", name)[:64] or "answer", "schema": schema, "strict": False},
+            }
+        if logprobs and "logprobs" not in self.unsupported:
+            params["logprobs"] = True
+            params["top_logprobs"] = TOP_LOGPROBS
+        return params
+
+    def _bind_to_running_loop(self) -> None:
+        """Make the loop-bound parts (connection pool, semaphore, rate limiter) for the
+        running event loop: each ``evaluate()`` call runs its own loop."""
+        loop = asyncio.get_running_loop()
+        if loop is self._loop:
+            return
+        if self._loop is not None:
+            self._client = self._new_client()
+        self._semaphore = asyncio.Semaphore(self.concurrency)
+        self._limiter = RateLimiter(self.requests_per_minute) if self.requests_per_minute else None
+        self._loop = loop
+
+    async def _call(self, build, estimate: int):
+        """Send one request (``build()`` gives its parameters), retrying what is worth
+        retrying; record its usage."""
+        self._bind_to_running_loop()
+        started = time.perf_counter()
+        retries = 0
+        usage = Usage(calls=1, cost_usd=0.0 if self.price is not None else None)
+        try:
+            while True:
+                try:
+                    response = await self._attempt(build, estimate)
+                except Retryable as failure:
+                    if retries >= self.max_retries:
+                        raise JudgeError(
+                            f"the judge endpoint failed after {retries} retries; last failure: {failure.description}"
+                        ) from None
+                    retries += 1
+                    delay = self.delay(retries, failure.retry_after)
+                    log.warning(
+                        "judge request failed (%s); retry %d of %d in %.1f s", failure.description, retries, self.max_retries, delay
+                    )
+                    await requests.sleep(delay)
+                    continue
+                self._fill_usage(usage, response, estimate)
+                return response
+        finally:
+            usage.retries = retries
+            usage.seconds = time.perf_counter() - started
+            record(usage)
+
+    async def _attempt(self, build, estimate: int):
+        """One HTTP exchange; failures worth retrying raise :class:`Retryable`."""
+        import openai
+
+        async with self._semaphore:
+            if self._limiter is not None:
+                await self._limiter.acquire()
+            params = build()
+            try:
+                response = await asyncio.wait_for(self._client.chat.completions.create(**params), self.timeout)
+            except (asyncio.TimeoutError, openai.APITimeoutError):
+                raise Retryable(f"no reply within {self.timeout:g} s") from None
+            except openai.APIStatusError as exc:
+                raise self._classify(exc, estimate, params) from None
+            except openai.APIConnectionError as exc:
+                raise Retryable(f"connection error ({self._redact(type(exc.__cause__ or exc).__name__)})") from None
+            except (json.JSONDecodeError, openai.APIResponseValidationError) as exc:
+                raise Retryable(f"unreadable response body ({type(exc).__name__})") from None
+            if not getattr(response, "choices", None):
+                raise Retryable("a response without choices")
+            return response
+
+    def _classify(self, exc, estimate: int, params: Mapping[str, Any]) -> Exception:
+        """What an HTTP error status means for this request, as the exception to raise."""
+        status = exc.status_code
+        text = self._redact(error_text(exc))
+        if status in (400, 413, 422) and CONTEXT_ERROR.search(text):
+            return ContextTooLong(*context_numbers(text, estimate, self.context_window))
+        if status in (400, 415, 422) or status >= 500:
+            # (llama.cpp's server answers 500 to a request it cannot validate.)
+            rejected = rejected_param(exc, text, params)
+            if rejected is not None:
+                return Unsupported(rejected)
+        if status in (408, 429) or status >= 500:
+            return Retryable(f"HTTP {status}: {short(text)}", retry_after(exc.response.headers))
+        return JudgeError(f"the judge endpoint refused the request: HTTP {status}: {short(text)}")
+
+    def delay(self, retry: int, retry_after: float | None) -> float:
+        """Seconds to wait before retry number ``retry``: ``Retry-After`` when the server
+        gave one (capped), else exponential backoff with jitter."""
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), RETRY_AFTER_CAP)
+        return min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (retry - 1)) * self._random.uniform(0.5, 1.0)
+
+    def _fill_usage(self, usage: Usage, response, estimate: int) -> None:
+        counted = getattr(response, "usage", None)
+        prompt = getattr(counted, "prompt_tokens", None)
+        completion = getattr(counted, "completion_tokens", None)
+        if prompt is None:
+            prompt = estimate
+        if completion is None:
+            completion = sum(estimated_tokens(c.message.content or "") for c in response.choices if c.message)
+        usage.prompt_tokens = usage.prompt_tokens_evaluated = int(prompt)
+        usage.completion_tokens = int(completion)
+        if self.price is not None:
+            usage.cost_usd = self.price.cost(usage.prompt_tokens, usage.completion_tokens)
+
+    def _redact(self, text: str) -> str:
+        return text.replace(self._secret, "[api key]") if self._secret else text
+
+    async def aclose(self) -> None:
+        await self._client.close()

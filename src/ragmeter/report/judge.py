@@ -1,0 +1,58 @@
+"""The judge of a run in words, for every report: which model, how its verdicts were asked
+and read, what the verdict probe found, and its warnings (from ``run.json``'s ``judge``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+def judge_line(judge: Mapping[str, Any] | None) -> str | None:
+    """One sentence describing the judge, or ``None`` when the run had none."""
+    if not judge:
+        return None
+    if judge.get("backend") == "ensemble":
+        members = "; ".join(_single(m) for m in judge.get("members") or [])
+        spread = judge.get("p_yes_spread") or {}
+        spreads = ", ".join(
+            f"{task} {s['mean']:.3f} (max {s['max']:.3f}, members split on {s['share_split']:.0%})" for task, s in spread.items()
+        )
+        text = f"ensemble ({judge.get('combine', '?')} of {len(judge.get('members') or [])} members): {members}"
+        return text + (f". Mean spread (standard deviation) of the members' P(yes): {spreads}" if spreads else "")
+    return _single(judge)
+
+
+def _single(judge: Mapping[str, Any]) -> str:
+    text = f"{judge.get('backend', '?')} {judge.get('model', '?')}"
+    if judge.get("base_url"):
+        text += f" at {judge['base_url']}"
+    if "verdict_mode" in judge:
+        used = judge.get("verdict_mode_used")
+        methods = judge.get("verdict_methods") or {}
+        read = ", ".join(f"{method} {count}" for method, count in methods.items())
+        text += f"; verdict mode {judge['verdict_mode']}"
+        if used and used != judge["verdict_mode"]:
+            text += f" → {used}"
+        if read:
+            text += f" (P(yes) read from: {read})"
+    probe = judge.get("probe")
+    if isinstance(probe, Mapping):
+        tried = "; ".join(_tried(t) for t in probe.get("tried") or [])
+        text += f"; verdict probe chose {probe.get('chosen')}: {tried}"
+    if judge.get("prompt_files"):
+        text += f"; prompt files {', '.join(f'{lang}: {path}' for lang, path in judge['prompt_files'].items())}"
+    return text
+
+
+def _tried(separation: Mapping[str, Any]) -> str:
+    if separation.get("error"):
+        return f"{separation.get('mode')} failed ({separation['error']})"
+    return (
+        f"{separation.get('mode')} ({separation.get('method')}) ROC-AUC {separation.get('roc_auc', 0):.2f}, "
+        f"balanced accuracy {separation.get('balanced_accuracy', 0):.2f}"
+    )
+
+
+def judge_warnings(judge: Mapping[str, Any] | None) -> list[str]:
+    """The judge's warnings (the probe found no signal, a task's verdicts were all the same)."""
+    return [str(w) for w in (judge or {}).get("warnings") or []]

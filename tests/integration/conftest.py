@@ -1,0 +1,66 @@
+"""Real components shared by the integration tests: llama-cpp-python's OpenAI-compatible
+server on the packaged model, started once per test session."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from llama_server import N_CTX, free_port
+
+
+@pytest.fixture(scope="session")
+def llama_server(tmp_path_factory):
+    """llama-cpp-python's OpenAI-compatible server on the packaged model; yields its URL
+    (``http://127.0.0.1:<port>``, without ``/v1``)."""
+    from ragmeter.judges.local_model import packaged_model_path
+
+    for module in ("llama_cpp", "fastapi", "uvicorn", "sse_starlette", "starlette_context", "pydantic_settings"):
+        __import__(module)  # the server's own dependencies (test extras)
+    model = packaged_model_path()
+    port = free_port()
+    log_path = tmp_path_factory.mktemp("llama-server") / "server.log"
+    command = [
+        sys.executable, "-m", "llama_cpp.server",
+        "--model", str(model), "--host", "127.0.0.1", "--port", str(port),
+        "--n_ctx", str(N_CTX), "--chat_format", "chatml", "--verbose", "False",
+    ]  # fmt: skip
+    # RAGMETER_TEST_SERVER_THREADS: CPU threads of the server (default: the server's own
+    # choice, half the cores to generate and all to read prompts); 1 on a shared machine.
+    threads = os.environ.get("RAGMETER_TEST_SERVER_THREADS")
+    if threads:
+        command += ["--n_threads", threads, "--n_threads_batch", threads]
+    log = log_path.open("wb")
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"the llama.cpp server exited ({process.returncode}):\n{log_path.read_text()[-3000:]}")
+            try:
+                with urllib.request.urlopen(f"{url}/v1/models", timeout=5):
+                    break
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the llama.cpp server was not ready in 180 s:\n{log_path.read_text()[-3000:]}") from None
+                time.sleep(0.5)
+        yield url
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(10)
+        log.close()
