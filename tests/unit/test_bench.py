@@ -244,6 +244,10 @@ def test_unit_scores_read_chunks_claims_and_answerability():
     assert unit_score("context_precision", chunks, 1) == (0.1, 0, None)
     claims = Score(0.5, details={"claims": [{"claim": "x", "p_yes": 0.9}, {"claim": "y", "p_yes": 0.3}]})
     assert unit_score("faithfulness", claims, None) == (pytest.approx(0.6), 1, None)
+    calibrated = Score(
+        0.2, details={"claims": [{"claim": "x", "p_yes": 0.9, "p_supported": 0.8}, {"claim": "y", "p_yes": 0.3, "p_supported": 0.2}]}
+    )
+    assert unit_score("faithfulness", calibrated, None) == (0.2, 0, None)
     answerable = Score.unscored("the contexts contain the answer (p=0.93)", {"p_answerable": 0.93, "threshold": 0.5})
     assert unit_score("negative_rejection", answerable, None) == (0.93, 1, None)
     assert unit_score("token_f1", Score.unscored("reference is empty"), None) == (None, None, "reference is empty")

@@ -85,7 +85,7 @@ def test_faithfulness_details_carry_the_members_and_the_spread():
     claims = score.details["claims"]
     assert [c["p_yes_members"] for c in claims] == [[0.9, 0.7], [0.2, 0.4], [0.6, 0.3]]
     assert [c["p_yes_spread"] for c in claims] == pytest.approx([0.1, 0.1, 0.15])
-    assert score.value == pytest.approx(1 / 3)  # only 0.8 reaches 0.5
+    assert score.details["supported_share"] == pytest.approx(1 / 3, abs=1e-4)  # only 0.8 is supported
 
 
 def test_a_failing_member_fails_the_call_and_is_named():

@@ -211,7 +211,7 @@ def test_faithfulness_reports_the_strategy_and_fails_explicitly_when_nothing_fit
     chunks = [" ".join([sentence(1), sentence(2)]), " ".join([sentence(3), sentence(4)]), " ".join([sentence(5), sentence(6)])]
     fields = {"user_input": "What does item 3 cost?", "retrieved_contexts": chunks}
     score = run("faithfulness", ScriptedJudge(context_window=70), response=f"{sentence(3)} Fact 8 is new here.", **fields)
-    assert score.value == 0.5 and score.details["strategy"] == "per_chunk"
+    assert score.details["supported_share"] == 0.5 and score.details["strategy"] == "per_chunk"
     score = run("faithfulness", ScriptedJudge(context_window=15), response=" ".join(["claim"] * 20) + ".", **fields)
     assert score.value is None and score.failed
     assert score.reason.startswith("judge failed: prompt needs")

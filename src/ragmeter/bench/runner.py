@@ -22,7 +22,7 @@ from typing import Any
 from ragmeter.bench.suites import Task
 from ragmeter.judges import Judges
 from ragmeter.metrics.base import Score
-from ragmeter.metrics.details import answerable_probability, claim_probabilities, context_verdict
+from ragmeter.metrics.details import answerable_probability, claim_probabilities, claims_calibrated, context_verdict
 from ragmeter.metrics.registry import create_metric
 from ragmeter.results import Result
 from ragmeter.results.stats import balanced_accuracy, bootstrap_statistic, pearson, roc_auc, spearman
@@ -75,7 +75,8 @@ def unit_score(metric: str, score: Score | None, part: int | None) -> tuple[floa
         return p, int(p >= threshold), None
     if score.value is None:
         return None, None, score.reason
-    p_values = claim_probabilities(details) if metric == "faithfulness" else []
+    # Uncalibrated faithfulness (a share of claims) ranks by the mean claim P(yes) instead.
+    p_values = claim_probabilities(details) if metric == "faithfulness" and not claims_calibrated(details) else []
     if p_values:
         return sum(p_values) / len(p_values), int(score.value >= 0.5), None
     return float(score.value), int(score.value >= 0.5), None

@@ -21,18 +21,29 @@ CLAIMS = "claims"
 CONTEXTS = "contexts"
 #: Details key of negative rejection's P(the contexts contain the answer).
 P_ANSWERABLE = "p_answerable"
+#: Details key of a claim's calibrated P(supported) (faithfulness).
+P_SUPPORTED = "p_supported"
 #: Details key of the decision threshold.
 THRESHOLD = "threshold"
 
 
 def item_entries(
-    texts: Sequence[str], verdicts: Sequence[Verdict], threshold: float, key: str = "claim", yes: str = "supported"
+    texts: Sequence[str],
+    verdicts: Sequence[Verdict],
+    threshold: float,
+    key: str = "claim",
+    yes: str = "supported",
+    probabilities: Sequence[float] | None = None,
 ) -> list[dict[str, Any]]:
     """Per-item details: the text under ``key``, ``p_yes`` (4 decimals), the decision under
-    ``yes``, and the judge's reason and evidence when given."""
+    ``yes``, and the judge's reason and evidence when given. With ``probabilities`` (a
+    calibrated P(supported) per item) each entry also has ``p_supported`` and the decision
+    is taken on it instead of ``p_yes``."""
     out = []
-    for text, verdict in zip(texts, verdicts, strict=True):
+    for i, (text, verdict) in enumerate(zip(texts, verdicts, strict=True)):
         entry: dict[str, Any] = {key: text, "p_yes": round(verdict.p_yes, 4), yes: verdict.p_yes >= threshold}
+        if probabilities is not None:
+            entry.update({P_SUPPORTED: round(probabilities[i], 4), yes: probabilities[i] >= threshold})
         if verdict.reason:
             entry["reason"] = verdict.reason
         if verdict.evidence:
@@ -71,6 +82,12 @@ def context_entries(shown: Sequence[str], verdicts: Mapping[int, Verdict], thres
 def claim_probabilities(details: Mapping[str, Any]) -> list[float]:
     """Each claim's P(yes), in order (empty when the details hold no claims)."""
     return [float(entry["p_yes"]) for entry in details.get(CLAIMS) or [] if isinstance(entry, Mapping) and entry.get("p_yes") is not None]
+
+
+def claims_calibrated(details: Mapping[str, Any]) -> bool:
+    """Whether the claims carry a calibrated P(supported) (then the score itself is one)."""
+    claims = details.get(CLAIMS) or []
+    return bool(claims) and all(isinstance(entry, Mapping) and P_SUPPORTED in entry for entry in claims)
 
 
 def context_verdict(details: Mapping[str, Any], index: int) -> tuple[float, int | None] | None:

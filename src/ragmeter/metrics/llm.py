@@ -88,6 +88,9 @@ class ClaimCheck:
         decisions: Whether each claim's p(yes) reaches the metric's threshold.
         strategy: How the premise was read (see :mod:`ragmeter.judges.windowing`).
         threshold: The threshold the decisions used.
+        probabilities: Each claim's calibrated P(supported), when the metric combines the
+            verdict with other evidence (see :mod:`ragmeter.metrics.claim_support`); the
+            decisions are then taken on it.
     """
 
     claims: list[str]
@@ -95,6 +98,7 @@ class ClaimCheck:
     decisions: list[bool]
     strategy: str
     threshold: float
+    probabilities: list[float] | None = None
 
     @property
     def n_supported(self) -> int:
@@ -106,7 +110,7 @@ class ClaimCheck:
 
     def details(self, yes: str = "supported") -> list[dict[str, Any]]:
         """Per-claim details (see :func:`ragmeter.metrics.details.item_entries`)."""
-        return item_entries(self.claims, self.verdicts, self.threshold, yes=yes)
+        return item_entries(self.claims, self.verdicts, self.threshold, yes=yes, probabilities=self.probabilities)
 
 
 @dataclass(frozen=True)
