@@ -58,6 +58,7 @@ def test_a_supported_answer_is_more_faithful_than_a_fabricated_one(judges, quest
     good = score("faithfulness", judges, user_input=question, retrieved_contexts=contexts, response=supported)
     bad = score("faithfulness", judges, user_input=question, retrieved_contexts=contexts, response=fabricated)
     assert good > bad
+    assert good >= 0.5 > bad, "the calibrated score puts the line between them"
 
 
 @pytest.mark.parametrize(
