@@ -1,0 +1,157 @@
+"""The judge's disk cache: a cached answer is reused only by the judge that gave it.
+
+Two judges that differ only in their model, their endpoint or the prompts they were asked
+with are different judges: each must get its own cache entries, so a changed model or an
+edited prompt file never silently reuses another judge's verdicts. Checked through the
+public wrapper (:class:`CachingJudge`) around a test-double judge that counts its calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pytest
+
+from ragmeter.judges import cache as cache_module
+from ragmeter.judges.base import LLMJudge, Verdict
+from ragmeter.judges.cache import CachingJudge, DiskCache, cache_key
+from ragmeter.judges.openai_compat import OpenAIJudge
+
+PREMISE = {"premise": ["Members may borrow 12 books at a time."]}
+CLAIMS = ["Members may borrow 12 books.", "Loans last a year."]
+
+
+class Identified(LLMJudge):
+    """A judge with a settable identity that answers every verdict with ``p_yes`` and every
+    scale / generation with a value naming its ``model``; counts what it was asked."""
+
+    backend = "double"
+    context_window = 10_000
+
+    def __init__(self, model: str = "m1", base_url: str = "http://a.example/v1", p_yes: float = 0.9, **extra: Any):
+        self.model, self.base_url, self.p_yes, self.extra = model, base_url, p_yes, extra
+        self.asked: list[tuple[str, str]] = []
+
+    def identity(self) -> dict[str, Any]:
+        return {"backend": self.backend, "model": self.model, "base_url": self.base_url, **self.extra}
+
+    async def verdicts(self, task: str, shared: Mapping[str, Any], items: Sequence[str], lang: str) -> list[Verdict]:
+        self.asked += [("verdict", item) for item in items]
+        return [Verdict(p_yes=self.p_yes, method="logits") for _ in items]
+
+    async def scale(self, task: str, shared: Mapping[str, Any], options: Sequence[str], lang: str) -> dict[str, float]:
+        self.asked.append(("scale", task))
+        return dict.fromkeys(options, self.p_yes)
+
+    async def generate(self, task: str, fields: Mapping[str, Any], schema: Mapping[str, Any], lang: str) -> dict[str, Any]:
+        self.asked.append(("generate", task))
+        return {"by": self.model}
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+
+def ask_verdicts(judge: LLMJudge, items: Sequence[str] = CLAIMS, lang: str = "en") -> list[float]:
+    return [v.p_yes for v in asyncio.run(judge.verdicts("supported", PREMISE, items, lang))]
+
+
+@pytest.fixture
+def disk(tmp_path):
+    store = DiskCache(tmp_path / "cache.sqlite")
+    yield store
+    store.close()
+
+
+def test_the_same_judge_is_answered_from_the_cache(disk):
+    first, again = Identified(p_yes=0.9), Identified(p_yes=0.1)  # same identity, different (wrong) answer
+    assert ask_verdicts(CachingJudge(first, disk)) == [0.9, 0.9]
+    assert ask_verdicts(CachingJudge(again, disk)) == [0.9, 0.9], "the cached verdicts are reused"
+    assert again.asked == [], "nothing asked of a judge whose answers are cached"
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        {"model": "m2"},
+        {"base_url": "http://b.example/v1"},
+        {"temperature": 0.7},  # any setting of the identity counts, not only model and endpoint
+    ],
+    ids=["model", "base_url", "setting"],
+)
+def test_judges_differing_in_one_setting_never_reuse_each_others_verdicts(disk, other):
+    first = Identified(p_yes=0.9)
+    second = Identified(p_yes=0.1, **other)
+    assert first.identity() != second.identity()
+    assert ask_verdicts(CachingJudge(first, disk)) == [0.9, 0.9]
+    assert ask_verdicts(CachingJudge(second, disk)) == [0.1, 0.1], "the other judge's verdicts were reused"
+    assert second.asked == [("verdict", c) for c in CLAIMS]
+    # And each keeps its own: the first judge's answers are still there, unchanged.
+    assert ask_verdicts(CachingJudge(Identified(p_yes=0.5), disk)) == [0.9, 0.9]
+
+
+def test_judges_differing_in_model_never_reuse_each_others_scales_or_generations(disk):
+    first, second = CachingJudge(Identified(model="m1"), disk), CachingJudge(Identified(model="m2", p_yes=0.2), disk)
+    assert asyncio.run(first.scale("relevance", PREMISE, ["1", "2"], "en")) == {"1": 0.9, "2": 0.9}
+    assert asyncio.run(second.scale("relevance", PREMISE, ["1", "2"], "en")) == {"1": 0.2, "2": 0.2}
+    assert asyncio.run(first.generate("claims", PREMISE, {"type": "object"}, "en")) == {"by": "m1"}
+    assert asyncio.run(second.generate("claims", PREMISE, {"type": "object"}, "en")) == {"by": "m2"}
+    assert asyncio.run(first.generate("claims", PREMISE, {"type": "object"}, "en")) == {"by": "m1"}  # cached, its own
+
+
+def test_an_edited_prompt_file_is_another_judge(disk, monkeypatch):
+    """The packaged prompts' version (a hash of the prompt file) is part of every key."""
+    judge = Identified(p_yes=0.9)
+    monkeypatch.setattr(cache_module, "prompts_version", lambda lang: f"{lang}-v1")
+    assert ask_verdicts(CachingJudge(judge, disk)) == [0.9, 0.9]
+    scale = asyncio.run(CachingJudge(judge, disk).scale("relevance", PREMISE, ["1"], "en"))
+    assert scale == {"1": 0.9}
+    edited = Identified(p_yes=0.1)
+    monkeypatch.setattr(cache_module, "prompts_version", lambda lang: f"{lang}-v2")
+    assert ask_verdicts(CachingJudge(edited, disk)) == [0.1, 0.1], "verdicts of the old prompts were reused"
+    assert asyncio.run(CachingJudge(edited, disk).scale("relevance", PREMISE, ["1"], "en")) == {"1": 0.1}
+    assert len(edited.asked) == 3
+
+
+def test_the_key_holds_the_item_the_task_and_the_language(disk):
+    judge = Identified(p_yes=0.9)
+    ask_verdicts(CachingJudge(judge, disk), items=CLAIMS[:1])
+    other = Identified(p_yes=0.1)
+    assert ask_verdicts(CachingJudge(other, disk), items=CLAIMS) == [0.9, 0.1], "only the new item is asked"
+    assert other.asked == [("verdict", CLAIMS[1])]
+    assert ask_verdicts(CachingJudge(other, disk), items=CLAIMS[:1], lang="zh") == [0.1], "another language, another prompt"
+    relevant = asyncio.run(CachingJudge(other, disk).verdicts("relevant", PREMISE, CLAIMS[:1], "en"))
+    assert [v.p_yes for v in relevant] == [0.1], "another task, another prompt"
+
+
+def test_the_packaged_prompt_files_have_distinct_versions():
+    cache_module.prompts_version.cache_clear()
+    en, zh = cache_module.prompts_version("en"), cache_module.prompts_version("zh")
+    assert len(en) == 16 and en != zh
+    assert cache_key("a", {"x": 1}) != cache_key("a", {"x": 2}) and cache_key("a", {"x": 1}) == cache_key("a", {"x": 1})
+
+
+def test_endpoint_judges_differing_in_model_url_or_prompts_have_different_identities(tmp_path):
+    """The endpoint judge's identity (the cache key) names its model, its endpoint and the
+    version of its prompt files; the verdict identity (the key of cached verdicts) too."""
+    variant = tmp_path / "strict.yaml"
+    variant.write_text("tasks: {}\n", encoding="utf-8")
+    judges = [
+        OpenAIJudge("http://127.0.0.1:9/v1", "m", verdict_mode="batch"),
+        OpenAIJudge("http://127.0.0.1:9/v1", "other", verdict_mode="batch"),
+        OpenAIJudge("http://127.0.0.1:8/v1", "m", verdict_mode="batch"),
+        OpenAIJudge("http://127.0.0.1:9/v1", "m", verdict_mode="batch", prompts={"en": variant}),
+    ]
+    try:
+        identities = [json_of(j.identity()) for j in judges]
+        verdict_identities = [json_of(j.verdict_identity()) for j in judges]
+        assert len(set(identities)) == len(judges)
+        assert len(set(verdict_identities)) == len(judges)
+    finally:
+        for j in judges:
+            asyncio.run(j.aclose())
+
+
+def json_of(value: dict[str, Any]) -> str:
+    return cache_key(value)
