@@ -105,6 +105,59 @@ def test_no_difference_at_all_gives_p_1_and_no_wilcoxon():
     assert 0 < wilcoxon_pvalue([0.1, 0.2, -0.05, 0.3, 0.2, 0.1]) < 1
 
 
+# Tied differences: sums that are equal in exact arithmetic can differ in floating point, and
+# the test must count them as ties. Expected values from exact rational arithmetic.
+
+TIED_DIFFS = ["0.1", "0.2", "0.3", "-0.6", "0.7", "0.4", "-0.2"]
+
+
+def exact_permutation_p(decimals: list[str]) -> float:
+    from fractions import Fraction
+
+    d = [Fraction(x) for x in decimals if Fraction(x) != 0]
+    observed = abs(sum(d))
+    hits = sum(
+        1 for signs in itertools.product((-1, 1), repeat=len(d)) if abs(sum(s * x for s, x in zip(signs, d, strict=True))) >= observed
+    )
+    return hits / 2 ** len(d)
+
+
+def test_permutation_p_value_counts_sums_equal_up_to_rounding_as_ties():
+    expected = exact_permutation_p(TIED_DIFFS)
+    assert expected == pytest.approx(31 / 64)  # 62 of the 128 sign assignments reach |sum| = 0.9, in exact arithmetic
+    d = [float(x) for x in TIED_DIFFS]
+    assert paired_permutation_pvalue(d) == pytest.approx(expected)
+    # The random sign flips count the same ties (40,000 draws: standard error 0.0025; without
+    # the tolerance the share would be near 0.4375).
+    drawn = paired_permutation_pvalue(d, n_permutations=40_000, exact_max_n=0, seed=2)
+    assert drawn == pytest.approx(expected, abs=0.015)
+
+
+def test_permutation_p_value_is_two_sided_and_ignores_zero_differences():
+    d = [0.3, -0.1, 0.25, 0.4, 0.05, -0.2, 0.15]
+    assert paired_permutation_pvalue(d) == paired_permutation_pvalue([-x for x in d])
+    assert paired_permutation_pvalue([*d, 0.0, 0.0]) == paired_permutation_pvalue(d)
+    # All five positive: only all-plus and all-minus reach |sum|: 2 / 32.
+    assert paired_permutation_pvalue([0.1, 0.2, 0.3, 0.4, 0.5]) == pytest.approx(2 / 32)
+
+
+def test_wilcoxon_p_value_is_two_sided():
+    from scipy.stats import wilcoxon
+
+    # By hand: d = 1, 2, 3, -4, 5, 6 (no ties): W- = 4 (the rank of |-4|). Subsets of the
+    # ranks 1..6 with a sum <= 4: {}, {1}, {2}, {3}, {4}, {1,2}, {1,3}: 7 of 64. Two-sided
+    # exact p = 2 * 7 / 64 = 0.21875 (one-sided would be 0.109).
+    d = [1.0, 2.0, 3.0, -4.0, 5.0, 6.0]
+    assert wilcoxon_pvalue(d) == pytest.approx(14 / 64)
+    assert wilcoxon_pvalue([-x for x in d]) == pytest.approx(14 / 64)
+    # With ties (normal approximation with the tie correction): scipy's two-sided value.
+    tied = [0.5, 0.5, 1.0, -0.25, 2.0, 2.0, 3.0, -1.0, 0.0]
+    expected = float(wilcoxon(tied, alternative="two-sided").pvalue)
+    assert wilcoxon_pvalue(tied) == pytest.approx(expected)
+    assert wilcoxon_pvalue([-x for x in tied]) == pytest.approx(expected)
+    assert 0.05 < expected < 0.5
+
+
 def test_paired_bootstrap_interval_is_reproducible_and_brackets_the_mean():
     rng = np.random.default_rng(0)
     d = rng.normal(0.1, 0.2, 150)

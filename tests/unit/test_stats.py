@@ -54,3 +54,84 @@ def test_large_inputs_are_processed_in_blocks():
 def test_interval_lies_within_the_data_range(values):
     low, high = bootstrap_ci(values, n_resamples=200)
     assert min(values) - 1e-12 <= low <= high <= max(values) + 1e-12
+
+
+# Descriptive statistics, ROC-AUC and balanced accuracy against independent implementations
+# (the standard library's ``statistics``, numpy, scikit-learn), on data WITH TIES: perfectly
+# separated or all-distinct data cannot tell a tie counted as a loss from one counted half.
+
+TIED = [0.2, 0.5, 0.5, 0.5, 1.0, 0.0, 0.7, 0.7]
+
+
+def test_describe_matches_the_standard_library_on_tied_values():
+    import statistics
+
+    described = describe(TIED)
+    assert described["mean"] == pytest.approx(statistics.fmean(TIED))
+    assert described["median"] == pytest.approx(statistics.median(TIED))
+    assert described["min"] == 0.0 and described["max"] == 1.0
+    # Sample standard deviation (n - 1), not the population one (n): they differ here.
+    assert described["std"] == pytest.approx(statistics.stdev(TIED))
+    assert statistics.stdev(TIED) != pytest.approx(statistics.pstdev(TIED))
+    # The 95th percentile with linear interpolation between order statistics: the 19th of
+    # the 20-quantiles, 'inclusive' (numpy's default 'linear' method). Sorted values
+    # 0, .2, .5, .5, .5, .7, .7, 1: position 0.95 * 7 = 6.65 -> 0.7 + 0.65 * 0.3 = 0.895.
+    p95 = statistics.quantiles(TIED, n=20, method="inclusive")[18]
+    assert p95 == pytest.approx(0.895)
+    assert described["p95"] == pytest.approx(p95)
+    assert described["p95"] != pytest.approx(float(np.percentile(TIED, 90)))  # 0.79: the 90th is another number
+    interval = bootstrap_ci(TIED)
+    assert (described["ci_low"], described["ci_high"]) == interval
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.0]), min_size=2, max_size=30))
+def test_describe_matches_numpy_with_explicit_parameters(values):
+    described = describe(values)
+    assert described["std"] == pytest.approx(float(np.std(values, ddof=1)), abs=1e-12)
+    assert described["p95"] == pytest.approx(float(np.percentile(values, 95, method="linear")), abs=1e-12)
+    assert described["median"] == pytest.approx(float(np.median(values)), abs=1e-12)
+
+
+def test_roc_auc_counts_ties_half_like_sklearn():
+    from sklearn.metrics import roc_auc_score
+
+    from ragmeter.results.stats import roc_auc
+
+    labels = [1, 1, 1, 0, 0, 0, 1, 0, 0]
+    scores = [0.9, 0.5, 0.5, 0.5, 0.1, 0.5, 0.3, 0.3, 0.0]
+    # By hand: 4 positives x 5 negatives (0.5, 0.1, 0.5, 0.3, 0.0) = 20 pairs. 0.9 beats all
+    # 5; each positive 0.5 beats 0.1, 0.3, 0.0 and ties both negative 0.5s: 3 + 2 * 0.5 = 4;
+    # 0.3 beats 0.1 and 0.0 and ties the 0.3: 2.5. (5 + 4 + 4 + 2.5) / 20 = 0.775.
+    assert roc_auc_score(labels, scores) == pytest.approx(0.775)
+    assert roc_auc(labels, scores) == pytest.approx(roc_auc_score(labels, scores))
+    assert roc_auc([1, 0], [0.4, 0.4]) == pytest.approx(0.5), "a tie is half a win"
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 4)), min_size=2, max_size=40))
+def test_roc_auc_and_balanced_accuracy_match_sklearn_on_tied_scores(rows):
+    from hypothesis import assume
+    from sklearn.metrics import balanced_accuracy_score, roc_auc_score
+
+    from ragmeter.results.stats import balanced_accuracy, roc_auc
+
+    labels = [int(y) for y, _ in rows]
+    assume(0 < sum(labels) < len(labels))
+    scores = [s / 4 for _, s in rows]
+    assert roc_auc(labels, scores) == pytest.approx(roc_auc_score(labels, scores), abs=1e-12)
+    decisions = [int(s >= 0.5) for s in scores]
+    assert balanced_accuracy(labels, decisions) == pytest.approx(balanced_accuracy_score(labels, decisions), abs=1e-12)
+
+
+def test_roc_auc_and_balanced_accuracy_need_both_classes():
+    from ragmeter.results.stats import balanced_accuracy, roc_auc
+
+    with pytest.raises(ValueError):
+        roc_auc([1, 1], [0.2, 0.4])
+    with pytest.raises(ValueError):
+        roc_auc([0, 0], [0.2, 0.4])
+    with pytest.raises(ValueError):
+        balanced_accuracy([1, 1], [1, 0])
+    with pytest.raises(ValueError):
+        balanced_accuracy([0, 0], [1, 0])

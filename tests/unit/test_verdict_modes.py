@@ -12,6 +12,8 @@ import re
 import sqlite3
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 from test_openai_judge import KEY, PREMISE, Server, completion, error, make_judge, run
 
 from ragmeter.judges.base import JudgeError, Verdict
@@ -313,6 +315,35 @@ def test_probe_measures():
     assert Separation.measure("batch", labels, ranked_but_all_yes).roc_auc == 1.0
     assert not Separation.measure("batch", labels, ranked_but_all_yes).passed  # every decision yes
     assert Separation.measure("single", labels, [Verdict(0.8 if y else 0.3) for y in labels]).passed
+
+
+def test_probe_measures_match_sklearn_on_tied_scores_and_unequal_classes():
+    from sklearn.metrics import balanced_accuracy_score, roc_auc_score
+
+    # 3 supported, 5 unsupported; P(yes) 0.5 and 0.7 shared across the classes.
+    labels = [True, True, True, False, False, False, False, False]
+    p_yes = [0.7, 0.5, 0.5, 0.7, 0.5, 0.2, 0.1, 0.5]
+    # By hand: 15 pairs. 0.7 beats 0.5, 0.2, 0.1, 0.5 and ties 0.7: 4.5; each 0.5 beats 0.2
+    # and 0.1 and ties the two 0.5s: 3. (4.5 + 3 + 3) / 15 = 0.7.
+    assert roc_auc_score(labels, p_yes) == pytest.approx(0.7)
+    assert roc_auc(labels, p_yes) == pytest.approx(roc_auc_score(labels, p_yes))
+    decisions = [p >= 0.5 for p in p_yes]
+    # Recall of yes 3/3, of no 2/5: (1 + 0.4) / 2 = 0.7.
+    assert balanced_accuracy(labels, decisions) == pytest.approx(balanced_accuracy_score(labels, decisions))
+    assert balanced_accuracy(labels, decisions) == pytest.approx(0.7)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 4), st.booleans()), min_size=2, max_size=30))
+def test_probe_measures_match_sklearn_whatever_the_ties(rows):
+    from sklearn.metrics import balanced_accuracy_score, roc_auc_score
+
+    labels = [y for y, _, _ in rows]
+    assume(any(labels) and not all(labels))
+    p_yes = [s / 4 for _, s, _ in rows]
+    decisions = [d for _, _, d in rows]
+    assert roc_auc(labels, p_yes) == pytest.approx(roc_auc_score(labels, p_yes), abs=1e-12)
+    assert balanced_accuracy(labels, decisions) == pytest.approx(balanced_accuracy_score(labels, decisions), abs=1e-12)
 
 
 def test_the_probe_is_balanced_and_bilingual():
