@@ -1,0 +1,152 @@
+"""The run journal on its own: every record reaches the operating system as it is written,
+a torn last line never swallows the record appended after it, and ``--fresh`` reuses nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pytest
+from typer.testing import CliRunner
+
+from ragmeter import Metric, Sample, Score, evaluate
+from ragmeter.cli import app
+from ragmeter.judges.metering import Usage
+from ragmeter.run.journal import JOURNAL_FILE, Journal, make_record
+
+
+def record(key: str, value: float = 0.5, metric: str = "m") -> dict:
+    return make_record(key, f"fp-{key}", metric, "cfg", Score(value, "why"), 0.25, Usage(calls=1))
+
+
+def test_a_record_reaches_the_file_before_the_journal_is_closed(tmp_path):
+    journal = Journal(tmp_path)
+    try:
+        journal.append(record("s0"))
+        # Another handle (as a resumed run after a kill would) sees the whole line now,
+        # not when the journal's buffer happens to fill or the journal is closed.
+        lines = (tmp_path / JOURNAL_FILE).read_text(encoding="utf-8").splitlines()
+        assert [json.loads(line)["sample"] for line in lines] == ["s0"]
+        journal.append(record("s1"))
+        assert Journal(tmp_path).read().keys() == {("s0", "m"), ("s1", "m")}
+    finally:
+        journal.close()
+
+
+def test_a_record_appended_after_a_torn_line_is_read_back(tmp_path):
+    journal = Journal(tmp_path)
+    journal.append(record("s0"))
+    journal.append(record("s1"))
+    journal.close()
+    path = tmp_path / JOURNAL_FILE
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) - 20])  # a kill in the middle of writing s1's line
+    assert set(Journal(tmp_path).read()) == {("s0", "m")}, "the torn record is ignored"
+
+    resumed = Journal(tmp_path)
+    resumed.append(record("s1", 0.75))
+    resumed.append(record("s2"))
+    resumed.close()
+    records = Journal(tmp_path).read()
+    assert set(records) == {("s0", "m"), ("s1", "m"), ("s2", "m")}
+    assert records["s1", "m"]["score"]["value"] == 0.75
+    # The torn text stays on a line of its own: the first record after it starts a new line.
+    lines = path.read_text(encoding="utf-8").split("\n")
+    assert json.loads(lines[2])["sample"] == "s1" and lines[-1] == ""
+
+
+def test_appending_to_an_intact_journal_adds_no_blank_line(tmp_path):
+    for key in ("s0", "s1"):
+        journal = Journal(tmp_path)
+        journal.append(record(key))
+        journal.close()
+    assert (tmp_path / JOURNAL_FILE).read_text(encoding="utf-8").count("\n") == 2
+
+
+def test_a_later_record_replaces_an_earlier_one_and_is_reused_only_when_unchanged(tmp_path):
+    journal = Journal(tmp_path)
+    journal.append(record("s0", 0.25))
+    journal.append(record("s0", 0.5))
+    journal.append(make_record("s1", "fp-s1", "m", "cfg", Score.unscored("error", failed=True), 0.1, Usage()))
+    journal.close()
+    records = Journal(tmp_path).read()
+    reused = journal.reusable(records, "s0", "fp-s0", "m", "cfg")
+    assert reused is not None
+    score, seconds, usage = reused
+    assert (score.value, score.explanation, seconds, usage.calls) == (0.5, "why", 0.25, 1)
+    assert journal.reusable(records, "s0", "other content", "m", "cfg") is None
+    assert journal.reusable(records, "s0", "fp-s0", "m", "other settings") is None
+    assert journal.reusable(records, "s1", "fp-s1", "m", "cfg") is None, "a failed score is computed again"
+    assert journal.reusable(records, "s9", "fp-s9", "m", "cfg") is None
+
+
+@dataclass(frozen=True)
+class Counting(Metric):
+    """Always 1.0; appends each sample id it scores to ``calls``; raises KeyboardInterrupt
+    (a Ctrl-C) on the sample named ``stop_at``."""
+
+    name = "counting_journal"
+    family = "lexical"
+    required = ("response",)
+    calls: list = None  # type: ignore[assignment]
+    stop_at: str = ""
+
+    def config(self):
+        return {}  # where it stops is no setting of the score: runs that differ in it share scores
+
+    async def score(self, sample, judges):
+        if sample.id == self.stop_at:
+            raise KeyboardInterrupt
+        self.calls.append(sample.id)
+        return Score(1.0)
+
+
+def samples(n: int) -> list[Sample]:
+    return [Sample(id=f"s{i}", user_input=f"question {i}", response=f"answer {i}") for i in range(n)]
+
+
+def test_a_fresh_run_forgets_an_interrupted_run_even_when_it_is_interrupted_too(tmp_path):
+    calls: list = []
+    with pytest.raises(KeyboardInterrupt):
+        evaluate(samples(6), [Counting(calls=calls, stop_at="s3")], out_dir=tmp_path, progress=False, concurrency=1)
+    assert calls == ["s0", "s1", "s2"]
+    calls.clear()
+    with pytest.raises(KeyboardInterrupt):
+        evaluate(samples(6), [Counting(calls=calls, stop_at="s1")], out_dir=tmp_path, progress=False, concurrency=1, resume=False)
+    assert calls == ["s0"], "a fresh run computes everything again"
+    calls.clear()
+    result = evaluate(samples(6), [Counting(calls=calls)], out_dir=tmp_path, progress=False, concurrency=1)
+    assert calls == ["s1", "s2", "s3", "s4", "s5"], "only the fresh run's own score is resumed"
+    assert result.run["pairs_resumed"] == 1
+
+
+def test_a_fresh_run_forgets_a_finished_run_even_when_it_is_interrupted(tmp_path):
+    calls: list = []
+    evaluate(samples(3), [Counting(calls=calls)], out_dir=tmp_path, progress=False, concurrency=1)
+    calls.clear()
+    with pytest.raises(KeyboardInterrupt):
+        evaluate(samples(3), [Counting(calls=calls, stop_at="s1")], out_dir=tmp_path, progress=False, concurrency=1, resume=False)
+    calls.clear()
+    result = evaluate(samples(3), [Counting(calls=calls)], out_dir=tmp_path, progress=False, concurrency=1)
+    assert calls == ["s1", "s2"] and result.run["pairs_resumed"] == 1
+
+
+def test_eval_fresh_resumes_nothing_and_a_plain_rerun_resumes_everything(tmp_path):
+    rows = [{"id": f"q{i}", "response": f"answer {i}", "reference": f"answer {i % 2}"} for i in range(4)]
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    out = tmp_path / "run"
+    runner = CliRunner()
+
+    def eval_run(*extra: str) -> dict:
+        result = runner.invoke(app, ["eval", str(data), "-m", "token_f1,exact_match", "-o", str(out), *extra])
+        assert result.exit_code == 0, result.output
+        return json.loads((out / "run.json").read_text(encoding="utf-8"))["run"]
+
+    first = eval_run()
+    assert (first["pairs_computed"], first["pairs_resumed"]) == (8, 0)
+    again = eval_run()
+    assert (again["pairs_computed"], again["pairs_resumed"]) == (0, 8)
+    fresh = eval_run("--fresh")
+    assert (fresh["pairs_computed"], fresh["pairs_resumed"]) == (8, 0)
