@@ -374,8 +374,29 @@ def test_charts_escape_their_text():
 
 
 def test_radar_clamps_means_outside_the_unit_interval():
-    families = {"a": {"mean": -1}, "b": {"mean": 7}, "c": {"mean": None}, "d": {"mean": float("nan")}}
-    ET.fromstring(radar_chart(families))
+    families = {"a": {"mean": -1}, "b": {"mean": 7}, "c": {"mean": None}, "d": {"mean": float("nan")}, "e": {"mean": 0.5}}
+    root = ET.fromstring(radar_chart(families))
+    # The radar's centre is (460 / 2, 330 / 2 + 4) = (230, 169), its radius 112; with five
+    # families the axes point at -90, -18, 54, 126 and 198 degrees. A mean below 0, missing
+    # or NaN sits at the centre; a mean above 1 on the outer ring; 0.5 halfway out.
+    # a: -1 -> 0: (230, 169), not (230, 169 + 112) = (230, 281) as a negative radius would put it.
+    # b: 7 -> 1: (230 + 112 cos(-18°), 169 + 112 sin(-18°)) = (336.5, 134.4), not 7 radii out.
+    # c, d: (230, 169). e: 0.5 at 198°: (230 + 56 cos(198°), 169 + 56 sin(198°)) = (176.7, 151.7).
+    expected = [(230.0, 169.0), (336.5, 134.4), (230.0, 169.0), (230.0, 169.0), (176.7, 151.7)]
+    circles = [(float(c.get("cx")), float(c.get("cy"))) for c in root.iter("circle")]
+    assert circles == [pytest.approx(point, abs=0.051) for point in expected]
+    polygons = [p.get("points") for p in root.iter("polygon")]
+    shape = [tuple(float(v) for v in xy.split(",")) for xy in polygons[-1].split()]  # the data polygon is drawn last
+    assert shape == [pytest.approx(point, abs=0.051) for point in expected]
+    # The labels show the true means, unclamped.
+    assert [t.text for t in root.iter("tspan") if t.get("dy")][:2] == ["-1.000", "7.000"]
+
+
+def test_family_bars_clamp_means_outside_the_unit_interval():
+    root = ET.fromstring(family_bars({"a": {"mean": -1}, "b": {"mean": 7}}))
+    # The track is 260 wide from x = 120: a mean below 0 draws no bar, above 1 the full track.
+    bars = [float(r.get("width")) for r in root.iter("rect") if r.find("title") is not None]
+    assert bars == [0.0, 260.0]
 
 
 @pytest.mark.parametrize(
