@@ -137,7 +137,7 @@ def load_dataset(*sources: Any, strict: bool = False, keep_on_disk_above: int = 
             if isinstance(row, InputIssue):
                 dataset.issues.append(row)
                 continue
-            sample = row if isinstance(row, Sample) else _sample_or_issue(name, location, row)
+            sample = _checked_sample(name, location, row) if isinstance(row, Sample) else _sample_or_issue(name, location, row)
             if isinstance(sample, InputIssue):
                 dataset.issues.append(sample)
                 continue
@@ -160,6 +160,13 @@ def _large_json_lines(source: Any, threshold: int) -> bool:
         return False
     path = Path(source)
     return path.suffix.lower() in (".jsonl", ".ndjson") and path.is_file() and path.stat().st_size > threshold
+
+
+def _checked_sample(source: str, location: str, sample: Sample) -> Sample | InputIssue:
+    """A :class:`Sample` given as it is, held to the same nesting limit as a record read from
+    a file (deeper values could not be written to the run's files or shown in its report)."""
+    deep = too_deep(dict(sample))
+    return sample if deep is None else InputIssue(source, location, deep, TOO_DEEP)
 
 
 def _sample_or_issue(source: str, location: str, record: Any) -> Sample | InputIssue:

@@ -139,15 +139,15 @@ def _rows_of_jsonl(path: Path) -> Rows:
             if number == 1 and raw.startswith(_BOM):
                 raw, start = raw[len(_BOM) :], start + len(_BOM)
             location = f"line {number}"
+            if not raw.strip():
+                continue
+            blank = False  # a line that is not UTF-8 is not blank: it gets its issue below
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
                 hint = hint if hint is not None else encoding_hint(path.read_bytes())
                 yield location, InputIssue(name, location, None, invalid_utf8(raw, exc, hint)), None
                 continue
-            if not text.strip():
-                continue
-            blank = False
             yield location, parse_json_line(name, location, text), start
     if blank:
         raise InputError([InputIssue(name, "file", None, "file is empty")])
@@ -185,7 +185,11 @@ def _rows_of_json(name: str, text: str) -> Rows:
         except json.JSONDecodeError as exc:
             raise InputError([InputIssue(name, f"line {exc.lineno}", None, f"invalid JSON: {exc.msg} at column {exc.colno}")]) from None
         except RecursionError:
-            raise InputError([InputIssue(name, f"line {line}", None, TOO_DEEP)]) from None
+            # Too deep for the parser: this item is a row issue; the items after it still load.
+            end = _end_of_container(text, position)
+            if end is None:
+                raise InputError([InputIssue(name, "end of file", None, "invalid JSON: the list is not closed with ']'")]) from None
+            item, position = InputIssue(name, f"line {line}", None, TOO_DEEP), end
         yield f"line {line}", item, None
         position = _skip_space(text, position)
         if position < len(text) and text[position] == ",":
@@ -196,6 +200,29 @@ def _rows_of_json(name: str, text: str) -> Rows:
             line = text.count("\n", 0, position) + 1
             raise InputError([InputIssue(name, f"line {line}", None, "invalid JSON: expected ',' or ']' between samples")])
     raise InputError([InputIssue(name, "end of file", None, "invalid JSON: the list is not closed with ']'")])
+
+
+def _end_of_container(text: str, start: int) -> int | None:
+    """The position just after the JSON array or object that starts at ``start`` (strings
+    and escapes respected, any depth, nothing parsed), or ``None`` when it is not closed."""
+    depth, position, in_string = 0, start, False
+    while position < len(text):
+        char = text[position]
+        if in_string:
+            if char == "\\":
+                position += 1
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+        elif char in "]}":
+            depth -= 1
+            if depth == 0:
+                return position + 1
+        position += 1
+    return None
 
 
 def _skip_space(text: str, position: int) -> int:

@@ -1,0 +1,244 @@
+"""Hardening of input loading (issue 13): long CSV cells (defect 10), deep nesting (11), a
+DataFrame id column made float by a NaN (14), files in another encoding (18)."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from ragmeter import evaluate
+from ragmeter.cli import app
+from ragmeter.data import load_dataset
+from ragmeter.data.schema import Sample
+
+runner = CliRunner()
+
+DEPTH = 5000  # far beyond Python's recursion limit (1000)
+TOO_DEEP = "nested too deeply"
+
+
+def _jsonl(path, rows):
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def _nested_object(depth):
+    """JSON text of ``{"a": {"a": ... 1}}``, ``depth`` objects deep (built as text: json.dumps
+    itself would fail on it)."""
+    return '{"a": ' * depth + "1" + "}" * depth
+
+
+def _nested_list(depth):
+    return "[" * depth + "]" * depth
+
+
+@pytest.fixture
+def default_csv_limit():
+    """The csv module's own cell limit (128 KB), as a fresh process has it: the reader must
+    raise it itself, not rely on an earlier test having done so."""
+    previous = csv.field_size_limit(131072)
+    yield
+    csv.field_size_limit(previous)
+
+
+# ---- defect 10: a CSV cell over 128 KB -------------------------------------------------
+
+
+def test_csv_cell_over_128_kb_loads(tmp_path, default_csv_limit):
+    """Defect 10: a retrieved document longer than the csv module's 128 KB default loads."""
+    long_context = "The retention period is thirty days. " * 6000  # 228,000 characters
+    assert len(long_context.encode()) > 131072
+    path = tmp_path / "long.csv"
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["id", "response", "reference", "retrieved_contexts"])
+        writer.writerow(["long", long_context, "thirty days", json.dumps([long_context, "short"])])
+        writer.writerow(["short", "thirty days", "thirty days", json.dumps(["x"])])
+    dataset = load_dataset(path)
+    assert dataset.issues == []
+    assert [s.key for s in dataset] == ["long", "short"]
+    first = dataset.samples[0].sample
+    assert first.response == long_context
+    assert first.retrieved_contexts == [long_context, "short"]
+
+
+def test_csv_cell_over_128_kb_evaluates_from_the_command_line(tmp_path, default_csv_limit):
+    """Defect 10, end to end: the CLI scores the row with the long cell."""
+    path = tmp_path / "long.csv"
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["id", "response", "reference"])
+        writer.writerow(["long", "x" * 200_000, "x" * 200_000])
+    out = tmp_path / "run"
+    result = runner.invoke(app, ["eval", str(path), "-m", "exact_match", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    record = json.loads((out / "results.jsonl").read_text(encoding="utf-8"))
+    assert record["key"] == "long" and record["scores"]["exact_match"]["value"] == 1.0
+
+
+# ---- defect 11: deep nesting -----------------------------------------------------------
+
+
+def test_deeply_nested_jsonl_rows_are_issues_and_the_rest_load(tmp_path):
+    """Defect 11: metadata nested 5000 deep (an object chain and a list chain) makes its row
+    an input issue; loading goes on and the other rows load."""
+    lines = [
+        json.dumps({"id": "ok-1", "response": "a b", "reference": "a b"}),
+        '{"id": "deep-object", "response": "x", "reference": "x", "metadata": ' + _nested_object(DEPTH) + "}",
+        '{"id": "deep-list", "response": "x", "reference": "x", "metadata": {"m": ' + _nested_list(DEPTH) + "}}",
+        json.dumps({"id": "ok-2", "response": "c", "reference": "d"}),
+    ]
+    path = tmp_path / "deep.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    dataset = load_dataset(path)
+    assert [s.key for s in dataset] == ["ok-1", "ok-2"]
+    assert [(i.location, TOO_DEEP in i.message) for i in dataset.issues] == [("line 2", True), ("line 3", True)]
+
+
+def test_a_deeply_nested_item_of_a_json_list_does_not_abort_the_file(tmp_path):
+    """Defect 11, JSON list files: the deep item is a row issue (at its line); the items
+    before and after it still load (fixed: it used to reject the whole file)."""
+    text = (
+        "[\n"
+        + json.dumps({"id": "before", "response": "a", "reference": "a"})
+        + ",\n"
+        + '{"id": "deep", "response": "x", "reference": "x", "metadata": {"s": "]} \\" [", "m": '
+        + _nested_list(DEPTH)
+        + "}}"
+        + ",\n"
+        + json.dumps({"id": "after", "response": "b", "reference": "b"})
+        + "\n]\n"
+    )
+    path = tmp_path / "deep.json"
+    path.write_text(text, encoding="utf-8")
+    dataset = load_dataset(path)
+    assert [s.key for s in dataset] == ["before", "after"]
+    assert len(dataset.issues) == 1
+    assert dataset.issues[0].location == "line 3" and TOO_DEEP in dataset.issues[0].message
+
+
+def test_a_deeply_nested_csv_metadata_cell_is_a_row_issue(tmp_path):
+    """Defect 11, CSV: a metadata cell nested 5000 deep is a row issue."""
+    path = tmp_path / "deep.csv"
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["id", "response", "reference", "metadata"])
+        writer.writerow(["deep", "x", "x", _nested_object(DEPTH)])
+        writer.writerow(["ok", "x", "x", '{"k": 1}'])
+    dataset = load_dataset(path)
+    assert [s.key for s in dataset] == ["ok"]
+    assert [(i.location, i.field) for i in dataset.issues] == [("line 2", "metadata")]
+    assert TOO_DEEP in dataset.issues[0].message
+
+
+def test_samples_given_as_objects_are_held_to_the_same_depth_limit(tmp_path):
+    """Defect 11, Python API: a Sample object whose metadata nests 5000 deep (never read from
+    a file, so never checked by a reader) is an input issue, not a RecursionError while the
+    run's files are written (fixed in load_dataset)."""
+    value: object = 1
+    for _ in range(DEPTH):
+        value = {"a": value}
+    deep = Sample(id="deep", response="x", reference="x", metadata={"m": value})
+    fine = Sample(id="fine", response="a b", reference="a c")
+    result = evaluate([deep, fine], metrics=["token_f1"], out_dir=tmp_path / "run", progress=False)
+    assert [s.key for s in result.samples] == ["fine"]
+    assert [(i.field, TOO_DEEP in i.message) for i in result.issues] == [("metadata", True)]
+    assert (tmp_path / "run" / "results.jsonl").read_text(encoding="utf-8").count("\n") == 1
+
+
+def test_deep_input_neither_aborts_the_run_nor_the_html_report(tmp_path):
+    """Defect 11, end to end: deep rows are skipped with an issue, and a row nested as deep as
+    allowed (32 levels) is rendered into report.html with its innermost value."""
+    allowed: object = "innermost-value"
+    for _ in range(31):  # metadata.m is level 1; 31 more levels of lists
+        allowed = [allowed]
+    lines = [
+        json.dumps({"id": "allowed", "response": "a b", "reference": "a b", "metadata": {"m": allowed}}),
+        '{"id": "deep", "response": "x", "reference": "x", "metadata": ' + _nested_object(DEPTH) + "}",
+    ]
+    path = tmp_path / "deep.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = tmp_path / "run"
+    result = runner.invoke(app, ["eval", str(path), "-m", "token_f1", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "line 2" in result.output and TOO_DEEP in result.output
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert "innermost-value" in html
+    report = runner.invoke(app, ["report", str(out)])
+    assert report.exit_code == 0, report.output
+
+
+# ---- defect 14: a DataFrame id column with a NaN ---------------------------------------
+
+
+def test_dataframe_integer_ids_with_a_nan_keep_their_digits():
+    """Defect 14: pandas makes an integer column with a missing value float64 (1.0, 2.0, NaN);
+    the ids stay "1" and "2", and the row without an id is kept (keyed by its row)."""
+    frame = pd.DataFrame({"id": [1, 2, None], "response": ["a", "b", "c"], "reference": ["a", "b", "d"]})
+    assert str(frame["id"].dtype) == "float64"  # the situation under test
+    dataset = load_dataset(frame)
+    assert dataset.issues == []
+    assert [s.sample.id for s in dataset] == ["1", "2", None]
+    assert [s.key for s in dataset][:2] == ["1", "2"]
+    assert len(dataset) == 3
+
+
+def test_parquet_integer_ids_with_a_nan_keep_their_digits(tmp_path):
+    """Defect 14 through a file: the same column stored in Parquet, scored end to end."""
+    path = tmp_path / "ids.parquet"
+    frame = pd.DataFrame({"id": [1, 2, None], "response": ["blue", "green", "red"], "reference": ["blue", "green", "pink"]})
+    frame.to_parquet(path)
+    out = tmp_path / "run"
+    result = runner.invoke(app, ["eval", str(path), "-m", "exact_match", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [r["key"] for r in records][:2] == ["1", "2"]
+    assert [r["scores"]["exact_match"]["value"] for r in records] == [1.0, 1.0, 0.0]
+
+
+# ---- defect 18: a file in another encoding ---------------------------------------------
+
+GBK_ROWS = [
+    {"id": "a", "response": "数据库变更需要审批", "reference": "数据库变更必须审批"},
+    {"id": "b", "response": "回答", "reference": "答案"},
+]
+
+
+def _gbk_lines(rows):
+    return b"".join(json.dumps(r, ensure_ascii=False).encode("gbk") + b"\n" for r in rows)
+
+
+def test_a_gbk_json_lines_file_gets_an_encoding_hint_not_file_is_empty(tmp_path):
+    """Defect 18: a JSON-lines file wholly in GBK is reported line by line as not UTF-8, with
+    the hint that it may be GBK (fixed: it used to be called an empty file)."""
+    path = tmp_path / "gbk.jsonl"
+    path.write_bytes(_gbk_lines(GBK_ROWS))
+    result = runner.invoke(app, ["eval", str(path), "-m", "token_f1", "-o", str(tmp_path / "run")])
+    assert result.exit_code == 2
+    assert "file is empty" not in result.output
+    assert "invalid UTF-8" in result.output and "GBK" in result.output and "iconv" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_a_gbk_line_among_utf8_lines_gets_the_hint_and_the_rest_is_scored(tmp_path):
+    """Defect 18: a GBK line is a row issue with the hint; a line that is valid UTF-8 loads."""
+    path = tmp_path / "mixed.jsonl"
+    # A GBK file whose first line happens to be ASCII (escaped): that line is valid UTF-8 too.
+    path.write_bytes(json.dumps(GBK_ROWS[0], ensure_ascii=True).encode("ascii") + b"\n" + _gbk_lines(GBK_ROWS[1:]))
+    dataset = load_dataset(path)
+    assert [s.key for s in dataset] == ["a"]
+    assert len(dataset.issues) == 1 and dataset.issues[0].location == "line 2"
+    assert "GBK" in dataset.issues[0].message
+
+
+def test_a_gbk_csv_file_gets_the_hint(tmp_path):
+    """Defect 18, CSV: the hint names GBK."""
+    path = tmp_path / "gbk.csv"
+    path.write_bytes("id,response,reference\na,数据库变更需要审批,数据库变更必须审批\n".encode("gbk"))
+    result = runner.invoke(app, ["eval", str(path), "-m", "token_f1", "-o", str(tmp_path / "run")])
+    assert result.exit_code == 2
+    assert "GBK" in result.output and "line 2" in result.output
