@@ -14,7 +14,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from ragmeter.cli.console import USAGE_ERROR, console, fail, say
+from ragmeter.cli.console import USAGE_ERROR, console, fail, route_logs, say
 from ragmeter.run.sync import INTERRUPTED
 
 app = typer.Typer(
@@ -36,6 +36,7 @@ def _main(
     debug: Annotated[bool, typer.Option("--debug", help="Show the traceback of an unexpected error.")] = False,
 ) -> None:
     """Evaluate retrieval-augmented generation systems: retrieval, generation, and both together."""
+    route_logs()
     if debug:
         _state["debug"] = True
 

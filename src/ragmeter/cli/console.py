@@ -4,9 +4,11 @@ The consoles have rich markup off: text from the data (questions, ids, file name
 messages that quote them) is printed as it is, never interpreted (``[/bold]`` or
 ``[link=...]`` in a sample stays text). Control characters, which could move the cursor,
 change colours or rewrite the terminal title, are shown as escapes (``\\x1b``). Styles come
-only from the code, as ``(text, style)`` pairs.
+only from the code, as ``(text, style)`` pairs. Log records of ragmeter's modules (a judge's
+retries, warnings) are printed the same way (:func:`route_logs`).
 """
 
+import logging
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -73,3 +75,25 @@ def table(title: str, columns: Iterable[Any], rows: Iterable[Iterable[Any]]) -> 
     for row in rows:
         grid.add_row(*(styled(cell) for cell in row))
     return grid
+
+
+class _ConsoleLogHandler(logging.Handler):
+    """Prints log records through :func:`say`: cleaned of control codes, credentials masked."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            say(record.getMessage())
+        except Exception:
+            self.handleError(record)
+
+
+def route_logs() -> None:
+    """Print the warnings of ragmeter's loggers on the console through :func:`say` (once per
+    process), instead of Python's last-resort handler, which prints them raw: a server's
+    error text can quote the request's credentials or hold control characters."""
+    logger = logging.getLogger("ragmeter")
+    if not any(isinstance(h, _ConsoleLogHandler) for h in logger.handlers):
+        handler = _ConsoleLogHandler(logging.WARNING)
+        logger.addHandler(handler)
+        if logger.level == logging.NOTSET:
+            logger.setLevel(logging.WARNING)

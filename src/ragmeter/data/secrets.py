@@ -5,16 +5,18 @@ An API key can reach an error message in many ways: a server echoes the request 
 secrets are removed where text leaves the program, not where it is made:
 
 - :func:`register` records the secret values of the run (the judge's API key, the password
-  and secret query values of its URL); every file writer (:mod:`ragmeter.data.files`) and the
-  console replace them with ``***``, wherever they appear.
+  and secret query values of its URL, and the Basic authorization its user information
+  becomes); every file writer (:mod:`ragmeter.data.files`) and the console replace them
+  with ``***``, wherever they appear.
 - :func:`redact` also masks what looks like a credential in any text: the user information
-  of URLs, query parameters named like keys, tokens or signatures, bearer tokens and
-  ``sk-`` keys. Error texts that are stored (unscored reasons, tracebacks) or printed go
-  through it.
+  of URLs, query parameters named like keys, tokens or signatures, bearer and basic
+  authorization tokens and ``sk-`` keys. Error texts that are stored (unscored reasons,
+  tracebacks) or printed go through it.
 """
 
 from __future__ import annotations
 
+import base64
 import re
 import threading
 from urllib.parse import parse_qsl, unquote, urlsplit
@@ -28,7 +30,7 @@ _SECRET_PARAMS = (
 _PATTERNS = (
     (re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s@'\"<>]+@"), r"\1" + MASK + "@"),
     (re.compile(r"([?&;]" + _SECRET_PARAMS + r"=)[^&#\s'\"<>]+", re.IGNORECASE), r"\1" + MASK),
-    (re.compile(r"(\bBearer\s+)[A-Za-z0-9._~+/=-]{6,}", re.IGNORECASE), r"\1" + MASK),
+    (re.compile(r"(\b(?:Bearer|Basic)\s+)[A-Za-z0-9._~+/=-]{6,}", re.IGNORECASE), r"\1" + MASK),
     (re.compile(r"(['\"]?(?:api[-_]?key|authorization|x-api-key)['\"]?\s*[:=]\s*['\"]?)[^'\"\s,}]{6,}", re.IGNORECASE), r"\1" + MASK),
     (re.compile(r"\bsk-[A-Za-z0-9_-]{12,}"), "sk-" + MASK),
 )
@@ -57,6 +59,11 @@ def register_url(url: str | None) -> None:
     except ValueError:
         return
     secrets = [parts.password, parts.username if parts.password else None]
+    if parts.username is not None:
+        # HTTP clients send the user information as a Basic Authorization header: a server
+        # that echoes its headers in an error message echoes the credentials in base64.
+        userinfo = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
+        secrets.append(base64.b64encode(userinfo.encode("utf-8")).decode("ascii"))
     secrets += [
         value for name, value in parse_qsl(parts.query, keep_blank_values=False) if re.fullmatch(_SECRET_PARAMS, name, re.IGNORECASE)
     ]

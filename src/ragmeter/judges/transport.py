@@ -22,6 +22,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ragmeter.data.secrets import redact
 from ragmeter.judges import requests
 from ragmeter.judges.base import ContextTooLong, JudgeError
 from ragmeter.judges.metering import Price, Usage, record
@@ -277,7 +278,9 @@ class ChatTransport:
             usage.cost_usd = self.price.cost(usage.prompt_tokens, usage.completion_tokens)
 
     def _redact(self, text: str) -> str:
-        return text.replace(self._secret, "[api key]") if self._secret else text
+        """An error text from the server without credentials: the key, and whatever a server
+        echoes of the URL's user information, secret query values and authorization headers."""
+        return redact(text.replace(self._secret, "[api key]") if self._secret else text)
 
     async def aclose(self) -> None:
         await self._client.close()

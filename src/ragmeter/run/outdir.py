@@ -23,6 +23,8 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ragmeter.data.secrets import redact
+
 LOCK_FILE = ".ragmeter.lock"
 
 _held: dict[Path, int] = {}
@@ -115,7 +117,8 @@ def _acquire(path: Path, option: str) -> int:
         "pid": os.getpid(),
         "host": socket.gethostname(),
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "command": " ".join(sys.argv[:8])[:300],
+        # The command line can hold credentials (--judge-base-url http://user:KEY@host): masked.
+        "command": redact(" ".join(sys.argv[:8]))[:300],
     }
     os.ftruncate(descriptor, 0)
     os.pwrite(descriptor, (json.dumps(info) + "\n").encode("utf-8"), 0)
