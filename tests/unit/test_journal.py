@@ -5,6 +5,8 @@ a torn last line never swallows the record appended after it, and ``--fresh`` re
 from __future__ import annotations
 
 import json
+import os
+import stat
 from dataclasses import dataclass
 
 import pytest
@@ -79,6 +81,50 @@ def test_a_later_record_replaces_an_earlier_one_and_is_reused_only_when_unchange
     assert journal.reusable(records, "s0", "fp-s0", "m", "other settings") is None
     assert journal.reusable(records, "s1", "fp-s1", "m", "cfg") is None, "a failed score is computed again"
     assert journal.reusable(records, "s9", "fp-s9", "m", "cfg") is None
+
+
+def test_a_torn_line_of_a_single_byte_is_closed_too(tmp_path):
+    (tmp_path / JOURNAL_FILE).write_bytes(b"{")
+    journal = Journal(tmp_path)
+    journal.append(record("s0"))
+    journal.close()
+    assert set(Journal(tmp_path).read()) == {("s0", "m")}
+
+
+def test_the_journal_creates_its_directory_and_an_empty_one_reads_as_nothing(tmp_path):
+    directory = tmp_path / "runs" / "today"
+    journal = Journal(directory)
+    assert directory.is_dir() and journal.read() == {}
+    journal.append(record("s0"))
+    handle = journal._file
+    journal.close()
+    assert handle is not None and handle.closed, "close() closes the file"
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE((directory / JOURNAL_FILE).stat().st_mode) == 0o644 & ~umask
+
+
+def test_a_link_planted_at_the_journal_is_never_read_or_written_through(tmp_path):
+    target = tmp_path / "elsewhere.jsonl"
+    target.write_text(json.dumps(record("planted")) + "\n", encoding="utf-8")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / JOURNAL_FILE).symlink_to(target)
+    with pytest.raises(OSError, match="ragmeter does not write through links"):
+        Journal(run).read()
+    with pytest.raises(OSError, match="ragmeter does not write through links"):
+        Journal(run).append(record("s0"))
+    assert target.read_text(encoding="utf-8").count("\n") == 1, "nothing written through the link"
+
+
+def test_a_record_without_seconds_or_usage_is_reused_with_none(tmp_path):
+    bare = {"sample": "s0", "fingerprint": "fp", "metric": "m", "config": "cfg", "score": Score(0.5).to_dict()}
+    journal = Journal(tmp_path)
+    journal.append(bare)
+    journal.close()
+    reused = journal.reusable(Journal(tmp_path).read(), "s0", "fp", "m", "cfg")
+    assert reused is not None
+    assert reused[1] == 0.0 and reused[2] == Usage()
 
 
 @dataclass(frozen=True)
