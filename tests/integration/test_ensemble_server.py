@@ -80,7 +80,7 @@ def test_an_ensemble_of_two_prompt_variants_keeps_each_members_p_yes_and_their_s
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
 
     results = {r["key"]: r for r in map(json.loads, (out / "results.jsonl").read_text(encoding="utf-8").splitlines())}
-    run = json.loads((out / "run.json").read_text(encoding="utf-8"))
+    run = json.loads((out / "run.json").read_text(encoding="utf-8"))["run"]
     judge = run["judge"]
     assert judge["backend"] == "ensemble" and judge["combine"] == "mean" and len(judge["members"]) == 2
     assert "prompts" not in judge["members"][0] and set(judge["members"][1]["prompts"]) == {"en"}
