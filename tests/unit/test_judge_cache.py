@@ -155,3 +155,111 @@ def test_endpoint_judges_differing_in_model_url_or_prompts_have_different_identi
 
 def json_of(value: dict[str, Any]) -> str:
     return cache_key(value)
+
+
+def test_cached_answers_are_metered_as_cached_calls_and_counted_by_the_judge(disk):
+    from ragmeter.judges.metering import metered
+
+    class Tallying(Identified):
+        def __init__(self, **kw: Any):
+            super().__init__(**kw)
+            self.noted: list[tuple[str, int]] = []
+            self.settled_with: list[object] = []
+
+        def note_verdicts(self, task: str, verdicts: Sequence[Verdict]) -> None:
+            self.noted.append((task, len(verdicts)))
+
+        async def settle(self, memo: Any = None) -> None:
+            self.settled_with.append(memo)
+
+    ask_verdicts(CachingJudge(Identified(), disk), items=CLAIMS[:1])
+    judge = Tallying()
+    caching = CachingJudge(judge, disk)
+
+    async def asked() -> Any:
+        with metered() as usage:
+            await caching.verdicts("supported", PREMISE, CLAIMS, "en")
+            await caching.scale("relevance", PREMISE, ["1"], "en")
+            await caching.scale("relevance", PREMISE, ["1"], "en")
+            await caching.generate("claims", PREMISE, {"type": "object"}, "en")
+            await caching.generate("claims", PREMISE, {"type": "object"}, "en")
+        return usage
+
+    usage = asyncio.run(asked())
+    assert usage.cached_calls == 3  # one verdict, one scale, one generation
+    assert judge.noted == [("supported", 1)], "the cached verdict is counted in the judge's tally"
+    assert judge.settled_with == [disk], "the judge settles (probes) with the disk cache as its memo"
+    asyncio.run(caching.settle())
+    assert judge.settled_with == [disk, disk]
+
+
+def test_the_disk_cache_counts_hits_and_misses_and_reads_many_keys_in_chunks(disk):
+    entries = {f"k{i}": str(i).encode() for i in range(1_203)}
+    disk.put_many(entries)
+    disk.put_many({})
+    assert disk.get("k7") == b"7" and disk.get("absent") is None
+    assert (disk.hits, disk.misses) == (1, 1)
+    found = disk.get_many([*entries, "absent", "absent"])
+    assert found == entries  # more keys than one SQL statement takes (500 at a time)
+    assert (disk.hits, disk.misses) == (1 + 1_203, 1 + 1)
+
+
+def test_the_cache_folder_and_files_are_private(tmp_path):
+    import os
+    import stat
+
+    folder = tmp_path / "shared"
+    folder.mkdir(mode=0o755)
+    os.chmod(folder, 0o755)
+    (folder / "cache.sqlite").touch()
+    os.chmod(folder / "cache.sqlite", 0o644)
+    store = DiskCache(folder / "cache.sqlite")  # an existing folder and file are tightened
+    store.put_many({"k": b"v"})
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    for name in ("cache.sqlite", "cache.sqlite-wal", "cache.sqlite-shm"):
+        assert stat.S_IMODE((folder / name).stat().st_mode) == 0o600, name
+    store.close()
+    fresh = tmp_path / "new" / "deeper"
+    DiskCache(fresh / "cache.sqlite").close()
+    assert stat.S_IMODE(fresh.stat().st_mode) == 0o700 and stat.S_IMODE((fresh / "cache.sqlite").stat().st_mode) == 0o600
+
+
+def test_the_cache_folder_follows_the_environment(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    monkeypatch.setenv("RAGMETER_CACHE_DIR", str(tmp_path / "mine"))
+    assert cache_module.user_cache_dir() == tmp_path / "mine"
+    monkeypatch.delenv("RAGMETER_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_module.user_cache_dir() == tmp_path / "xdg" / "ragmeter"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert cache_module.user_cache_dir() == Path(tmp_path / "home" / ".cache" / "ragmeter")
+
+
+def test_embeddings_are_kept_by_encoder_model_and_text(disk):
+    import numpy as np
+
+    from ragmeter.judges.cache import EmbeddingStore
+
+    store, other = EmbeddingStore(disk, "encoder-a"), EmbeddingStore(disk, "encoder-b")
+    store.put_many({"hello": np.array([1.0, 0.0]), "world": np.array([0.0, 1.0])})
+    found = store.get_many(["hello", "world", "unseen"])
+    assert set(found) == {"hello", "world"}
+    assert found["hello"].tolist() == [1.0, 0.0] and found["world"].tolist() == [0.0, 1.0]
+    assert other.get_many(["hello"]) == {}, "another encoder's vectors are not reused"
+
+
+def test_a_judge_closed_through_the_cache_is_closed(disk):
+    class Closing(Identified):
+        closed = False
+
+        async def aclose(self) -> None:
+            self.closed = True
+
+    judge = Closing(model="described")
+    caching = CachingJudge(judge, disk)
+    assert caching.describe()["model"] == "described" and caching.identity() == judge.identity()
+    assert caching.verdict_identity() == judge.verdict_identity() and caching.count_tokens("a b c") == 3
+    asyncio.run(caching.aclose())
+    assert judge.closed

@@ -135,3 +135,20 @@ def test_roc_auc_and_balanced_accuracy_need_both_classes():
         balanced_accuracy([1, 1], [1, 0])
     with pytest.raises(ValueError):
         balanced_accuracy([0, 0], [1, 0])
+
+
+@pytest.mark.parametrize("n_resamples", [2, 101])  # with 2, both means make each bound
+@pytest.mark.parametrize("block_draws", [5_000_000, 7 * 9, 9])
+def test_interval_is_the_percentile_of_seeded_resample_means_whatever_the_blocks(monkeypatch, block_draws, n_resamples):
+    """The documented procedure, written out: ``n_resamples`` resamples of the n values drawn
+    with replacement by ``default_rng(seed)``, their means, and the (1 - confidence) / 2 and
+    1 - (1 - confidence) / 2 quantiles. Drawing in blocks (few draws per block here) gives the
+    same draws, so the same interval."""
+    from ragmeter.results import stats
+
+    values = np.array([0.0, 0.25, 0.25, 0.5, 1.0, 1.0, 0.75, 0.1, 0.3])
+    rng = np.random.default_rng(11)
+    means = values[rng.integers(0, len(values), size=(n_resamples, len(values)))].mean(axis=1)
+    expected = np.quantile(means, [0.05, 0.95])  # confidence 0.9: alpha = 0.1 / 2
+    monkeypatch.setattr(stats, "MAX_DRAWS_PER_BLOCK", block_draws)
+    assert bootstrap_ci(values, confidence=0.9, n_resamples=n_resamples, seed=11) == pytest.approx(tuple(expected), abs=1e-12)
