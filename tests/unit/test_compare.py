@@ -133,6 +133,23 @@ def test_permutation_p_value_counts_sums_equal_up_to_rounding_as_ties():
     assert drawn == pytest.approx(expected, abs=0.015)
 
 
+def test_permutation_ties_are_found_at_the_scale_of_milliseconds():
+    # The same differences times 123456.789 (latencies in ms): rounding errors grow with the
+    # values, so the tolerance must too.
+    scaled = ["12345.6789", "24691.3578", "37037.0367", "-74074.0734", "86419.7523", "49382.7156", "-24691.3578"]
+    assert exact_permutation_p(scaled) == pytest.approx(31 / 64)
+    assert paired_permutation_pvalue([float(x) for x in scaled]) == pytest.approx(31 / 64)
+
+
+def test_permutation_p_value_of_differences_of_zero_one_scores():
+    # Exact match: differences in {-1, 0, 1}. Five +1, one -1, two 0: T = 4; of the 2^6 sign
+    # assignments of the six non-zero ones, |sum| = |2k - 6| >= 4 for k = 0, 1, 5, 6 plus
+    # signs: 1 + 6 + 6 + 1 = 14 of 64.
+    d = [1.0, 1.0, 1.0, -1.0, 1.0, 0.0, 0.0, 1.0]
+    assert exact_permutation_p([str(x) for x in d]) == pytest.approx(14 / 64)
+    assert paired_permutation_pvalue(d) == pytest.approx(14 / 64)
+
+
 def test_permutation_p_value_is_two_sided_and_ignores_zero_differences():
     d = [0.3, -0.1, 0.25, 0.4, 0.05, -0.2, 0.15]
     assert paired_permutation_pvalue(d) == paired_permutation_pvalue([-x for x in d])

@@ -263,3 +263,32 @@ def test_a_judge_closed_through_the_cache_is_closed(disk):
     assert caching.verdict_identity() == judge.verdict_identity() and caching.count_tokens("a b c") == 3
     asyncio.run(caching.aclose())
     assert judge.closed
+
+
+def test_entries_are_committed_for_other_connections_and_threads(tmp_path):
+    import sqlite3
+    import threading
+
+    store = DiskCache(tmp_path / "cache.sqlite")
+    store.put_many({"k": b"v"})
+    other = DiskCache(tmp_path / "cache.sqlite")  # another process's view of the same file
+    assert other.get("k") == b"v"
+    seen: list[bytes | None] = []
+    thread = threading.Thread(target=lambda: seen.append(store.get("k")))  # the executor's threads share it
+    thread.start()
+    thread.join()
+    assert seen == [b"v"]
+    store.close()
+    with pytest.raises(sqlite3.ProgrammingError):
+        store.get("k")  # closed
+    other.close()
+
+
+def test_cache_keys_are_the_sha256_of_compact_sorted_utf8_json():
+    """The key format is fixed, so a new version of ragmeter keeps using the answers an
+    older one cached: SHA-256 of the parts as a JSON array, keys sorted, no spaces, UTF-8."""
+    import hashlib
+
+    expected = hashlib.sha256('["模型",{"a":2,"b":[1,2]}]'.encode()).hexdigest()
+    assert cache_key("模型", {"b": [1, 2], "a": 2}) == expected
+    assert cache_key("模型", {"a": 2, "b": (1, 2)}) == expected
