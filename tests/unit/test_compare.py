@@ -150,6 +150,29 @@ def test_permutation_p_value_of_differences_of_zero_one_scores():
     assert paired_permutation_pvalue(d) == pytest.approx(14 / 64)
 
 
+def test_permutation_test_is_exact_up_to_exact_max_n_and_counts_every_draw_beyond():
+    # Four non-zero differences, all positive, exact up to 4: only all-plus and all-minus
+    # reach |sum| = 1.0, so exactly 2 / 16 (random flips would give (hits + 1) / 10001).
+    assert paired_permutation_pvalue([0.1, 0.2, 0.3, 0.4], exact_max_n=4) == 0.125
+    # One non-zero difference, drawn at random: every draw reaches |d|, so (99 + 1) / (99 + 1).
+    assert paired_permutation_pvalue([0.3], n_permutations=99, exact_max_n=0) == 1.0
+    assert paired_permutation_pvalue([0.3, 0.0], n_permutations=7, exact_max_n=0) == 1.0
+
+
+def test_random_sign_flips_drawn_in_blocks_are_counted_once(monkeypatch):
+    from ragmeter.results import inference
+
+    monkeypatch.setattr(inference, "MAX_DRAWS_PER_BLOCK", 3)  # blocks of 3, 3 and 1 draws
+    assert paired_permutation_pvalue([0.3], n_permutations=7, exact_max_n=0) == 1.0
+
+
+def test_holm_accepts_p_values_of_0_and_1_and_refuses_others():
+    assert holm([0.0, 1.0]) == [0.0, 1.0]
+    for bad in ([-0.01], [1.5], [float("inf")]):
+        with pytest.raises(ValueError):
+            holm(bad)
+
+
 def test_permutation_p_value_is_two_sided_and_ignores_zero_differences():
     d = [0.3, -0.1, 0.25, 0.4, 0.05, -0.2, 0.15]
     assert paired_permutation_pvalue(d) == paired_permutation_pvalue([-x for x in d])
@@ -167,7 +190,7 @@ def test_wilcoxon_p_value_is_two_sided():
     d = [1.0, 2.0, 3.0, -4.0, 5.0, 6.0]
     assert wilcoxon_pvalue(d) == pytest.approx(14 / 64)
     assert wilcoxon_pvalue([-x for x in d]) == pytest.approx(14 / 64)
-    # With ties (normal approximation with the tie correction): scipy's two-sided value.
+    # With ties and a zero: scipy's two-sided value (by whichever method scipy chooses for ties).
     tied = [0.5, 0.5, 1.0, -0.25, 2.0, 2.0, 3.0, -1.0, 0.0]
     expected = float(wilcoxon(tied, alternative="two-sided").pvalue)
     assert wilcoxon_pvalue(tied) == pytest.approx(expected)

@@ -331,6 +331,8 @@ def test_probe_measures_match_sklearn_on_tied_scores_and_unequal_classes():
     # Recall of yes 3/3, of no 2/5: (1 + 0.4) / 2 = 0.7.
     assert balanced_accuracy(labels, decisions) == pytest.approx(balanced_accuracy_score(labels, decisions))
     assert balanced_accuracy(labels, decisions) == pytest.approx(0.7)
+    # One class only: no separation to measure, chance (0.5) for both measures.
+    assert balanced_accuracy([True, True], [True, False]) == 0.5 and balanced_accuracy([False], [False]) == 0.5
 
 
 @settings(max_examples=80, deadline=None)
