@@ -93,7 +93,4 @@ def route_logs() -> None:
     error text can quote the request's credentials or hold control characters."""
     logger = logging.getLogger("ragmeter")
     if not any(isinstance(h, _ConsoleLogHandler) for h in logger.handlers):
-        handler = _ConsoleLogHandler(logging.WARNING)
-        logger.addHandler(handler)
-        if logger.level == logging.NOTSET:
-            logger.setLevel(logging.WARNING)
+        logger.addHandler(_ConsoleLogHandler(logging.WARNING))
