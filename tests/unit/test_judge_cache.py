@@ -292,3 +292,42 @@ def test_cache_keys_are_the_sha256_of_compact_sorted_utf8_json():
     expected = hashlib.sha256('["模型",{"a":2,"b":[1,2]}]'.encode()).hexdigest()
     assert cache_key("模型", {"b": [1, 2], "a": 2}) == expected
     assert cache_key("模型", {"a": 2, "b": (1, 2)}) == expected
+
+
+def test_the_key_holds_the_shared_fields_the_options_and_the_schema(disk):
+    """The same claim against another premise, the same scale with other options, the same
+    generation from other fields or for another schema: each is asked again."""
+    first, second = Identified(p_yes=0.9), Identified(p_yes=0.1)
+    ask_verdicts(CachingJudge(first, disk), items=CLAIMS[:1])
+    other_premise = {"premise": ["Loans last a year."]}
+    again = asyncio.run(CachingJudge(second, disk).verdicts("supported", other_premise, CLAIMS[:1], "en"))
+    assert [v.p_yes for v in again] == [0.1], "a verdict against another premise was reused"
+
+    caching_first, caching_second = CachingJudge(first, disk), CachingJudge(second, disk)
+    assert asyncio.run(caching_first.scale("relevance", PREMISE, ["1", "2"], "en")) == {"1": 0.9, "2": 0.9}
+    assert asyncio.run(caching_second.scale("relevance", other_premise, ["1", "2"], "en")) == {"1": 0.1, "2": 0.1}
+    assert asyncio.run(caching_second.scale("relevance", PREMISE, ["1", "2", "3"], "en")) == {"1": 0.1, "2": 0.1, "3": 0.1}
+
+    class Echo(Identified):
+        async def generate(self, task, fields, schema, lang):
+            return {"fields": dict(fields), "schema": dict(schema)}
+
+    echo = CachingJudge(Echo(), disk)
+    one = asyncio.run(echo.generate("claims", PREMISE, {"type": "object"}, "en"))
+    assert asyncio.run(echo.generate("claims", other_premise, {"type": "object"}, "en"))["fields"] == other_premise
+    assert asyncio.run(echo.generate("claims", PREMISE, {"type": "array"}, "en"))["schema"] == {"type": "array"}
+    assert asyncio.run(echo.generate("claims", PREMISE, {"type": "object"}, "en")) == one
+
+
+def test_noting_verdicts_through_the_cache_reaches_the_judge(disk):
+    class Noting(Identified):
+        def __init__(self) -> None:
+            super().__init__()
+            self.noted: list[tuple[str, int]] = []
+
+        def note_verdicts(self, task: str, verdicts: Sequence[Verdict]) -> None:
+            self.noted.append((task, len(verdicts)))
+
+    judge = Noting()
+    CachingJudge(judge, disk).note_verdicts("supported", [Verdict(1.0), Verdict(0.0)])
+    assert judge.noted == [("supported", 2)]
