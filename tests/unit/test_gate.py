@@ -466,3 +466,83 @@ def test_junit_xml_has_one_test_case_per_check_and_a_failure_for_each_failing_on
     failure = cases[0].find("failure")
     assert failure.get("message").startswith("token_f1 mean ") and "< min 0.900" in failure.get("message")
     assert "observed: " in failure.text
+
+
+# Boundaries of the baseline checks, on runs built in memory ---------------------------------
+
+
+def checks_of(run: Result, baseline: Result, max_drop: float = 0.02, alpha: float = 0.05) -> tuple:
+    from ragmeter.decide.gate import baseline_checks
+
+    checks, _ = baseline_checks(run, baseline, max_drop, alpha=alpha)
+    return tuple(checks)
+
+
+@pytest.mark.parametrize("max_drop", [float("inf"), float("nan"), -0.01])
+def test_max_drop_must_be_a_finite_number_of_at_least_0(max_drop):
+    run = make_run({"token_f1": [0.5, 0.6]})
+    with pytest.raises(GateInputError, match="--max-drop must be a number >= 0"):
+        checks_of(run, run, max_drop=max_drop)
+
+
+@pytest.mark.parametrize("alpha", [0.0, 1.0, 1.5, -0.1])
+def test_alpha_must_lie_strictly_between_0_and_1(tmp_path, alpha):
+    save_run(tmp_path / "run", {"token_f1": [0.5, 0.6]})
+    with pytest.raises(GateInputError, match="--alpha must be between 0 and 1"):
+        run_gate(tmp_path / "run", baseline=tmp_path / "run", alpha=alpha)
+
+
+def test_an_unchanged_run_has_no_drop_in_mean_or_coverage():
+    from ragmeter.report.formatting import format_signed
+
+    run = make_run({"token_f1": [0.5, 0.6, 0.7]})
+    mean, coverage = checks_of(run, run)
+    assert mean.verdict == PASS and mean.message == f"token_f1 changed by {format_signed(0.0, None)} (no drop)"
+    assert "top_regressions" not in mean.details, "the regressions belong to the comparison, not to a check"
+    assert coverage.verdict == PASS and coverage.message.endswith(": no coverage drop")
+
+
+def test_two_scored_pairs_are_compared_and_one_is_skipped():
+    two = make_run({"token_f1": [0.5, 0.6]})
+    mean, _ = checks_of(two, two)
+    assert mean.verdict == PASS and mean.details["n_pairs"] == 2
+    # The baseline scored one sample only: one pair, nothing lost by the run: skipped.
+    baseline, run = make_run({"token_f1": [None, 0.6]}), make_run({"token_f1": [0.5, 0.6]})
+    mean, coverage = checks_of(run, baseline)
+    assert mean.verdict == SKIPPED and mean.message == "token_f1: fewer than 2 samples scored in both runs"
+    assert coverage.verdict == PASS
+
+
+def test_a_drop_of_exactly_max_drop_passes_whether_significant_or_not():
+    # 0.75 -> 0.5 on every sample: a drop of 0.25 exactly (both are exact in binary), and the
+    # exact permutation p of 8 equal differences is 2 / 256: significant.
+    baseline, run = make_run({"token_f1": [0.75] * 8}), make_run({"token_f1": [0.5] * 8})
+    mean, _ = checks_of(run, baseline, max_drop=0.25)
+    assert mean.verdict == PASS and mean.message == "token_f1 dropped by 0.250, within 0.25"
+    assert mean.details["p_holm"] == pytest.approx(2 / 256)
+    failing, _ = checks_of(run, baseline, max_drop=0.24)
+    assert failing.verdict == FAIL
+    # A small drop within max_drop is named as a drop.
+    smaller, _ = checks_of(run, baseline, max_drop=0.5)
+    assert smaller.message == "token_f1 dropped by 0.250, within 0.5"
+
+
+def test_a_drop_whose_holm_p_equals_alpha_is_not_significant():
+    # Five equal drops: the exact permutation p is 2 / 32 = 0.0625 (exact in binary), Holm
+    # over one metric leaves it unchanged. "Significant" is p < alpha, strictly.
+    baseline, run = make_run({"token_f1": [0.75] * 5}), make_run({"token_f1": [0.5] * 5})
+    mean, _ = checks_of(run, baseline, max_drop=0.1, alpha=0.0625)
+    assert mean.details["p_holm"] == 0.0625
+    assert mean.verdict == PASS and "but not significantly" in mean.message
+    assert checks_of(run, baseline, max_drop=0.1, alpha=0.07)[0].verdict == FAIL
+
+
+def test_samples_a_run_did_not_evaluate_count_against_its_coverage():
+    token_f1 = list(base_scores(seed=16, n=20))
+    baseline, run = make_run({"token_f1": token_f1}), make_run({"token_f1": token_f1})
+    for i in range(5):
+        del run.samples[i].scores["token_f1"]
+    _, coverage = checks_of(run, baseline, max_drop=0.1)
+    assert coverage.verdict == FAIL
+    assert coverage.message.endswith('coverage dropped by 0.250 (> 0.1); commonest reason(s) unscored in the run: "not evaluated" (5)')
+    assert coverage.details["unscored_reasons_run"] == [{"reason": "not evaluated", "count": 5, "failed": False}]
