@@ -20,8 +20,6 @@ import asyncio
 import json
 import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -29,7 +27,6 @@ import pytest
 from ragmeter.judges.base import JudgeError, Verdict
 from ragmeter.judges.metering import Usage, metered
 from ragmeter.judges.openai_compat import OpenAIJudge
-from ragmeter.judges.prompts import PromptBook
 
 sys.path.insert(0, str(Path(__file__).parent))
 from fault_proxy import RETRYABLE, FaultProxy
@@ -95,24 +92,24 @@ FAULTS_BY_NUMBER = {1: "hang", 2: "429", 3: "500", 4: "truncate_body", 6: "trunc
 FAULTS_BY_TEXT = [("you write the questions it answers", "truncate_content")]
 
 
-def _post(url: str, body: dict, timeout: float) -> dict:
-    request = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=timeout) as response:
-        return json.loads(response.read())
-
-
 def _warm_up(url: str) -> float:
     """Read the batch prompt's constant head once, so that the server's prefix reuse makes
     every later batch request cheap, then time one typical batch request: the judge's
     timeout is set from it, so that the test suits an idle machine and a busy one alike.
-    (Straight to the server: no fault, not metered.)"""
-    book = PromptBook("en")
-    messages = book.batch_messages("supported", {"premise": ["Warm-up."]}, ["Warm-up."])
-    _post(f"{url}/v1/chat/completions", {"model": MODEL, "messages": messages, "max_tokens": 1, "temperature": 0}, timeout=600)
-    messages = book.batch_messages("supported", {"premise": ["The shop opens at nine on weekdays."]}, ["The shop opens at nine."])
-    started = time.monotonic()
-    _post(f"{url}/v1/chat/completions", {"model": MODEL, "messages": messages, "max_tokens": 64, "temperature": 0}, timeout=600)
-    return time.monotonic() - started
+    The requests are the judge's own (schema-constrained reply, log-probabilities asked
+    for), sent straight to the server: no fault, not metered."""
+
+    async def warm_then_time() -> float:
+        judge = OpenAIJudge(f"{url}/v1", MODEL, verdict_mode="batch", concurrency=1, timeout=600, context_window=N_CTX)
+        try:
+            await judge.verdicts("supported", {"premise": ["Warm-up."]}, ["Warm-up."], "en")
+            started = time.monotonic()
+            await judge.verdicts("supported", {"premise": ["The shop opens at nine on weekdays."]}, ["The shop opens at nine."], "en")
+            return time.monotonic() - started
+        finally:
+            await judge.aclose()
+
+    return asyncio.run(warm_then_time())
 
 
 def _p(verdict: Verdict | JudgeError) -> float | None:
@@ -122,8 +119,8 @@ def _p(verdict: Verdict | JudgeError) -> float | None:
 def test_judge_through_faults_against_the_real_server(llama_server):
     started = time.monotonic()
     typical = _warm_up(llama_server)
-    # Per-attempt timeout: well above a typical call (~4 s on 2 idle cores), which may wait
-    # for another in the server's queue, or read a new prompt head (2-3 typical calls).
+    # Per-attempt timeout: well above a typical call (~4-12 s on 2 idle cores), which may
+    # wait for another in the server's queue, or read a new prompt head (2-3 typical calls).
     # The injected hang costs this long, overlapping with the other in-flight slot's work.
     timeout = min(180.0, max(20.0, 6 * typical))
     host, port = llama_server.removeprefix("http://").split(":")

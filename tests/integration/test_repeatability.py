@@ -1,5 +1,6 @@
-"""The same run twice gives the same scores: `ragmeter eval` run twice without the disk cache,
-against llama-cpp-python's server on the packaged model and with the in-process local judge;
+"""The same run twice gives the same scores: `ragmeter eval` run twice without the disk cache
+with the in-process local judge (identical), and against llama-cpp-python's server on the
+packaged model (within 0.02: the server's prompt-prefix reuse moves P(yes) slightly);
 and the verdict probe of ``verdict_mode: auto`` against the real model, run once and then
 answered from the disk cache."""
 
@@ -19,6 +20,8 @@ from llama_server import MODEL
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
+#: How far a value or P(yes) may move between two runs through the server (see the test).
+SERVER_TOLERANCE = 0.02
 
 # Written for this test: each response has a claim its context supports and one it does not.
 SAMPLES = [
@@ -54,7 +57,7 @@ def evaluate(data: Path, out: Path, *options: str, env: dict[str, str] | None = 
     completed = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=1200, env={**os.environ, **(env or {})})
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
     results = [json.loads(line) for line in (out / "results.jsonl").read_text(encoding="utf-8").splitlines()]
-    return sorted(results, key=lambda r: r["key"]), json.loads((out / "run.json").read_text(encoding="utf-8"))
+    return sorted(results, key=lambda r: r["key"]), json.loads((out / "run.json").read_text(encoding="utf-8"))["run"]
 
 
 def scores(results: list[dict]) -> dict[str, tuple]:
@@ -67,17 +70,27 @@ def scores(results: list[dict]) -> dict[str, tuple]:
     return found
 
 
-def test_two_runs_against_the_server_without_the_cache_give_the_same_scores(llama_server, tmp_path):
+def test_two_runs_against_the_server_without_the_cache_agree_closely(llama_server, tmp_path):
     data = write_samples(tmp_path / "samples.jsonl")
     judge = ["--judge-base-url", f"{llama_server}/v1", "--judge-model", MODEL, "--verdict-mode", "single", "--no-cache"]
     first, run_one = evaluate(data, tmp_path / "one", *judge)
     second, run_two = evaluate(data, tmp_path / "two", *judge)
-    assert scores(first) == scores(second)
-    assert all(value is not None and claims for value, claims in scores(first).values())
+    # The server reuses whatever prompt prefix it holds from the request before, so the same
+    # prompt is not always evaluated in the same batches: a P(yes) may move by about 0.01 (seen:
+    # 0.3996 against 0.3999; a faithfulness of 0.329 against 0.334). The same claims, nearly the
+    # same values, the same order of claims (asserted below).
+    one, two = scores(first), scores(second)
+    assert one.keys() == two.keys()
+    for key, (value, claims) in one.items():
+        other_value, other_claims = two[key]
+        assert value is not None and claims and value == pytest.approx(other_value, abs=SERVER_TOLERANCE)
+        assert [c for c, _ in claims] == [c for c, _ in other_claims]
+        for (_, p), (_, q) in zip(claims, other_claims, strict=True):
+            assert p == pytest.approx(q, abs=SERVER_TOLERANCE)
     # Every verdict was asked again the second time: nothing came from a cache.
     assert run_two["judge"]["verdict_methods"] == run_one["judge"]["verdict_methods"] == {"logprobs": 6}
-    # The supported claim of each sample is ranked above the unsupported one.
-    for _, ((_, p_supported), (_, p_unsupported)) in scores(first).items():
+    # In both runs, the supported claim of each sample is ranked above the unsupported one.
+    for _, ((_, p_supported), (_, p_unsupported)) in [*one.values(), *two.values()]:
         assert p_supported > p_unsupported
 
 
