@@ -30,7 +30,9 @@ _SECRET_PARAMS = (
 _PATTERNS = (
     (re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s@'\"<>]+@"), r"\1" + MASK + "@"),
     (re.compile(r"([?&;]" + _SECRET_PARAMS + r"=)[^&#\s'\"<>]+", re.IGNORECASE), r"\1" + MASK),
-    (re.compile(r"(\b(?:Bearer|Basic)\s+)[A-Za-z0-9._~+/=-]{6,}", re.IGNORECASE), r"\1" + MASK),
+    (re.compile(r"(\bBearer\s+)[A-Za-z0-9._~+/=-]{6,}", re.IGNORECASE), r"\1" + MASK),
+    # "Basic" as HTTP writes it, then a base64 token (not a lower-case word: "basic approach").
+    (re.compile(r"(\bBasic\s+)(?![a-z]+\b)[A-Za-z0-9+/]{8,}={0,2}"), r"\1" + MASK),
     (re.compile(r"(['\"]?(?:api[-_]?key|authorization|x-api-key)['\"]?\s*[:=]\s*['\"]?)[^'\"\s,}]{6,}", re.IGNORECASE), r"\1" + MASK),
     (re.compile(r"\bsk-[A-Za-z0-9_-]{12,}"), "sk-" + MASK),
 )
