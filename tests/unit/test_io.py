@@ -115,6 +115,18 @@ def test_empty_file_is_an_input_error(tmp_path):
         assert info.value.issues[0].source == str(path)
 
 
+def test_lines_of_unicode_whitespace_are_blank(tmp_path):
+    """A line holding only a no-break or ideographic space is skipped like an empty line."""
+    path = tmp_path / "s.jsonl"
+    row = json.dumps({"id": "a", "response": "yes"})
+    path.write_text(f"{row}\n\u00a0\n\u3000 \n", encoding="utf-8")
+    dataset = load_dataset(path)
+    assert [s.key for s in dataset] == ["a"] and dataset.issues == []
+    path.write_text("\u00a0\n\u3000\n", encoding="utf-8")
+    with pytest.raises(InputError, match="file is empty"):
+        load_dataset(path)
+
+
 def test_missing_file_and_unknown_format(tmp_path):
     with pytest.raises(InputError, match="file not found"):
         load_dataset(tmp_path / "nope.jsonl")

@@ -141,13 +141,16 @@ def _rows_of_jsonl(path: Path) -> Rows:
             location = f"line {number}"
             if not raw.strip():
                 continue
-            blank = False  # a line that is not UTF-8 is not blank: it gets its issue below
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
+                blank = False  # a line that is not UTF-8 is content: it gets its issue
                 hint = hint if hint is not None else encoding_hint(path.read_bytes())
                 yield location, InputIssue(name, location, None, invalid_utf8(raw, exc, hint)), None
                 continue
+            if not text.strip():
+                continue
+            blank = False
             yield location, parse_json_line(name, location, text), start
     if blank:
         raise InputError([InputIssue(name, "file", None, "file is empty")])
