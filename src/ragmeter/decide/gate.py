@@ -295,15 +295,13 @@ def _coverage_check(m: MetricComparison, comparison: Comparison, max_drop: float
 
 def _unscored_reason(sample_result: SampleResult, metric: str) -> tuple[str | None, bool]:
     """Why ``metric`` has no usable value for this sample, and whether scoring failed;
-    ``(None, False)`` when it has one (the rule of :mod:`ragmeter.compare`: no score, no
-    value, or a value that is not finite)."""
+    ``(None, False)`` when it has one (no score, or no value: a :class:`Score` never holds
+    a value that is not finite)."""
     score = sample_result.scores.get(metric)
     if score is None:
         return "not evaluated", False
     if score.value is None:
         return score.reason or "no reason given", score.failed
-    if not math.isfinite(score.value):
-        return f"value is {score.value}", score.failed
     return None, False
 
 
