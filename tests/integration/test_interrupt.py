@@ -114,7 +114,7 @@ def test_ctrl_c_stops_promptly_keeps_the_journal_and_a_rerun_resumes(tmp_path, s
     of the run that holds it."""
     data = _dataset(tmp_path / "data.jsonl")
     out = tmp_path / "run"
-    _SlowJudge.delay = 0.4  # the whole judged part would take about 12 s
+    _SlowJudge.delay = 1.0  # the whole judged part would take about 30 s
     first = subprocess.Popen(_command(data, out, slow_judge), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         _wait_for(lambda: _judged_lines(out) >= 3, 60, "three judged scores", first)
@@ -133,7 +133,8 @@ def test_ctrl_c_stops_promptly_keeps_the_journal_and_a_rerun_resumes(tmp_path, s
             first.kill()
             first.wait(10)
     assert first.returncode == 130, stderr
-    assert stopped_after < 5, f"the run took {stopped_after:.1f} s to stop"
+    # Promptly: far less than the rest of the run (about 27 s); room for a loaded machine.
+    assert stopped_after < 10, f"the run took {stopped_after:.1f} s to stop"
     assert "interrupted" in stderr and "run the same command again to resume" in stderr
     assert "Traceback" not in stderr
     judged = _judged_lines(out)
@@ -177,7 +178,7 @@ def test_a_second_ctrl_c_on_the_command_line_exits_at_once(tmp_path, slow_judge)
     # 130 from ragmeter, or death by SIGINT when the second signal lands as the process is
     # already exiting (its handler restored): a shell reports both as 130.
     assert process.returncode in (130, -signal.SIGINT), stderr
-    assert elapsed < 5
+    assert elapsed < 15  # at once, where the hanging requests would hold it for 60 s
     assert "Traceback" not in stderr
     assert (out / "journal.jsonl").exists()
 
@@ -221,5 +222,5 @@ def test_a_second_ctrl_c_ends_a_clean_up_that_hangs(tmp_path):
             process.kill()
             process.wait(10)
     assert process.returncode == 130, stderr
-    assert elapsed < 3
+    assert elapsed < 10  # at once, where the clean-up would take 120 s
     assert "interrupted again" in stderr and "Traceback" not in stderr

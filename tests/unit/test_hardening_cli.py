@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 import pytest
+from cli_helpers import run_eval, write_jsonl
 from typer.testing import CliRunner
 
 from ragmeter import evaluate
@@ -27,15 +28,6 @@ GOOD = [
     {"id": "a", "user_input": "How long?", "response": "Sixty minutes.", "reference": "Sixty minutes."},
     {"id": "b", "user_input": "Who approves?", "response": "The DBA.", "reference": "The DBA approves."},
 ]
-
-
-def _jsonl(path, rows):
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    return path
-
-
-def _eval(*args):
-    return runner.invoke(app, ["eval", *map(str, args)])
 
 
 def _one_line_error(result, *fragments):
@@ -71,9 +63,9 @@ def test_markup_and_escape_sequences_in_data_are_printed_as_text(tmp_path):
         {"id": BIDI_ID, "response": "y", "reference": "y"},
         {"id": BIDI_ID, "response": "duplicate", "reference": "y"},
     ]
-    data = _jsonl(folder / "data [bold] [link=x].jsonl", rows)  # a file name cannot hold "/"
+    data = write_jsonl(folder / "data [bold] [link=x].jsonl", rows)  # a file name cannot hold "/"
     out = tmp_path / "out [/] [link=https://x]"
-    result = _eval(data, "-m", "token_f1,exact_match", "-o", out)
+    result = run_eval(data, "-m", "token_f1,exact_match", "-o", out)
     assert result.exit_code == 0, result.output
     text = result.output
     assert "\x1b" not in text and "\u202e" not in text
@@ -91,8 +83,8 @@ def test_compare_and_gate_print_hostile_keys_and_paths_as_text(tmp_path):
     run_a, run_b = tmp_path / "a [/]", tmp_path / "b [bold]"
     a_rows = [*GOOD, {"id": ANSI_ID, "response": "x", "reference": "x"}]
     b_rows = [*GOOD, {"id": MARKUP_ID, "response": "x", "reference": "x"}]
-    assert _eval(_jsonl(tmp_path / "a.jsonl", a_rows), "-m", "token_f1", "-o", run_a).exit_code == 0
-    assert _eval(_jsonl(tmp_path / "b.jsonl", b_rows), "-m", "token_f1", "-o", run_b).exit_code == 0
+    assert run_eval(write_jsonl(tmp_path / "a.jsonl", a_rows), "-m", "token_f1", "-o", run_a).exit_code == 0
+    assert run_eval(write_jsonl(tmp_path / "b.jsonl", b_rows), "-m", "token_f1", "-o", run_b).exit_code == 0
     compare = runner.invoke(app, ["compare", str(run_a), str(run_b), "-o", str(tmp_path / "cmp [/]")])
     assert compare.exit_code == 0, compare.output
     assert "\x1b" not in compare.output
@@ -129,17 +121,17 @@ def test_a_second_run_on_a_locked_out_is_refused_naming_the_holder(tmp_path):
     """Defect 5: while another process holds --out, eval exits 2 at once with one line that
     names that process's pid; once it is gone, the same command runs."""
     out = tmp_path / "run"
-    data = _jsonl(tmp_path / "data.jsonl", GOOD)
+    data = write_jsonl(tmp_path / "data.jsonl", GOOD)
     holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(out)], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-        result = _eval(data, "-m", "token_f1", "-o", out)
+        result = run_eval(data, "-m", "token_f1", "-o", out)
         _one_line_error(result, f"pid {holder.pid}", "in use by another ragmeter run")
         assert not (out / "results.jsonl").exists()
     finally:
         holder.kill()
         holder.wait(10)
-    result = _eval(data, "-m", "token_f1", "-o", out)
+    result = run_eval(data, "-m", "token_f1", "-o", out)
     assert result.exit_code == 0, result.output
 
 
@@ -148,31 +140,31 @@ def test_a_second_run_on_a_locked_out_is_refused_naming_the_holder(tmp_path):
 
 def test_out_that_is_a_file_is_a_one_line_error(tmp_path):
     """Defect 9: --out naming an existing file."""
-    data = _jsonl(tmp_path / "data.jsonl", GOOD)
+    data = write_jsonl(tmp_path / "data.jsonl", GOOD)
     existing = tmp_path / "a-file"
     existing.write_text("keep me")
-    _one_line_error(_eval(data, "-m", "token_f1", "-o", existing), str(existing), "is a file")
+    _one_line_error(run_eval(data, "-m", "token_f1", "-o", existing), str(existing), "is a file")
     assert existing.read_text() == "keep me"
 
 
 def test_out_under_a_file_is_a_one_line_error(tmp_path):
     """Defect 9: --out inside a path whose parent is a file."""
-    data = _jsonl(tmp_path / "data.jsonl", GOOD)
+    data = write_jsonl(tmp_path / "data.jsonl", GOOD)
     existing = tmp_path / "a-file"
     existing.write_text("keep me")
-    _one_line_error(_eval(data, "-m", "token_f1", "-o", existing / "run"), "cannot be created")
+    _one_line_error(run_eval(data, "-m", "token_f1", "-o", existing / "run"), "cannot be created")
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root may write into any directory, so an unwritable --out cannot be made")
 def test_out_that_is_not_writable_is_a_one_line_error(tmp_path):
     """Defect 9: --out in a directory without write permission."""
-    data = _jsonl(tmp_path / "data.jsonl", GOOD)
+    data = write_jsonl(tmp_path / "data.jsonl", GOOD)
     locked_dir = tmp_path / "read-only"
     locked_dir.mkdir()
     os.chmod(locked_dir, 0o500)
     try:
-        _one_line_error(_eval(data, "-m", "token_f1", "-o", locked_dir), "not writable")
-        _one_line_error(_eval(data, "-m", "token_f1", "-o", locked_dir / "run"), "cannot be created")
+        _one_line_error(run_eval(data, "-m", "token_f1", "-o", locked_dir), "not writable")
+        _one_line_error(run_eval(data, "-m", "token_f1", "-o", locked_dir / "run"), "cannot be created")
     finally:
         os.chmod(locked_dir, 0o700)
 
@@ -196,7 +188,7 @@ def test_config_values_of_the_wrong_type_are_one_line_errors_naming_the_key(tmp_
     and the key."""
     path = tmp_path / "config.yaml"
     path.write_text(config)
-    result = _eval(_jsonl(tmp_path / "data.jsonl", GOOD), "-m", "token_f1", "-o", tmp_path / "run", "--config", path)
+    result = run_eval(write_jsonl(tmp_path / "data.jsonl", GOOD), "-m", "token_f1", "-o", tmp_path / "run", "--config", path)
     line = _one_line_error(result, str(path), key)
     assert f"{key}:" in line
     assert not (tmp_path / "run").exists()
@@ -209,7 +201,7 @@ def test_config_values_of_the_wrong_type_are_one_line_errors_naming_the_key(tmp_
 def test_metrics_option_naming_no_metric_is_a_usage_error(tmp_path, spec):
     """Defect 13: -m ',,,' (or only commas and spaces) names no metric: exit 2 with a message
     that says so (never the automatic choice, which could start the local judge)."""
-    result = _eval(_jsonl(tmp_path / "data.jsonl", GOOD), "-m", spec, "-o", tmp_path / "run")
+    result = run_eval(write_jsonl(tmp_path / "data.jsonl", GOOD), "-m", spec, "-o", tmp_path / "run")
     _one_line_error(result, "names no metric")
 
 
@@ -236,7 +228,7 @@ def test_no_pointer_to_input_issues_when_the_run_wrote_none(tmp_path):
         path.write_text("{not json\n")
         sources.append(path)
     out = tmp_path / "run"
-    result = _eval(*sources, "-m", "token_f1", "-o", out)
+    result = run_eval(*sources, "-m", "token_f1", "-o", out)
     assert result.exit_code == 2
     assert f"and {KINDS - 12} more kinds of issue" in result.output
     assert "input_issues.jsonl" not in result.output
@@ -249,9 +241,9 @@ def test_pointer_to_input_issues_when_the_run_wrote_it(tmp_path):
     sources = []
     for n in range(KINDS):
         rows = [{"id": f"ok{n}", "response": "x", "reference": "x"}, {"id": f"missing{n}", "response": "x"}]
-        sources.append(_jsonl(tmp_path / f"part{n}.jsonl", rows))
+        sources.append(write_jsonl(tmp_path / f"part{n}.jsonl", rows))
     out = tmp_path / "run"
-    result = _eval(*sources, "-m", "token_f1", "-o", out)
+    result = run_eval(*sources, "-m", "token_f1", "-o", out)
     assert result.exit_code == 0, result.output
     assert "(see input_issues.jsonl)" in result.output
     issues = [json.loads(line) for line in (out / "input_issues.jsonl").read_text().splitlines()]
@@ -263,9 +255,9 @@ def test_pointer_to_input_issues_when_the_run_wrote_it(tmp_path):
 
 def test_every_error_path_is_exit_2_with_one_line(tmp_path):
     """CLI error paths of eval, report, compare and gate: exit 2 and one ``error:`` line."""
-    data = _jsonl(tmp_path / "data.jsonl", GOOD)
+    data = write_jsonl(tmp_path / "data.jsonl", GOOD)
     run = tmp_path / "run"
-    assert _eval(data, "-m", "token_f1", "-o", run).exit_code == 0
+    assert run_eval(data, "-m", "token_f1", "-o", run).exit_code == 0
     corrupt = tmp_path / "corrupt"
     corrupt.mkdir()
     (corrupt / "run.json").write_text((run / "run.json").read_text())
@@ -279,9 +271,18 @@ def test_every_error_path_is_exit_2_with_one_line(tmp_path):
     cases = {
         "unknown metric": (["eval", str(data), "-m", "tokenf1", "-o", str(tmp_path / "o")], "unknown metric"),
         "bad cut-off": (["eval", str(data), "-m", "ndcg@0", "-o", str(tmp_path / "o")], "positive integer"),
-        "missing config": (["eval", str(data), "-m", "token_f1", "--config", str(tmp_path / "nope.yaml")], "cannot read the config file"),
-        "key in config": (["eval", str(data), "-m", "token_f1", "--config", str(config)], "judge.api_key is not accepted"),
-        "endpoint without model": (["eval", str(data), "-m", "faithfulness", "--judge-base-url", "http://127.0.0.1:9/v1"], "model"),
+        "missing config": (
+            ["eval", str(data), "-m", "token_f1", "--config", str(tmp_path / "nope.yaml"), "-o", str(tmp_path / "o")],
+            "cannot read the config file",
+        ),
+        "key in config": (
+            ["eval", str(data), "-m", "token_f1", "--config", str(config), "-o", str(tmp_path / "o")],
+            "judge.api_key is not accepted",
+        ),
+        "endpoint without model": (
+            ["eval", str(data), "-m", "faithfulness", "--judge-base-url", "http://127.0.0.1:9/v1", "-o", str(tmp_path / "o")],
+            "needs both a base URL and a model name",
+        ),
         "report of nothing": (["report", str(tmp_path / "nothing")], "cannot read run directory"),
         "report of a corrupt run": (["report", str(corrupt)], "line 1"),
         "compare with a missing run": (["compare", str(run), str(tmp_path / "nothing"), "-o", str(tmp_path / "c")], "cannot compare"),
@@ -303,8 +304,8 @@ def test_input_errors_end_with_one_error_line_after_the_issues(tmp_path):
     """Input problems list their issues, then end in one ``error:`` line, exit 2."""
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
-    for args in ([str(tmp_path / "nope.jsonl")], [str(empty)], [str(_jsonl(tmp_path / "bad.jsonl", [{"response": 1}]))]):
-        result = _eval(*args, "-m", "token_f1", "-o", tmp_path / "o")
+    for args in ([str(tmp_path / "nope.jsonl")], [str(empty)], [str(write_jsonl(tmp_path / "bad.jsonl", [{"response": 1}]))]):
+        result = run_eval(*args, "-m", "token_f1", "-o", tmp_path / "o")
         assert result.exit_code == 2 and "Traceback" not in result.output
         last = result.output.strip().splitlines()[-1]
         assert last.startswith("error: "), result.output
@@ -325,7 +326,7 @@ def failing_report(monkeypatch):
 def test_an_unexpected_error_is_one_line_without_debug(tmp_path, failing_report):
     """An unexpected error: exit 2, one line that names it and --debug, no traceback."""
     run = tmp_path / "run"
-    assert _eval(_jsonl(tmp_path / "data.jsonl", GOOD), "-m", "token_f1", "-o", run).exit_code == 0
+    assert run_eval(write_jsonl(tmp_path / "data.jsonl", GOOD), "-m", "token_f1", "-o", run).exit_code == 0
     result = runner.invoke(app, ["report", str(run)])
     _one_line_error(result, "unexpected error: RuntimeError: unexpected failure inside the renderer", "--debug")
 
@@ -333,7 +334,7 @@ def test_an_unexpected_error_is_one_line_without_debug(tmp_path, failing_report)
 def test_debug_shows_the_traceback(tmp_path, failing_report):
     """--debug: the same error shows its traceback, and still exits 2."""
     run = tmp_path / "run"
-    assert _eval(_jsonl(tmp_path / "data.jsonl", GOOD), "-m", "token_f1", "-o", run).exit_code == 0
+    assert run_eval(write_jsonl(tmp_path / "data.jsonl", GOOD), "-m", "token_f1", "-o", run).exit_code == 0
     result = runner.invoke(app, ["--debug", "report", str(run)])
     assert result.exit_code == 2
     assert "Traceback (most recent call last)" in result.output

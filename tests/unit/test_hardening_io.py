@@ -21,11 +21,6 @@ DEPTH = 5000  # far beyond Python's recursion limit (1000)
 TOO_DEEP = "nested too deeply"
 
 
-def _jsonl(path, rows):
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    return path
-
-
 def _nested_object(depth):
     """JSON text of ``{"a": {"a": ... 1}}``, ``depth`` objects deep (built as text: json.dumps
     itself would fail on it)."""

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
+from cli_helpers import run_eval, write_jsonl
 from markdown_it import MarkdownIt
 from typer.testing import CliRunner
 
@@ -31,15 +32,6 @@ from ragmeter.run import recorder as recorder_module
 runner = CliRunner()
 
 MODEL_FREE = "exact_match,token_f1,nonllm_context_recall,ndcg@3"
-
-
-def _jsonl(path, rows):
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    return path
-
-
-def _eval(*args):
-    return runner.invoke(app, ["eval", *map(str, args)])
 
 
 @pytest.fixture
@@ -102,7 +94,7 @@ def test_line_separators_in_every_field_round_trip_through_every_file(tmp_path, 
     value reads back unchanged, and run.json and summary.json load."""
     rows = _separator_rows()
     out = tmp_path / "run"
-    result = _eval(_jsonl(tmp_path / "data.jsonl", rows), "-m", MODEL_FREE, "-o", out)
+    result = run_eval(write_jsonl(tmp_path / "data.jsonl", rows), "-m", MODEL_FREE, "-o", out)
     assert result.exit_code == 0, result.output
     records = _lines_as_a_reader_splits_them(out / "results.jsonl")
     assert [r["key"] for r in records] == [rows[0]["id"], "two"]
@@ -122,10 +114,10 @@ def test_line_separators_in_every_field_round_trip_through_every_file(tmp_path, 
 
 def test_report_gate_and_compare_read_a_run_with_line_separators(tmp_path):
     """Defect 2: report, gate and compare work on the run directory eval wrote."""
-    data = _jsonl(tmp_path / "data.jsonl", _separator_rows())
+    data = write_jsonl(tmp_path / "data.jsonl", _separator_rows())
     a, b = tmp_path / "a", tmp_path / "b"
-    assert _eval(data, "-m", MODEL_FREE, "-o", a).exit_code == 0
-    assert _eval(data, "-m", MODEL_FREE, "-o", b).exit_code == 0
+    assert run_eval(data, "-m", MODEL_FREE, "-o", a).exit_code == 0
+    assert run_eval(data, "-m", MODEL_FREE, "-o", b).exit_code == 0
     report = runner.invoke(app, ["report", str(a)])
     assert report.exit_code == 0, report.output
     thresholds = tmp_path / "thresholds.yaml"
@@ -176,13 +168,13 @@ def test_links_planted_in_the_output_directory_are_never_followed(tmp_path):
     """Defect 6: eval, report and compare replace or refuse links at every name they write
     (and at the temporary names a writer might use); files outside stay untouched."""
     rows = [{"id": "a", "response": "sixty minutes", "reference": "sixty minutes"}, {"id": "b", "response": "x", "reference": "y"}]
-    data = _jsonl(tmp_path / "data.jsonl", rows)
+    data = write_jsonl(tmp_path / "data.jsonl", rows)
     out, outside = tmp_path / "run", tmp_path / "outside"
     targets = _plant(out, outside, PLANTED)
     (out / "report.md").unlink()
     (out / "report.md").symlink_to(outside / "never-created.md")  # dangling
 
-    result = _eval(data, "-m", "exact_match,token_f1", "-o", out)
+    result = run_eval(data, "-m", "exact_match,token_f1", "-o", out)
     assert result.exit_code == 0, result.output
     for target, text in targets.items():
         assert target.read_text() == text, target
@@ -209,13 +201,13 @@ def test_a_journal_link_planted_before_a_resumed_run_is_not_written_through(tmp_
     """Defect 6, resuming: a link at journal.jsonl pointing at a file outside (that looks
     like a journal) is neither read as the journal nor appended to."""
     rows = [{"id": "a", "response": "sixty minutes", "reference": "sixty minutes"}]
-    data = _jsonl(tmp_path / "data.jsonl", rows)
+    data = write_jsonl(tmp_path / "data.jsonl", rows)
     out = tmp_path / "run"
-    assert _eval(data, "-m", "token_f1", "-o", out).exit_code == 0
+    assert run_eval(data, "-m", "token_f1", "-o", out).exit_code == 0
     outside = tmp_path / "victim.jsonl"
     outside.write_text('{"sample": "a", "metric": "exact_match"}\n')
     (out / "journal.jsonl").symlink_to(outside)
-    result = _eval(data, "-m", "token_f1,exact_match", "-o", out)
+    result = run_eval(data, "-m", "token_f1,exact_match", "-o", out)
     assert result.exit_code == 0, result.output
     assert outside.read_text() == '{"sample": "a", "metric": "exact_match"}\n'
     # token_f1 is reused from the earlier run's results; exact_match is computed, not taken from the link.
@@ -260,9 +252,9 @@ def test_the_new_file_is_renamed_into_place_from_the_same_directory(tmp_path, mo
 def test_a_rendering_failure_keeps_the_previous_report(tmp_path, monkeypatch):
     """Defect 7, the reports: when rendering report.html fails, `ragmeter report` exits 2 and
     the report.html of the earlier rendering is intact, with no temporary file left."""
-    data = _jsonl(tmp_path / "data.jsonl", [{"id": "a", "response": "x y", "reference": "x z"}])
+    data = write_jsonl(tmp_path / "data.jsonl", [{"id": "a", "response": "x y", "reference": "x z"}])
     out = tmp_path / "run"
-    assert _eval(data, "-m", "token_f1", "-o", out).exit_code == 0
+    assert run_eval(data, "-m", "token_f1", "-o", out).exit_code == 0
     before = (out / "report.html").read_bytes()
     assert b"</html>" in before
 
@@ -338,7 +330,7 @@ def test_credentials_echoed_by_a_failing_endpoint_reach_no_file_and_no_console(t
     _EchoHandler.journal, _EchoHandler.journal_snapshots = out / "journal.jsonl", []
     port = echo_server.server_address[1]
     url = f"http://{user}:{password}@127.0.0.1:{port}/v1?api-key={query_key}"
-    data = _jsonl(tmp_path / "data.jsonl", CREDENTIAL_ROWS)
+    data = write_jsonl(tmp_path / "data.jsonl", CREDENTIAL_ROWS)
     # The URL comes early on the command line: the lock file records the first arguments.
     command = [sys.executable, "-m", "ragmeter", "eval", "--judge-base-url", url, str(data), "-m", "token_f1,answer_relevancy"]
     command += ["-o", str(out), "--judge-model", "m", "--verdict-mode", "batch", "--concurrency", "1", "--no-progress"]
@@ -350,6 +342,7 @@ def test_credentials_echoed_by_a_failing_endpoint_reach_no_file_and_no_console(t
     # The echo happened: the failures, with the server's text, reached the console and the files.
     assert "judge request failed (HTTP 500: " in console and "cannot serve" in written["results.jsonl"]
     assert len(_EchoHandler.journal_snapshots) >= 2 and "cannot serve" in _EchoHandler.journal_snapshots[-1]
+    assert "Basic ***" in console + written["results.jsonl"]  # the authorization header was echoed, masked
     everything = {"console": console, **written, **{f"journal #{i}": t for i, t in enumerate(_EchoHandler.journal_snapshots)}}
     for where, text in everything.items():
         for secret in (user, password, query_key, env_key, basic):
@@ -370,8 +363,8 @@ def test_credentials_never_surface_when_the_judge_port_is_closed(tmp_path, monke
     closed = _closed_port()
     out = tmp_path / "run"
     url = f"http://{user}:{password}@127.0.0.1:{closed}/v1?api-key={query_key}"
-    result = _eval(
-        _jsonl(tmp_path / "data.jsonl", CREDENTIAL_ROWS[:2]),
+    result = run_eval(
+        write_jsonl(tmp_path / "data.jsonl", CREDENTIAL_ROWS[:2]),
         *("-m", "token_f1,answer_relevancy", "-o", out, "--judge-base-url", url, "--judge-model", "m", "--verdict-mode", "batch"),
     )
     assert result.exit_code == 0, result.output
@@ -380,7 +373,7 @@ def test_credentials_never_surface_when_the_judge_port_is_closed(tmp_path, monke
     assert all(r["scores"]["answer_relevancy"]["failed"] for r in records)
     assert "connection error" in result.output
     for where, text in {"console": result.output, "journal": journal_copies[0], **written}.items():
-        for secret in (password, query_key, env_key, base64.b64encode(f"{user}:{password}".encode()).decode()):
+        for secret in (user, password, query_key, env_key, base64.b64encode(f"{user}:{password}".encode()).decode()):
             assert secret not in text, (secret, where)
 
 
@@ -419,15 +412,13 @@ def test_report_md_renders_no_link_image_or_html_from_the_data(tmp_path):
         },
         {"id": "![x](http://evil/img.png)", "user_input": HOSTILE_MD, "response": ["![x](http://evil/img.png)"], "reference": "r"},
     ]
-    data = _jsonl(tmp_path / "![img](evil.png) [a](http:evil).jsonl", rows)
+    data = write_jsonl(tmp_path / "![img](evil.png) [a](http:evil).jsonl", rows)
     out = tmp_path / "run"
-    result = _eval(data, "-m", "token_f1,nonllm_context_recall", "-o", out)
+    result = run_eval(data, "-m", "token_f1,nonllm_context_recall", "-o", out)
     assert result.exit_code == 0, result.output
     text = (out / "report.md").read_text(encoding="utf-8")
     assert "evil" in text  # the data is in the report, as text
-    for parser in (MarkdownIt("commonmark").enable("table"), MarkdownIt("gfm-like") if _has_linkify() else None):
-        if parser is None:
-            continue
+    for parser in (MarkdownIt("commonmark").enable("table"), MarkdownIt("gfm-like")):
         tokens = list(_tokens(parser.parse(text)))
         links = [t.attrGet("href") for t in tokens if t.type == "link_open"]
         images = [t.attrGet("src") for t in tokens if t.type == "image"]
@@ -437,14 +428,6 @@ def test_report_md_renders_no_link_image_or_html_from_the_data(tmp_path):
         rendered = parser.render(text)
         assert "<img" not in rendered and "<a " not in rendered
         assert "![x](http://evil/img.png)" in rendered.replace("&quot;", '"')  # shown literally
-
-
-def _has_linkify():
-    try:
-        import linkify_it  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 # ---- defect 16: strict JSON, no NaN or Infinity ----------------------------------------
@@ -468,7 +451,7 @@ def test_no_file_holds_nan_or_infinity(tmp_path, journal_copies):
     data = tmp_path / "data.jsonl"
     data.write_text("\n".join(lines) + "\n")
     out = tmp_path / "run"
-    result = _eval(data, "-m", "token_f1,latency_ms,total_tokens,cost_usd", "-o", out)
+    result = run_eval(data, "-m", "token_f1,latency_ms,total_tokens,cost_usd", "-o", out)
     assert result.exit_code == 0, result.output
     records = [_strict(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert records[0]["sample"]["metadata"]["w"] is None
@@ -509,20 +492,17 @@ def test_the_cache_directory_is_0700_and_its_database_0600(tmp_path, monkeypatch
     monkeypatch.setenv("RAGMETER_CACHE_DIR", str(cache))
     old_umask = os.umask(0)  # nothing from the umask: the modes are the code's
     try:
-        data = _jsonl(tmp_path / "data.jsonl", [{"id": "a", "response": "x", "reference": "x"}])
-        assert _eval(data, "-m", "exact_match", "-o", tmp_path / "run").exit_code == 0
+        data = write_jsonl(tmp_path / "data.jsonl", [{"id": "a", "response": "x", "reference": "x"}])
+        assert run_eval(data, "-m", "exact_match", "-o", tmp_path / "run").exit_code == 0
         assert _mode(cache) == 0o700
         assert _mode(cache / "cache.sqlite") == 0o600
-        for sidecar in ("cache.sqlite-wal", "cache.sqlite-shm"):
-            if (cache / sidecar).exists():
-                assert _mode(cache / sidecar) == 0o600, sidecar
 
         shutil.rmtree(cache)
         cache.mkdir(mode=0o777)
         (cache / "cache.sqlite").touch(mode=0o666)
         os.chmod(cache, 0o777)
         os.chmod(cache / "cache.sqlite", 0o666)
-        assert _eval(data, "-m", "exact_match", "-o", tmp_path / "run2").exit_code == 0
+        assert run_eval(data, "-m", "exact_match", "-o", tmp_path / "run2").exit_code == 0
         assert _mode(cache) == 0o700
         assert _mode(cache / "cache.sqlite") == 0o600
     finally:

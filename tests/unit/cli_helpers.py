@@ -1,0 +1,24 @@
+"""Helpers shared by the command-line tests: write samples, run ``ragmeter eval`` in-process."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from typer.testing import CliRunner, Result
+
+from ragmeter.cli import app
+
+runner = CliRunner()
+
+
+def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
+    """Write ``rows`` to ``path`` as JSON lines (UTF-8, non-ASCII kept as it is); ``path``."""
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def run_eval(*args: Any) -> Result:
+    """``ragmeter eval`` with ``args`` (each turned into text), run in this process."""
+    return runner.invoke(app, ["eval", *map(str, args)])
