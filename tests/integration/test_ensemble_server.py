@@ -92,7 +92,9 @@ def test_an_ensemble_of_two_prompt_variants_keeps_each_members_p_yes_and_their_s
     spreads = []
     for key, entries in claims.items():
         for entry, plain, strict in zip(entries, *alone[key], strict=True):
-            assert entry["p_yes_members"] == pytest.approx([plain, strict], abs=2e-3)
+            # Asked again, the server may answer a P(yes) about 0.01 apart (its prompt-prefix
+            # reuse; see test_repeatability.py).
+            assert entry["p_yes_members"] == pytest.approx([plain, strict], abs=0.02)
             assert entry["p_yes"] == pytest.approx(statistics.fmean(entry["p_yes_members"]), abs=1e-3)
             assert entry["p_yes_spread"] == pytest.approx(statistics.pstdev(entry["p_yes_members"]), abs=1e-3)
             spreads.append(entry["p_yes_spread"])
