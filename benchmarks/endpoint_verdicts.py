@@ -166,10 +166,14 @@ def score_mode(mode: str, task: Task, url: str | None, threads: int, work: Path)
     cached = judge if isinstance(judge, CachingJudge) else CachingJudge(judge, cache)
     metric = create_metric(task.metric)
     evaluator = Evaluator([metric], judges=Judges(llm=cached), concurrency=1, out_dir=work / f"run-{mode}", progress=False)
-    try:
-        result = evaluator.run(task.dataset)
-    finally:
-        asyncio.run(cached.aclose())
+
+    async def evaluate() -> Any:
+        try:
+            return await evaluator.arun(task.dataset)
+        finally:
+            await cached.aclose()  # in the loop its connections were opened in
+
+    result = asyncio.run(evaluate())
     cache.close()
     by_key = {s.key: s for s in result.samples}
     units = []
