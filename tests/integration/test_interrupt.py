@@ -5,7 +5,6 @@ OpenAI-compatible server that waits before it answers each request."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -91,6 +90,19 @@ def _command(data: Path, out: Path, url: str) -> list[str]:
     ]  # fmt: skip
 
 
+def _interruptible(command: list[str]) -> subprocess.Popen:
+    """Start ``command`` with Ctrl-C at its default: a process started with SIGINT ignored (a
+    background job of a shell without job control, as a CI runner may start the tests) passes
+    that on, and ragmeter rightly leaves an ignored SIGINT ignored."""
+    return subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+
+
 def _judged_lines(out: Path) -> int:
     journal = out / "journal.jsonl"
     if not journal.exists():
@@ -115,7 +127,7 @@ def test_ctrl_c_stops_promptly_keeps_the_journal_and_a_rerun_resumes(tmp_path, s
     data = _dataset(tmp_path / "data.jsonl")
     out = tmp_path / "run"
     _SlowJudge.delay = 1.0  # the whole judged part would take about 30 s
-    first = subprocess.Popen(_command(data, out, slow_judge), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = _interruptible(_command(data, out, slow_judge))
     try:
         _wait_for(lambda: _judged_lines(out) >= 3, 60, "three judged scores", first)
 
@@ -161,7 +173,7 @@ def test_a_second_ctrl_c_on_the_command_line_exits_at_once(tmp_path, slow_judge)
     data = _dataset(tmp_path / "data.jsonl")
     out = tmp_path / "run"
     _SlowJudge.delay = 60.0
-    process = subprocess.Popen(_command(data, out, slow_judge), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = _interruptible(_command(data, out, slow_judge))
     try:
         _wait_for(lambda: _SlowJudge.requests >= 2, 60, "judge requests under way", process)
         started = time.monotonic()
@@ -203,9 +215,7 @@ def test_a_second_ctrl_c_ends_a_clean_up_that_hangs(tmp_path):
     """Defect 4, the mechanism (run_sync): the first SIGINT cancels the run and its clean-up
     starts; a second SIGINT during a clean-up that would take two minutes ends the process at
     once, exit 130, with a message and no traceback."""
-    process = subprocess.Popen(
-        [sys.executable, "-c", HANGING_CLEAN_UP], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ}
-    )
+    process = _interruptible([sys.executable, "-c", HANGING_CLEAN_UP])
     try:
         assert process.stdout is not None and process.stdout.readline().strip() == "running"
         process.send_signal(signal.SIGINT)
