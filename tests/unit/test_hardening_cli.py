@@ -197,9 +197,9 @@ def test_config_values_of_the_wrong_type_are_one_line_errors_naming_the_key(tmp_
 # ---- defect 13: no metric named ---------------------------------------------------------
 
 
-@pytest.mark.parametrize("spec", [",,,", " , "])
+@pytest.mark.parametrize("spec", [",,,", " , ", ""])
 def test_metrics_option_naming_no_metric_is_a_usage_error(tmp_path, spec):
-    """Defect 13: -m ',,,' (or only commas and spaces) names no metric: exit 2 with a message
+    """Defect 13: -m ',,,' (or only commas and spaces, or nothing) names no metric: exit 2 with a message
     that says so (never the automatic choice, which could start the local judge)."""
     result = run_eval(write_jsonl(tmp_path / "data.jsonl", GOOD), "-m", spec, "-o", tmp_path / "run")
     _one_line_error(result, "names no metric")

@@ -133,7 +133,7 @@ def _choose_metrics(spec: str | None, configured: list[Metric] | None, dataset: 
     """
     if spec is None and configured is not None:
         return configured
-    spec = (spec or "auto").strip()
+    spec = "auto" if spec is None else spec.strip()
     if spec in ("auto", "model-free"):
         if spec == "auto" and unavailable is not None:
             say(("LLM metrics skipped", "yellow"), f": {unavailable}")
