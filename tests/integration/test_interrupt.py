@@ -10,6 +10,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -90,17 +92,24 @@ def _command(data: Path, out: Path, url: str) -> list[str]:
     ]  # fmt: skip
 
 
-def _interruptible(command: list[str]) -> subprocess.Popen:
-    """Start ``command`` with Ctrl-C at its default: a process started with SIGINT ignored (a
-    background job of a shell without job control, as a CI runner may start the tests) passes
-    that on, and ragmeter rightly leaves an ignored SIGINT ignored."""
-    return subprocess.Popen(
+@contextmanager
+def _interruptible(command: list[str]) -> Iterator[subprocess.Popen]:
+    """``command`` running with Ctrl-C at its default, killed on leaving if still alive. (A
+    process started with SIGINT ignored, a background job of a shell without job control as a
+    CI runner may start the tests, passes that on, and ragmeter rightly leaves it ignored.)"""
+    process = subprocess.Popen(
         command,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
 
 
 def _judged_lines(out: Path) -> int:
@@ -127,8 +136,7 @@ def test_ctrl_c_stops_promptly_keeps_the_journal_and_a_rerun_resumes(tmp_path, s
     data = _dataset(tmp_path / "data.jsonl")
     out = tmp_path / "run"
     _SlowJudge.delay = 1.0  # the whole judged part would take about 30 s
-    first = _interruptible(_command(data, out, slow_judge))
-    try:
+    with _interruptible(_command(data, out, slow_judge)) as first:
         _wait_for(lambda: _judged_lines(out) >= 3, 60, "three judged scores", first)
 
         second = subprocess.run(_command(data, out, slow_judge), capture_output=True, text=True, timeout=60)
@@ -140,10 +148,6 @@ def test_ctrl_c_stops_promptly_keeps_the_journal_and_a_rerun_resumes(tmp_path, s
         first.send_signal(signal.SIGINT)
         _, stderr = first.communicate(timeout=30)
         stopped_after = time.monotonic() - interrupted_at
-    finally:
-        if first.poll() is None:
-            first.kill()
-            first.wait(10)
     assert first.returncode == 130, stderr
     # Promptly: far less than the rest of the run (about 27 s); room for a loaded machine.
     assert stopped_after < 10, f"the run took {stopped_after:.1f} s to stop"
@@ -173,8 +177,7 @@ def test_a_second_ctrl_c_on_the_command_line_exits_at_once(tmp_path, slow_judge)
     data = _dataset(tmp_path / "data.jsonl")
     out = tmp_path / "run"
     _SlowJudge.delay = 60.0
-    process = _interruptible(_command(data, out, slow_judge))
-    try:
+    with _interruptible(_command(data, out, slow_judge)) as process:
         _wait_for(lambda: _SlowJudge.requests >= 2, 60, "judge requests under way", process)
         started = time.monotonic()
         process.send_signal(signal.SIGINT)
@@ -183,10 +186,6 @@ def test_a_second_ctrl_c_on_the_command_line_exits_at_once(tmp_path, slow_judge)
             process.send_signal(signal.SIGINT)
         _, stderr = process.communicate(timeout=30)
         elapsed = time.monotonic() - started
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(10)
     # 130 from ragmeter, or death by SIGINT when the second signal lands as the process is
     # already exiting (its handler restored): a shell reports both as 130.
     assert process.returncode in (130, -signal.SIGINT), stderr
@@ -215,8 +214,7 @@ def test_a_second_ctrl_c_ends_a_clean_up_that_hangs(tmp_path):
     """Defect 4, the mechanism (run_sync): the first SIGINT cancels the run and its clean-up
     starts; a second SIGINT during a clean-up that would take two minutes ends the process at
     once, exit 130, with a message and no traceback."""
-    process = _interruptible([sys.executable, "-c", HANGING_CLEAN_UP])
-    try:
+    with _interruptible([sys.executable, "-c", HANGING_CLEAN_UP]) as process:
         assert process.stdout is not None and process.stdout.readline().strip() == "running"
         process.send_signal(signal.SIGINT)
         assert process.stdout.readline().strip() == "cleaning up"
@@ -227,10 +225,6 @@ def test_a_second_ctrl_c_ends_a_clean_up_that_hangs(tmp_path):
         process.wait(timeout=10)
         elapsed = time.monotonic() - started
         stderr = process.stderr.read() if process.stderr else ""
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(10)
     assert process.returncode == 130, stderr
     assert elapsed < 10  # at once, where the clean-up would take 120 s
     assert "interrupted again" in stderr and "Traceback" not in stderr
