@@ -22,3 +22,12 @@ def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
 def run_eval(*args: Any) -> Result:
     """``ragmeter eval`` with ``args`` (each turned into text), run in this process."""
     return runner.invoke(app, ["eval", *map(str, args)])
+
+
+def strict_json(text: str) -> Any:
+    """``text`` parsed as standard JSON: ``NaN``, ``Infinity`` and ``-Infinity`` are refused."""
+
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"non-standard JSON constant {constant}")
+
+    return json.loads(text, parse_constant=refuse)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
-from cli_helpers import run_eval, write_jsonl
+from cli_helpers import run_eval, strict_json, write_jsonl
 from markdown_it import MarkdownIt
 from typer.testing import CliRunner
 
@@ -433,13 +433,6 @@ def test_report_md_renders_no_link_image_or_html_from_the_data(tmp_path):
 # ---- defect 16: strict JSON, no NaN or Infinity ----------------------------------------
 
 
-def _strict(text):
-    def refuse(constant):
-        raise ValueError(f"non-standard JSON constant {constant}")
-
-    return json.loads(text, parse_constant=refuse)
-
-
 def test_no_file_holds_nan_or_infinity(tmp_path, journal_copies):
     """Defect 16: input with NaN and infinities (metadata, latency, tokens, cost), a metric
     with a single scored sample (no spread) and one that scores nothing: every JSON file the
@@ -453,20 +446,20 @@ def test_no_file_holds_nan_or_infinity(tmp_path, journal_copies):
     out = tmp_path / "run"
     result = run_eval(data, "-m", "token_f1,latency_ms,total_tokens,cost_usd", "-o", out)
     assert result.exit_code == 0, result.output
-    records = [_strict(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    records = [strict_json(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert records[0]["sample"]["metadata"]["w"] is None
     assert records[0]["scores"]["latency_ms"]["value"] is None and records[1]["scores"]["latency_ms"]["value"] is None
-    summary = _strict((out / "summary.json").read_text())
+    summary = strict_json((out / "summary.json").read_text())
     aggregates = {m["id"]: m["aggregate"] for m in summary["metrics"]}
     assert aggregates["latency_ms"]["n_scored"] == 0 and aggregates["latency_ms"]["mean"] is None
     assert aggregates["total_tokens"]["n_scored"] == 1
-    _strict((out / "run.json").read_text())
+    strict_json((out / "run.json").read_text())
     for line in (out / "input_issues.jsonl").read_text().splitlines():
-        _strict(line)
+        strict_json(line)
     for line in journal_copies[0].splitlines():
-        _strict(line)
+        strict_json(line)
     assert runner.invoke(app, ["compare", str(out), str(out), "-o", str(tmp_path / "cmp")]).exit_code == 0
-    _strict((tmp_path / "cmp" / "compare.json").read_text())
+    strict_json((tmp_path / "cmp" / "compare.json").read_text())
 
 
 def test_the_json_writers_turn_non_finite_numbers_into_null(tmp_path):
@@ -474,8 +467,8 @@ def test_the_json_writers_turn_non_finite_numbers_into_null(tmp_path):
     import numpy as np
 
     files.write_json(tmp_path / "a.json", {"nan": float("nan"), "inf": [float("inf"), -float("inf")], "np": np.float64("nan")})
-    assert _strict((tmp_path / "a.json").read_text()) == {"nan": None, "inf": [None, None], "np": None}
-    assert _strict(files.json_line({"x": float("nan")})) == {"x": None}
+    assert strict_json((tmp_path / "a.json").read_text()) == {"nan": None, "inf": [None, None], "np": None}
+    assert strict_json(files.json_line({"x": float("nan")})) == {"x": None}
 
 
 # ---- defect 17: the answer cache is private ---------------------------------------------

@@ -12,6 +12,7 @@ from collections import Counter
 from html.parser import HTMLParser
 from pathlib import Path
 
+from cli_helpers import strict_json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -133,13 +134,6 @@ def _clean_page_shape() -> tuple[dict[str, int], int]:
 CLEAN_PAGE: list[tuple[dict[str, int], int]] = []
 
 
-def _strict(line: str):
-    def refuse(constant):
-        raise AssertionError(f"non-standard JSON constant {constant}")
-
-    return json.loads(line, parse_constant=refuse)
-
-
 def _no_crash(result, what: str) -> None:
     assert "Traceback" not in result.output, (what, result.output)
     assert "unexpected error" not in result.output, (what, result.output)
@@ -168,8 +162,8 @@ def test_any_text_in_any_field_runs_end_to_end(rows):
 
         # Every record is one line, even for readers that split at U+2028 and friends, and
         # strict JSON; every sample that was not skipped reads back as it was given.
-        records = [_strict(line) for line in (out / "results.jsonl").read_text(encoding="utf-8").splitlines()]
-        issues = [_strict(line) for line in (out / "input_issues.jsonl").read_text(encoding="utf-8").splitlines()]
+        records = [strict_json(line) for line in (out / "results.jsonl").read_text(encoding="utf-8").splitlines()]
+        issues = [strict_json(line) for line in (out / "input_issues.jsonl").read_text(encoding="utf-8").splitlines()]
         skipped = {int(i["location"].split()[-1]) for i in issues if i["skipped"]}
         kept = [row for number, row in enumerate(rows, start=1) if number not in skipped]
         assert [r["key"] for r in records] == [row["id"] for row in kept]
@@ -177,8 +171,8 @@ def test_any_text_in_any_field_runs_end_to_end(rows):
             for field in (*TEXT_FIELDS, *LIST_FIELDS):
                 assert record["sample"].get(field) == row.get(field), field
             assert record["sample"].get("metadata", {}) == row.get("metadata", {})
-        _strict((out / "summary.json").read_text(encoding="utf-8"))
-        _strict((out / "run.json").read_text(encoding="utf-8"))
+        strict_json((out / "summary.json").read_text(encoding="utf-8"))
+        strict_json((out / "run.json").read_text(encoding="utf-8"))
 
         html = (out / "report.html").read_text(encoding="utf-8")
         assert _active(html) == CLEAN_PAGE[0], "markup from the data became part of the page"

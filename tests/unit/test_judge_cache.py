@@ -144,17 +144,13 @@ def test_endpoint_judges_differing_in_model_url_or_prompts_have_different_identi
         OpenAIJudge("http://127.0.0.1:9/v1", "m", verdict_mode="batch", prompts={"en": variant}),
     ]
     try:
-        identities = [json_of(j.identity()) for j in judges]
-        verdict_identities = [json_of(j.verdict_identity()) for j in judges]
+        identities = [cache_key(j.identity()) for j in judges]
+        verdict_identities = [cache_key(j.verdict_identity()) for j in judges]
         assert len(set(identities)) == len(judges)
         assert len(set(verdict_identities)) == len(judges)
     finally:
         for j in judges:
             asyncio.run(j.aclose())
-
-
-def json_of(value: dict[str, Any]) -> str:
-    return cache_key(value)
 
 
 def test_cached_answers_are_metered_as_cached_calls_and_counted_by_the_judge(disk):
