@@ -183,7 +183,17 @@ def test_a_task_runs_its_metric_with_its_parameters():
 
 
 def test_clapnq_builds_precision_recall_correctness_and_answerability(data_dir):
-    precision, recall, correctness, answerability = suites.clapnq(data_dir, None, 0)
+    precision, precision_nr, recall, entity_recall, correctness, relevancy, answerability = suites.clapnq(data_dir, None, 0)
+    assert [s.sample for s in precision_nr.dataset] == [s.sample for s in precision.dataset]
+    assert precision_nr.units is precision.units
+    assert entity_recall.units is recall.units
+    assert all(s.sample.response == s.sample.reference for s in precision.dataset)
+    pairs = {u["sample"]: u["label"] for u in relevancy.units}
+    assert pairs == {"cq-c0-own": 1, "cq-c0-other": 0, "cq-c1-own": 1, "cq-c1-other": 0, "cq-c2-own": 1, "cq-c2-other": 0}
+    relevancy_responses = {s.key: s.sample.response for s in relevancy.dataset}
+    for i in range(3):
+        assert relevancy_responses[f"cq-c{i}-own"] == f"Topic {i} answer."
+        assert relevancy_responses[f"cq-c{i}-other"] in {"Topic 0 answer.", "Topic 1 answer.", "Topic 2 answer."} - {f"Topic {i} answer."}
     assert {u["label"] for u in precision.units} == {0, 1}
     assert all(0 <= u["label"] <= 1 for u in recall.units)
     assert sorted(u["label"] for u in correctness.units) == [0, 0, 0, 1, 1, 1]

@@ -41,6 +41,7 @@ class TaskResult:
     cost_per_sample: dict[str, float]
     n_samples: int
     units: list[dict[str, Any]] = field(default_factory=list)
+    """The compared units: ``{"score", "decision", "label", "group"}`` (``group``: a number)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -54,6 +55,7 @@ class TaskResult:
             "unscored_reasons": self.unscored_reasons,
             "statistics": self.statistics,
             "cost_per_sample": self.cost_per_sample,
+            "units": self.units,
         }
 
 
@@ -111,6 +113,7 @@ def measure(task: Task, result: Result) -> TaskResult:
     elif task.kind in ("graded", "preference") and len(scores) > 2:
         statistics["pearson"] = bootstrap_statistic(pearson, scores, labels, groups=groups)
         statistics["spearman"] = bootstrap_statistic(spearman, scores, labels, groups=groups)
+    group_index: dict[str, int] = {}  # groups are written as numbers: no text of the data in the results
     usage = result.aggregates[metric_id]["usage"]
     n = max(1, len(result.samples))
     cost = {
@@ -130,7 +133,10 @@ def measure(task: Task, result: Result) -> TaskResult:
         unscored_reasons=dict(reasons.most_common(5)),
         cost_per_sample=cost,
         n_samples=len(result.samples),
-        units=[{"score": s, "decision": d, "label": y} for s, d, y in zip(scores, decisions, labels, strict=True)],
+        units=[
+            {"score": s, "decision": d, "label": y, "group": group_index.setdefault(g, len(group_index))}
+            for s, d, y, g in zip(scores, decisions, labels, groups, strict=True)
+        ],
     )
 
 

@@ -11,8 +11,9 @@ The sets (see the data folder's README for their provenance and licences):
 - ``ragchecker``: two responses to a question, human preference on correctness
   (answer and factual correctness).
 - ``clapnq``: questions with a gold passage, annotator-selected answer sentences and a
-  human answer; half are unanswerable (context precision and recall, answer correctness,
-  recognising unanswerable questions).
+  human answer; half are unanswerable (context precision with and without a reference,
+  context and entity recall, answer correctness and relevancy, recognising unanswerable
+  questions).
 - ``msmarco``: query and passage, relevant or hard negative (context relevance).
 - ``rgb``: Chinese queries with passages that contain the answer or only look related
   (Chinese context relevance).
@@ -191,9 +192,14 @@ def clapnq(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
     Answerable questions get as retrieved contexts the gold passage's sentences mixed with
     as many sentences from other questions' passages (shuffled, seeded):
 
-    - context precision: each sentence's usefulness against the annotators' selection;
-    - context recall: some gold sentences are left out at random, and the metric is
-      compared with the share of annotator-selected sentences that remain;
+    - context precision: each sentence's usefulness against the annotators' selection
+      (with the human answer as the reference, and without a reference with the human
+      answer as the response);
+    - context recall and context entity recall: some gold sentences are left out at
+      random, and the metric is compared with the share of annotator-selected sentences
+      that remain;
+    - answer relevancy: the question's own human answer (relevant) and the next
+      question's (not relevant);
     - answer correctness: the annotator-selected sentences as a response (correct) and as
       many of the passage's other sentences (wrong: same topic, same words, not the
       answer), against the human answer.
@@ -219,7 +225,15 @@ def clapnq(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
         answerability[1].append({"sample": sample_id, "label": int(row["answerable"]), "group": sample_id, "part": None})
     specs = [
         ("clapnq/context_precision", "context_precision", built["precision"], "binary", "per sentence vs annotator selection"),
+        (
+            "clapnq/context_precision_without_reference",
+            "context_precision_without_reference",
+            built["precision"],
+            "binary",
+            "per sentence vs annotator selection; the human answer as the response",
+        ),
         ("clapnq/context_recall", "context_recall", built["recall"], "graded", "vs share of gold sentences kept"),
+        ("clapnq/context_entity_recall", "context_entity_recall", built["recall"], "graded", "vs share of gold sentences kept"),
         (
             "clapnq/answer_correctness",
             "answer_correctness",
@@ -227,9 +241,26 @@ def clapnq(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
             "binary",
             "gold sentences vs the passage's other sentences",
         ),
+        ("clapnq/answer_relevancy", "answer_relevancy", _clapnq_relevancy(answerable), "binary", "own human answer vs another question's"),
         ("clapnq/answerability", "negative_rejection", answerability, "binary", "answerable vs unanswerable questions"),
     ]
     return [Task(name, metric, load_dataset(samples), units, kind, reference) for name, metric, (samples, units), kind, reference in specs]
+
+
+def _clapnq_relevancy(answerable: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Answer relevancy samples and units: each answerable question with its own human answer
+    (relevant) and with the next question's human answer (on another topic: not relevant)."""
+    samples: list[dict[str, Any]] = []
+    units: list[dict[str, Any]] = []
+    if len(answerable) < 2:
+        return samples, units
+    for n, row in enumerate(answerable):
+        other = answerable[(n + 1) % len(answerable)]
+        for suffix, response, label in (("own", row["reference_answer"], 1), ("other", other["reference_answer"], 0)):
+            sample_id = f"cq-{row['id']}-{suffix}"
+            samples.append({"id": sample_id, "user_input": row["question"], "response": response})
+            units.append({"sample": sample_id, "label": label, "group": f"cq-{row['id']}", "part": None})
+    return samples, units
 
 
 def _clapnq_units(
@@ -245,8 +276,15 @@ def _clapnq_units(
     others = [s for s in noise_pool if s not in set(row["passage_sentences"])]
     contexts = row["passage_sentences"][:8] + rng.sample(others, min(len(row["passage_sentences"]), 8))
     rng.shuffle(contexts)
+    # The human answer is both the reference and, for the metrics that need no reference, the response.
     built["precision"][0].append(
-        {"id": sample_id, "user_input": row["question"], "retrieved_contexts": contexts, "reference": row["reference_answer"]}
+        {
+            "id": sample_id,
+            "user_input": row["question"],
+            "retrieved_contexts": contexts,
+            "reference": row["reference_answer"],
+            "response": row["reference_answer"],
+        }
     )
     built["precision"][1].extend(
         {"sample": sample_id, "label": int(context in set(gold)), "group": sample_id, "part": index}
