@@ -22,6 +22,7 @@ import numpy as np
 
 from ragmeter.judges.base import FieldValue, LLMJudge, Memo, Verdict
 from ragmeter.judges.metering import Usage, record
+from ragmeter.judges.prompts import task_version
 
 CACHE_FILE = "cache.sqlite"
 
@@ -131,7 +132,8 @@ class CachingJudge(LLMJudge):
         self.evidence_sentences = judge.evidence_sentences
 
     def _key(self, identity: dict[str, Any], kind: str, task: str, lang: str, *parts: Any) -> str:
-        return cache_key(identity, prompts_version(lang), kind, task, lang, *parts)
+        extra = task_version(lang, task)  # tasks of an extra prompt file (test-set generation)
+        return cache_key(identity, prompts_version(lang), kind, task, lang, *parts, *((extra,) if extra else ()))
 
     async def verdicts(self, task: str, shared: Mapping[str, FieldValue], items: Sequence[str], lang: str) -> list[Verdict]:
         await self.judge.settle(self.cache)

@@ -196,10 +196,32 @@ class PromptBook:
         return messages
 
 
+#: Packaged prompt files whose tasks join those of ``<lang>.yaml``: ``testset_<lang>.yaml``
+#: holds the test-set generation tasks (``ragmeter generate``).
+EXTRA_PROMPT_FILES = ("testset",)
+
+
+def _packaged_text(name: str) -> str:
+    return resources.files("ragmeter.judges").joinpath("prompts").joinpath(f"{name}.yaml").read_text(encoding="utf-8")
+
+
 @lru_cache(maxsize=len(LANGUAGES))
 def _load(lang: str) -> dict[str, Any]:
-    text = resources.files("ragmeter.judges").joinpath("prompts").joinpath(f"{lang}.yaml").read_text(encoding="utf-8")
-    return yaml.safe_load(text)
+    data = yaml.safe_load(_packaged_text(lang))
+    for extra in EXTRA_PROMPT_FILES:
+        data["tasks"] = {**data["tasks"], **yaml.safe_load(_packaged_text(f"{extra}_{lang}"))["tasks"]}
+    return data
+
+
+@lru_cache(maxsize=256)
+def task_version(lang: str, task: str) -> str | None:
+    """Hash of the extra packaged prompt file that defines ``task`` (editing it invalidates
+    that task's cached answers), or ``None`` for a task of the main file ``<lang>.yaml``."""
+    for extra in EXTRA_PROMPT_FILES:
+        text = _packaged_text(f"{extra}_{lang}")
+        if task in (yaml.safe_load(text).get("tasks") or {}):
+            return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    return None
 
 
 #: Top-level entries of a prompt file and the keys every task needs.
