@@ -10,6 +10,7 @@ from ragmeter.data.schema import Sample
 from ragmeter.decide.experiment import run_experiment
 from ragmeter.judges import Judges
 from ragmeter.metrics import Metric, Needs, Score, create_metric, metric_classes
+from ragmeter.observe import span, trace
 from ragmeter.results import Result, SampleResult
 from ragmeter.run.engine import Evaluator, evaluate
 from ragmeter.run.pipelines import pipeline_from_config
@@ -32,4 +33,6 @@ __all__ = [
     "metric_classes",
     "pipeline_from_config",
     "run_experiment",
+    "span",
+    "trace",
 ]

@@ -1,0 +1,136 @@
+"""Traces to samples: read a trace file and join each request's spans into one
+:class:`~ragmeter.data.schema.Sample`, so that ``ragmeter eval`` can score live traffic.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ragmeter.data.files import read_json_lines
+from ragmeter.data.schema import Sample
+from ragmeter.observe.record import SpanRecord
+
+
+class TraceFileError(ValueError):
+    """A trace file that cannot be read; the message names the file and the line."""
+
+
+def read_spans(path: str | Path) -> Iterator[SpanRecord]:
+    """The spans of a JSON-lines trace file, in file order.
+
+    Raises:
+        TraceFileError: The file is missing, or a line is not a valid span (the message names
+            the file, the line and the key).
+    """
+    path = Path(path)
+    try:
+        for number, line in read_json_lines(path):
+            try:
+                data = json.loads(line)
+                if not isinstance(data, dict):
+                    raise ValueError(f"expected a JSON object, got {type(data).__name__}")
+                yield SpanRecord.from_dict(data)
+            except json.JSONDecodeError as exc:
+                raise TraceFileError(f"{path}, line {number}: invalid JSON: {exc.msg} at column {exc.colno}") from None
+            except ValueError as exc:
+                raise TraceFileError(f"{path}, line {number}: not a valid span: {exc}") from None
+    except FileNotFoundError:
+        raise TraceFileError(f"{path} not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TraceFileError(f"{path}: cannot read: {exc}") from None
+
+
+@dataclass
+class Export:
+    """Samples built from traces, and the traces left out.
+
+    Attributes:
+        samples: One sample per request that has a question, in the order requests began.
+        skipped: ``(trace_id, reason)`` for each trace left out.
+    """
+
+    samples: list[Sample]
+    skipped: list[tuple[str, str]]
+
+
+def spans_to_samples(spans: Iterable[SpanRecord], *, include_errors: bool = False) -> Export:
+    """Join the spans of each trace into one sample.
+
+    The question and response come from the outermost span that has them; the retrieved
+    contexts from the spans that retrieved something (the outermost first); tokens and cost are
+    summed over the trace's spans; the latency is the root span's. The sample's id is the trace
+    id; ``metadata`` holds ``latency_ms``, ``tokens``, ``cost_usd``, ``model``, ``trace_id``,
+    ``name`` and ``started_at``, so the efficiency metrics can score them.
+
+    Args:
+        spans: Spans in any order (several traces mixed).
+        include_errors: Keep requests that ended with an exception (their error goes into
+            ``metadata.error``); by default they are skipped.
+    """
+    traces: dict[str, list[SpanRecord]] = {}
+    for record in spans:
+        traces.setdefault(record.trace_id, []).append(record)
+    samples, skipped = [], []
+    for trace_id, records in sorted(traces.items(), key=lambda item: min(r.started_at for r in item[1])):
+        sample, reason = _sample_of(trace_id, records, include_errors)
+        if sample is None:
+            skipped.append((trace_id, reason))
+        else:
+            samples.append(sample)
+    return Export(samples, skipped)
+
+
+def _depths(records: list[SpanRecord]) -> dict[str, int]:
+    """Each span's depth below the trace's root (unknown parents count as roots)."""
+    parents = {r.span_id: r.parent_id for r in records}
+    depths: dict[str, int] = {}
+    for span_id in parents:
+        depth, current, seen = 0, parents[span_id], {span_id}
+        while current in parents and current not in seen:
+            seen.add(current)
+            depth, current = depth + 1, parents[current]
+        depths[span_id] = depth
+    return depths
+
+
+def _sample_of(trace_id: str, records: list[SpanRecord], include_errors: bool) -> tuple[Sample | None, str]:
+    depths = _depths(records)
+    ordered = sorted(records, key=lambda r: (depths[r.span_id], r.started_at))
+    root = ordered[0]
+    errors = [r.error for r in ordered if r.error]
+    if errors and not include_errors:
+        return None, f"the request failed: {errors[0]}"
+    question = next((r.question for r in ordered if r.question), None)
+    if question is None:
+        return None, "no span recorded a question"
+    contexts = [c for r in ordered for c in r.contexts]
+    metadata: dict[str, Any] = {"trace_id": trace_id, "name": root.name, "started_at": root.started_at}
+    if root.latency_ms is not None:
+        metadata["latency_ms"] = round(root.latency_ms, 3)
+    prompt = [r.prompt_tokens for r in ordered if r.prompt_tokens is not None]
+    completion = [r.completion_tokens for r in ordered if r.completion_tokens is not None]
+    if prompt or completion:
+        metadata["tokens"] = {"prompt": sum(prompt), "completion": sum(completion)}
+    costs = [r.cost_usd for r in ordered if r.cost_usd is not None]
+    if costs:
+        metadata["cost_usd"] = sum(costs)
+    model = next((r.model for r in ordered if r.model), None)
+    if model:
+        metadata["model"] = model
+    if errors:
+        metadata["error"] = errors[0]
+    for r in ordered[::-1]:
+        metadata.update({k: v for k, v in r.attributes.items() if k not in metadata})
+    sample = Sample(
+        id=trace_id,
+        user_input=question,
+        retrieved_contexts=[c.text for c in contexts] if contexts else None,
+        retrieved_context_ids=[str(c.id) for c in contexts] if contexts and all(c.id is not None for c in contexts) else None,
+        response=next((r.response for r in ordered if r.response is not None), None),
+        metadata=metadata,
+    )
+    return sample, ""

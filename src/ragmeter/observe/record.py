@@ -1,0 +1,107 @@
+"""One traced request (or one step of it) as ragmeter records it: a :class:`SpanRecord`.
+
+A request traced with ``@ragmeter.trace`` gives one record; steps inside it traced with
+``ragmeter.span(...)`` give one record each, sharing the request's ``trace_id`` and naming
+their parent. :mod:`ragmeter.observe.export` joins a trace's records into one sample.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+#: What a span did, as OpenInference names it (``openinference.span.kind``).
+SPAN_KINDS = ("CHAIN", "RETRIEVER", "LLM", "TOOL", "EMBEDDING", "RERANKER", "AGENT")
+
+
+@dataclass
+class RetrievedContext:
+    """One retrieved text.
+
+    Attributes:
+        text: The text given to the model.
+        id: Identifier of the document or chunk it came from, when known.
+        score: The retriever's score for it, when known.
+    """
+
+    text: str
+    id: str | None = None
+    score: float | None = None
+
+
+@dataclass
+class SpanRecord:
+    """One request, or one step of it.
+
+    Attributes:
+        trace_id: Identifier shared by every span of one request (32 hex digits).
+        span_id: This span's identifier (16 hex digits).
+        parent_id: The enclosing span's identifier; ``None`` for the request itself.
+        name: What was traced (the function's qualified name, or the name given).
+        kind: One of :data:`SPAN_KINDS`.
+        started_at: Start time, ISO 8601 in UTC.
+        latency_ms: Wall time of the span in milliseconds.
+        question: The user's question.
+        contexts: The texts retrieved for it, best first.
+        response: The answer returned.
+        model: The generating model's name.
+        prompt_tokens: Tokens sent to the model.
+        completion_tokens: Tokens the model generated.
+        cost_usd: What the request cost, in US dollars.
+        error: ``"ExceptionType: message"`` when the span ended with an exception.
+        attributes: Anything else the application attached (JSON values).
+    """
+
+    trace_id: str
+    span_id: str
+    name: str
+    started_at: str
+    parent_id: str | None = None
+    kind: str = "CHAIN"
+    latency_ms: float | None = None
+    question: str | None = None
+    contexts: list[RetrievedContext] = field(default_factory=list)
+    response: str | None = None
+    model: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cost_usd: float | None = None
+    error: str | None = None
+    attributes: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as a JSON object; absent values are left out."""
+        data = asdict(self)
+        data["contexts"] = [{k: v for k, v in c.items() if v is not None} for c in data["contexts"]]
+        return {k: v for k, v in data.items() if v is not None and v != [] and v != {}}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SpanRecord:
+        """A record from :meth:`to_dict`'s object.
+
+        Raises:
+            ValueError: A required key is missing, a key is unknown, or a value has the wrong type
+                (the message names the key).
+        """
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown key(s) {', '.join(unknown)}")
+        for key in ("trace_id", "span_id", "name", "started_at"):
+            if not isinstance(data.get(key), str):
+                raise ValueError(f"'{key}' must be a string")
+        contexts = data.get("contexts") or []
+        if not isinstance(contexts, list) or not all(isinstance(c, dict) and isinstance(c.get("text"), str) for c in contexts):
+            raise ValueError("'contexts' must be a list of objects with a 'text' string")
+        for key in ("question", "response", "model", "error", "parent_id"):
+            if data.get(key) is not None and not isinstance(data[key], str):
+                raise ValueError(f"'{key}' must be a string")
+        for key in ("latency_ms", "prompt_tokens", "completion_tokens", "cost_usd"):
+            value = data.get(key)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                raise ValueError(f"'{key}' must be a number")
+        try:
+            built = [RetrievedContext(**c) for c in contexts]
+        except TypeError as exc:
+            raise ValueError(f"'contexts': {exc}") from None
+        return cls(**{**data, "contexts": built})

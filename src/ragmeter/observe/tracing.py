@@ -1,0 +1,287 @@
+"""``@ragmeter.trace`` and ``ragmeter.span(...)``: record what one request of a live RAG
+application asked, retrieved and answered, what it cost and how long it took.
+
+    ragmeter.observe.configure(path="traces.jsonl")
+
+    @ragmeter.trace
+    def answer(question: str) -> str:
+        with ragmeter.span("retrieve", kind="RETRIEVER") as step:
+            docs = search(question)
+            step.retrieved([d.text for d in docs], ids=[d.id for d in docs], scores=[d.score for d in docs])
+        reply = llm(question, docs)
+        ragmeter.observe.current_span().set(model="gpt-4o-mini", prompt_tokens=812, completion_tokens=64)
+        return reply
+
+The decorated function returns exactly what it returned before, and raises what it raised.
+Spans go to the configured sinks (:func:`configure`) and, when ``opentelemetry`` is installed,
+to OpenTelemetry as well (:mod:`ragmeter.observe.otel`).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import inspect
+import logging
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, TypeVar, overload
+
+from ragmeter.observe.otel import OtelBridge, load_bridge
+from ragmeter.observe.record import SPAN_KINDS, RetrievedContext, SpanRecord
+from ragmeter.observe.sinks import JsonlSink
+
+log = logging.getLogger("ragmeter.observe")
+
+F = TypeVar("F", bound=Callable[..., Any])
+Sink = Callable[[SpanRecord], None]
+
+#: Names of the argument taken as the question, in order of preference.
+QUESTION_ARGUMENTS = ("question", "query", "user_input", "q", "prompt", "input")
+#: Keys of a returned dict read as the response and as the retrieved contexts.
+RESPONSE_KEYS = ("response", "answer", "output")
+CONTEXT_KEYS = ("retrieved_contexts", "contexts", "context", "documents")
+
+_current: contextvars.ContextVar[Span | None] = contextvars.ContextVar("ragmeter_span", default=None)
+
+
+class _Settings:
+    """Where spans go. ``otel`` is the OTel bridge, ``None`` when OTel is off or missing."""
+
+    def __init__(self) -> None:
+        self.sinks: list[Sink] = []
+        self.failed: set[int] = set()
+        self.dropped = 0
+        self.otel: OtelBridge | None = None
+        self.otel_loaded = False
+
+
+_settings = _Settings()
+
+
+def configure(path: str | Path | None = None, *, sinks: Sequence[Sink] = (), otel: bool = True) -> None:
+    """Choose where finished spans go (replacing earlier choices).
+
+    Args:
+        path: A JSON-lines file to append spans to. Default: the ``RAGMETER_TRACE_FILE``
+            environment variable, else no file.
+        sinks: Further callables, each given every finished :class:`SpanRecord` (e.g. a
+            :class:`~ragmeter.observe.sinks.MemorySink`).
+        otel: Also emit OpenTelemetry spans when ``opentelemetry`` is installed.
+    """
+    chosen: list[Sink] = list(sinks)
+    path = path if path is not None else os.environ.get("RAGMETER_TRACE_FILE") or None
+    if path is not None:
+        chosen.insert(0, JsonlSink(path))
+    _settings.sinks = chosen
+    _settings.failed = set()
+    _settings.otel = load_bridge() if otel else None
+    _settings.otel_loaded = True
+
+
+def dropped_spans() -> int:
+    """How many spans a failing sink could not take since the process started."""
+    return _settings.dropped
+
+
+def _emit(record: SpanRecord) -> None:
+    """Give ``record`` to every sink; a failing sink is logged once and never raises."""
+    for sink in _settings.sinks:
+        try:
+            sink(record)
+        except Exception as exc:
+            _settings.dropped += 1
+            if id(sink) not in _settings.failed:
+                _settings.failed.add(id(sink))
+                log.warning("ragmeter tracing: a sink failed (%s: %s); its spans are dropped", type(exc).__name__, exc)
+
+
+class Span:
+    """The handle of a span under way: set what the request asked, retrieved and answered.
+
+    Values set here win over those the decorator reads from arguments and return values.
+    """
+
+    def __init__(self, record: SpanRecord):
+        self.record = record
+        self._explicit: set[str] = set()
+
+    def set(self, **values: Any) -> Span:
+        """Set fields of the record: ``question``, ``response``, ``model``, ``prompt_tokens``,
+        ``completion_tokens``, ``cost_usd``, ``kind``; other names become attributes.
+        Returns the span."""
+        for key, value in values.items():
+            if key in ("question", "response", "model", "prompt_tokens", "completion_tokens", "cost_usd", "kind"):
+                if key == "kind" and value not in SPAN_KINDS:
+                    raise ValueError(f"kind must be one of {', '.join(SPAN_KINDS)}, got {value!r}")
+                setattr(self.record, key, value)
+                self._explicit.add(key)
+            else:
+                self.record.attributes[key] = value
+        return self
+
+    def retrieved(self, texts: Sequence[str], ids: Sequence[Any] | None = None, scores: Sequence[float] | None = None) -> Span:
+        """Record the retrieved contexts, best first.
+
+        Args:
+            texts: The texts given to the model.
+            ids: Their document or chunk identifiers (same order), when known.
+            scores: The retriever's scores (same order), when known.
+        """
+        for name, values in (("ids", ids), ("scores", scores)):
+            if values is not None and len(values) != len(texts):
+                raise ValueError(f"{len(texts)} texts but {len(values)} {name}")
+        self.record.contexts = [
+            RetrievedContext(
+                text=str(text),
+                id=None if ids is None else str(ids[i]),
+                score=None if scores is None else float(scores[i]),
+            )
+            for i, text in enumerate(texts)
+        ]
+        self._explicit.add("contexts")
+        return self
+
+    def _fill(self, key: str, value: Any) -> None:
+        """Set ``key`` from what the decorator saw, unless the application set it."""
+        if key not in self._explicit and value is not None:
+            setattr(self.record, key, value)
+
+
+def current_span() -> Span | None:
+    """The innermost span under way in this thread or task, or ``None``."""
+    return _current.get()
+
+
+@contextmanager
+def span(name: str = "span", *, kind: str = "CHAIN", question: str | None = None) -> Iterator[Span]:
+    """Trace a block: a request, or a step of one (retrieval, generation).
+
+    Args:
+        name: What the block does.
+        kind: One of :data:`~ragmeter.observe.record.SPAN_KINDS` (``RETRIEVER`` for retrieval,
+            ``LLM`` for generation); default ``CHAIN``.
+        question: The user's question, when known now.
+
+    Yields:
+        The :class:`Span`, to record contexts, response, model, tokens and cost. An exception
+        in the block is recorded and raised unchanged.
+    """
+    if kind not in SPAN_KINDS:
+        raise ValueError(f"kind must be one of {', '.join(SPAN_KINDS)}, got {kind!r}")
+    if not _settings.otel_loaded:
+        configure()
+    parent = _current.get()
+    otel = _settings.otel
+    started = otel.start(name) if otel is not None else None
+    trace_id = (started and started[2]) or (parent.record.trace_id if parent else os.urandom(16).hex())
+    span_id = (started and started[3]) or os.urandom(8).hex()
+    record = SpanRecord(
+        trace_id=trace_id,
+        span_id=span_id,
+        parent_id=parent.record.span_id if parent else None,
+        name=name,
+        kind=kind,
+        started_at=datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
+        question=question,
+    )
+    handle = Span(record)
+    token = _current.set(handle)
+    began = time.perf_counter()
+    try:
+        yield handle
+    except BaseException as exc:
+        record.error = f"{type(exc).__name__}: {exc}"
+        raise
+    finally:
+        record.latency_ms = (time.perf_counter() - began) * 1000.0
+        _current.reset(token)
+        if started is not None and otel is not None:
+            otel.end(started[0], started[1], record)
+        _emit(record)
+
+
+@overload
+def trace(function: F) -> F: ...
+
+
+@overload
+def trace(function: None = None, *, name: str | None = None, kind: str = "CHAIN", question: str | None = None) -> Callable[[F], F]: ...
+
+
+def trace(function: F | None = None, *, name: str | None = None, kind: str = "CHAIN", question: str | None = None) -> Any:
+    """Trace each call of a function (plain or ``async``) as one span.
+
+    The question is read from the argument named ``question`` (else ``query``, ``user_input``,
+    ``q``, ``prompt``, ``input``, else the first text argument); the response from the return
+    value when it is text, or from a returned dict's ``response``/``answer``/``output`` (and
+    contexts from its ``retrieved_contexts``/``contexts``/``context``/``documents``). The
+    return value itself is passed through untouched.
+
+    Args:
+        function: The function (when used as ``@trace`` without parentheses).
+        name: The span's name (default: the function's qualified name).
+        kind: The span's kind (see :func:`span`).
+        question: Name of the argument that holds the question.
+    """
+
+    def decorate(func: F) -> F:
+        label: str = name or str(getattr(func, "__qualname__", "trace"))
+        find_question = _question_finder(func, question)
+        if inspect.iscoroutinefunction(func):
+
+            @functools.wraps(func)
+            async def traced_async(*args: Any, **kwargs: Any) -> Any:
+                with span(label, kind=kind, question=find_question(args, kwargs)) as handle:
+                    value = await func(*args, **kwargs)
+                    _read_return(handle, value)
+                    return value
+
+            return traced_async  # type: ignore[return-value]
+
+        @functools.wraps(func)
+        def traced(*args: Any, **kwargs: Any) -> Any:
+            with span(label, kind=kind, question=find_question(args, kwargs)) as handle:
+                value = func(*args, **kwargs)
+                _read_return(handle, value)
+                return value
+
+        return traced  # type: ignore[return-value]
+
+    return decorate(function) if function is not None else decorate
+
+
+def _question_finder(func: Callable[..., Any], argument: str | None) -> Callable[[tuple[Any, ...], dict[str, Any]], str | None]:
+    """A function of a call's arguments that returns the question (worked out once per function)."""
+    try:
+        names = list(inspect.signature(func).parameters)
+    except (TypeError, ValueError):
+        names = []
+    if argument is not None and argument not in names:
+        raise ValueError(f"{getattr(func, '__qualname__', func)} has no argument named {argument!r}")
+    chosen = argument or next((n for n in QUESTION_ARGUMENTS if n in names), None)
+    position = names.index(chosen) if chosen is not None else None
+
+    def find(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
+        if chosen is not None:
+            value = kwargs.get(chosen, args[position] if position is not None and position < len(args) else None)
+            return value if isinstance(value, str) else None
+        return next((a for a in args if isinstance(a, str)), None)
+
+    return find
+
+
+def _read_return(handle: Span, value: Any) -> None:
+    """Fill the response (and contexts) from a traced function's return value."""
+    if isinstance(value, str):
+        handle._fill("response", value)
+    elif isinstance(value, dict):
+        response = next((value[k] for k in RESPONSE_KEYS if isinstance(value.get(k), str)), None)
+        handle._fill("response", response)
+        contexts = next((value[k] for k in CONTEXT_KEYS if isinstance(value.get(k), list)), None)
+        if contexts and all(isinstance(c, str) for c in contexts) and "contexts" not in handle._explicit:
+            handle.record.contexts = [RetrievedContext(text=c) for c in contexts]

@@ -1,0 +1,216 @@
+"""``@ragmeter.trace`` and ``ragmeter.span``: what they record, that the application's return
+values and exceptions pass through untouched, sinks, and traces joined into samples."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+
+import pytest
+
+import ragmeter
+from ragmeter import observe
+from ragmeter.observe import MemorySink, SpanRecord, TraceFileError, read_spans, spans_to_samples
+from ragmeter.observe.otel import openinference_attributes
+
+
+@pytest.fixture
+def sink():
+    memory = MemorySink()
+    observe.configure(sinks=[memory], otel=False)
+    yield memory
+    observe.configure(otel=False)
+
+
+def test_trace_records_question_contexts_response_and_usage(sink):
+    @ragmeter.trace
+    def answer(question: str, k: int = 2) -> str:
+        with ragmeter.span("retrieve", kind="RETRIEVER") as step:
+            step.retrieved(["Doc A text", "Doc B text"], ids=["a", 7], scores=[0.9, 0.4])
+        observe.current_span().set(model="gpt-x", prompt_tokens=120, completion_tokens=30, cost_usd=0.002, user="u1")
+        return "The answer."
+
+    assert answer("What is A?") == "The answer."
+    retrieve, root = sink
+    assert root.name.endswith("answer") and root.parent_id is None and root.kind == "CHAIN"
+    assert (root.question, root.response, root.model) == ("What is A?", "The answer.", "gpt-x")
+    assert (root.prompt_tokens, root.completion_tokens, root.cost_usd) == (120, 30, 0.002)
+    assert root.attributes == {"user": "u1"}
+    assert retrieve.parent_id == root.span_id and retrieve.trace_id == root.trace_id and retrieve.kind == "RETRIEVER"
+    assert [(c.text, c.id, c.score) for c in retrieve.contexts] == [("Doc A text", "a", 0.9), ("Doc B text", "7", 0.4)]
+    assert root.latency_ms >= retrieve.latency_ms >= 0
+    assert len(root.trace_id) == 32 and len(root.span_id) == 16
+
+
+def test_return_values_pass_through_untouched(sink):
+    returned = {"answer": "Yes.", "contexts": ["c1", "c2"], "extra": object()}
+
+    @ragmeter.trace(name="rag", question="text")
+    def pipeline(config, text):
+        return returned
+
+    assert pipeline({"k": 1}, text="Is it?") is returned
+    (record,) = sink
+    assert (record.name, record.question, record.response) == ("rag", "Is it?", "Yes.")
+    assert [c.text for c in record.contexts] == ["c1", "c2"]
+
+
+def test_async_functions_are_traced_and_concurrent_requests_stay_apart(sink):
+    @ragmeter.trace
+    async def answer(query: str) -> str:
+        with ragmeter.span("retrieve", kind="RETRIEVER") as step:
+            await asyncio.sleep(0.01)
+            step.retrieved([f"context of {query}"])
+        return f"answer to {query}"
+
+    async def main():
+        return await asyncio.gather(answer("one"), answer("two"))
+
+    assert asyncio.run(main()) == ["answer to one", "answer to two"]
+    assert asyncio.iscoroutinefunction(answer)
+    roots = {r.question: r for r in sink if r.parent_id is None}
+    children = [r for r in sink if r.parent_id is not None]
+    assert set(roots) == {"one", "two"} and roots["one"].trace_id != roots["two"].trace_id
+    for child in children:
+        (parent,) = [r for r in roots.values() if r.span_id == child.parent_id]
+        assert child.contexts[0].text == f"context of {parent.question}"
+
+
+def test_an_exception_is_recorded_and_raised_unchanged(sink):
+    error = KeyError("missing")
+
+    @ragmeter.trace
+    def broken(question):
+        raise error
+
+    with pytest.raises(KeyError) as raised:
+        broken("q")
+    assert raised.value is error
+    assert sink[0].error == "KeyError: 'missing'"
+
+
+def test_the_question_is_the_first_text_argument_when_no_argument_is_named_so(sink):
+    @ragmeter.trace
+    def ask(history, text):
+        return None
+
+    ask([1, 2], "hello")
+    assert sink[0].question == "hello" and sink[0].response is None
+
+
+def test_bad_use_fails_clearly():
+    with pytest.raises(ValueError, match="no argument named 'query'"):
+        ragmeter.trace(question="query")(lambda question: question)
+    with pytest.raises(ValueError, match="kind must be one of"), ragmeter.span("x", kind="SEARCH"):
+        pass
+    with pytest.raises(ValueError, match="2 texts but 1 ids"), ragmeter.span("x") as step:
+        step.retrieved(["a", "b"], ids=["1"])
+
+
+def test_a_failing_sink_never_breaks_the_application(caplog):
+    def broken_sink(record):
+        raise OSError("disk full")
+
+    kept = MemorySink()
+    observe.configure(sinks=[broken_sink, kept], otel=False)
+    before = observe.dropped_spans()
+    try:
+        traced = ragmeter.trace(lambda question: "fine")
+        with caplog.at_level(logging.WARNING, logger="ragmeter.observe"):
+            assert traced("a") == "fine" and traced("b") == "fine"
+    finally:
+        observe.configure(otel=False)
+    assert observe.dropped_spans() - before == 2 and len(kept) == 2
+    assert [r.getMessage() for r in caplog.records].count(
+        "ragmeter tracing: a sink failed (OSError: disk full); its spans are dropped"
+    ) == 1
+
+
+def test_jsonl_file_sink_and_export_to_samples(tmp_path, monkeypatch):
+    path = tmp_path / "traces" / "t.jsonl"
+    monkeypatch.setenv("RAGMETER_TRACE_FILE", str(path))
+    observe.configure(otel=False)
+    try:
+
+        @ragmeter.trace
+        def answer(question):
+            with ragmeter.span("retrieve", kind="RETRIEVER") as step:
+                step.retrieved(["ctx\u2028with a line separator"], ids=["d1"])
+            with ragmeter.span("generate", kind="LLM") as step:
+                step.set(model="m", prompt_tokens=10, completion_tokens=5, cost_usd=0.5)
+            return "resp"
+
+        answer("first?")
+        answer("second?")
+        with pytest.raises(RuntimeError):
+            ragmeter.trace(lambda question: (_ for _ in ()).throw(RuntimeError("boom")))("third?")
+    finally:
+        observe.configure(otel=False)
+    assert len(path.read_text().splitlines()) == 7
+    exported = spans_to_samples(read_spans(path))
+    assert [s.user_input for s in exported.samples] == ["first?", "second?"]
+    assert exported.skipped[0][1] == "the request failed: RuntimeError: boom"
+    sample = exported.samples[0]
+    assert sample.retrieved_contexts == ["ctx\u2028with a line separator"] and sample.retrieved_context_ids == ["d1"]
+    assert sample.response == "resp" and sample.id == sample.metadata["trace_id"]
+    assert sample.metadata["tokens"] == {"prompt": 10, "completion": 5} and sample.metadata["cost_usd"] == 0.5
+    assert sample.metadata["model"] == "m" and sample.metadata["latency_ms"] >= 0
+    with_errors = spans_to_samples(read_spans(path), include_errors=True)
+    assert with_errors.samples[-1].metadata["error"] == "RuntimeError: boom"
+
+
+def test_a_bad_trace_file_names_the_file_line_and_key(tmp_path):
+    good = SpanRecord(trace_id="t", span_id="s", name="n", started_at="2026-01-01T00:00:00+00:00").to_dict()
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps(good) + "\n" + json.dumps({**good, "latency_ms": "slow"}) + "\n")
+    with pytest.raises(TraceFileError, match=r"t\.jsonl, line 2: not a valid span: 'latency_ms' must be a number"):
+        list(read_spans(path))
+    path.write_text("{not json\n")
+    with pytest.raises(TraceFileError, match=r"line 1: invalid JSON"):
+        list(read_spans(path))
+    path.write_text(json.dumps({**good, "colour": "red"}) + "\n")
+    with pytest.raises(TraceFileError, match=r"unknown key\(s\) colour"):
+        list(read_spans(path))
+    with pytest.raises(TraceFileError, match="not found"):
+        list(read_spans(tmp_path / "missing.jsonl"))
+
+
+def test_span_record_round_trips_through_json():
+    record = SpanRecord(trace_id="t", span_id="s", name="n", started_at="x", question="q", cost_usd=0.1, attributes={"a": [1]})
+    record.contexts = [observe.RetrievedContext("text", "id1", 0.3), observe.RetrievedContext("other")]
+    assert SpanRecord.from_dict(json.loads(json.dumps(record.to_dict()))) == record
+
+
+def test_openinference_and_genai_attribute_names():
+    record = SpanRecord(trace_id="t", span_id="s", name="n", started_at="x", kind="LLM", question="q", response="r", model="m")
+    record.contexts = [observe.RetrievedContext("text", "d1", 0.5)]
+    record.prompt_tokens, record.completion_tokens, record.cost_usd = 3, 4, 0.01
+    record.attributes = {"user": "u", "nested": {"not": "scalar"}}
+    assert openinference_attributes(record) == {
+        "openinference.span.kind": "LLM",
+        "input.value": "q",
+        "output.value": "r",
+        "retrieval.documents.0.document.content": "text",
+        "retrieval.documents.0.document.id": "d1",
+        "retrieval.documents.0.document.score": 0.5,
+        "llm.model_name": "m",
+        "gen_ai.request.model": "m",
+        "llm.token_count.prompt": 3,
+        "gen_ai.usage.input_tokens": 3,
+        "llm.token_count.completion": 4,
+        "gen_ai.usage.output_tokens": 4,
+        "llm.token_count.total": 7,
+        "llm.cost.total": 0.01,
+        "gen_ai.operation.name": "chat",
+        "metadata.user": "u",
+    }
+
+
+def test_trace_and_span_are_public_and_import_neither_otel_nor_sqlalchemy():
+    import subprocess
+    import sys
+
+    code = "import sys, ragmeter; assert 'trace' in ragmeter.__all__ and 'span' in ragmeter.__all__; print(sorted(m for m in ('opentelemetry', 'sqlalchemy', 'alembic') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
