@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter.bench.runner import TaskResult
+from ragmeter.bench.summary import llm_metric_names, summary_lines
 from ragmeter.data.files import write_json, write_text
 from ragmeter.report.formatting import format_estimate
 from ragmeter.report.markdown import md_text
@@ -63,6 +64,8 @@ def write(results: list[TaskResult], settings: dict[str, Any], out_dir: Path, na
             f"| {result.task.name} | {result.n_units} ({result.n_unscored}) | {agreement} | {calls} | "
             f"{cost['prompt_tokens']:.0f} | {cost['completion_tokens']:.0f} | {cost['seconds']:.1f} | {result.task.reference} |"
         )
+    if any(r.task.metric in llm_metric_names() for r in results):
+        lines += ["", "## Every LLM metric on every labelled set", "", *summary_lines(document["tasks"], llm_metric_names())]
     unscored = [r for r in results if r.unscored_reasons]
     if unscored:
         lines += ["", "Unscored units:", ""]
