@@ -287,6 +287,10 @@ def test_bench_on_your_own_labelled_file_writes_results(tmp_path):
     assert task["statistics"]["roc_auc"]["value"] == 1.0 and task["n_units"] == 4
     assert document["settings"]["judge"]["backend"] == "none"
     assert "roc_auc" not in (tmp_path / "mine.md").read_text() and "ROC-AUC 1.000" in (tmp_path / "mine.md").read_text()
+    assert "Every LLM metric" not in (tmp_path / "mine.md").read_text(), "token_f1 needs no LLM"
+    # The compared units are kept as numbers (a group is an index, never text of the data).
+    assert sorted(u["label"] for u in task["units"]) == [0, 0, 1, 1]
+    assert all(isinstance(u["group"], int) and 0 <= u["score"] <= 1 for u in task["units"])
 
 
 def test_a_set_or_one_of_its_tasks_can_be_chosen(data_dir):
@@ -349,3 +353,5 @@ def test_calls_answered_from_the_cache_are_shown_apart(tmp_path):
     )
     _, markdown = write([result], {}, tmp_path, "cached")
     assert "| 0.0 (+9.5 cached) |" in markdown.read_text()
+    # An LLM metric among the tasks: the run ends with the one-table summary.
+    assert "## Every LLM metric on every labelled set" in markdown.read_text()

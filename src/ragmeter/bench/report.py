@@ -64,13 +64,14 @@ def write(results: list[TaskResult], settings: dict[str, Any], out_dir: Path, na
             f"| {result.task.name} | {result.n_units} ({result.n_unscored}) | {agreement} | {calls} | "
             f"{cost['prompt_tokens']:.0f} | {cost['completion_tokens']:.0f} | {cost['seconds']:.1f} | {result.task.reference} |"
         )
-    if any(r.task.metric in llm_metric_names() for r in results):
-        lines += ["", "## Every LLM metric on every labelled set", "", *summary_lines(document["tasks"], llm_metric_names())]
     unscored = [r for r in results if r.unscored_reasons]
     if unscored:
         lines += ["", "Unscored units:", ""]
         for result in unscored:
             for reason, count in result.unscored_reasons.items():
                 lines.append(f"- {result.task.name}: {count} × {md_text(reason, 300)}")
+    if any(r.task.metric in llm_metric_names() for r in results):
+        tasks = [r.to_dict() for r in results]
+        lines += ["", "## Every LLM metric on every labelled set", "", *summary_lines(tasks, llm_metric_names())]
     write_text(md_path, "\n".join(lines) + "\n")
     return json_path, md_path
