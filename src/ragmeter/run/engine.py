@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import platform
 import sys
 import time
-import traceback
 from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
@@ -23,20 +21,19 @@ from typing import Any
 import numpy as np
 
 from ragmeter import __version__
-from ragmeter.data import Dataset, InputError, InputIssue, LoadedSample, as_dataset
-from ragmeter.data.secrets import redact
+from ragmeter.data import Dataset, InputError, InputIssue, as_dataset
 from ragmeter.judges import Judges, LLMJudge
 from ragmeter.judges.config import JudgeConfig
-from ragmeter.judges.metering import metered
-from ragmeter.metrics.base import FAMILIES, Metric, Needs, Score
+from ragmeter.metrics.base import FAMILIES, Metric, Needs
 from ragmeter.metrics.registry import create_metric, metric_classes
 from ragmeter.results import Result
 from ragmeter.results.rundir import RESULTS_FILE
-from ragmeter.run.executor import LocalExecutor
-from ragmeter.run.journal import JOURNAL_FILE
+from ragmeter.run.executor import LocalExecutor, PairWork, RemoteExecutor
+from ragmeter.run.journal import JOURNAL_FILE, fold_shards, shard_paths
 from ragmeter.run.outdir import locked
 from ragmeter.run.recorder import Recorder
 from ragmeter.run.resume import Reusable, find_reusable
+from ragmeter.run.scoring import score_pair
 from ragmeter.run.survey import Survey, survey
 from ragmeter.run.sync import run_sync
 
@@ -99,6 +96,9 @@ class Evaluator:
         progress: Show a progress bar; ``None`` shows it when stderr is a terminal.
         strict: Raise :class:`InputError` when a sample lacks a field a metric requires,
             instead of leaving that pair unscored.
+        executor: Where the pairs are scored: ``None`` in this process (at most
+            ``concurrency`` at once); or a remote executor such as
+            :class:`~ragmeter.run.ray_executor.RayExecutor`, whose workers build their own judges.
     """
 
     def __init__(
@@ -111,6 +111,7 @@ class Evaluator:
         resume: bool = True,
         progress: bool | None = None,
         strict: bool = False,
+        executor: RemoteExecutor | None = None,
     ):
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -123,6 +124,7 @@ class Evaluator:
         self.resume = resume
         self.progress = sys.stderr.isatty() if progress is None else progress
         self.strict = strict
+        self.executor = executor
 
     def run(self, dataset: Dataset) -> Result:
         """Score ``dataset`` and return the result (blocking)."""
@@ -157,11 +159,19 @@ class Evaluator:
         judge_settings = None
         recorder = self._recorder(dataset, known)
         rows, cols = self._plan(recorder)
+        execution: dict[str, Any] = {"executor": "local"}
         try:
             pairs = zip(rows.tolist(), cols.tolist(), strict=True)
-            await LocalExecutor(self.concurrency, self.progress).run(
-                pairs, len(rows), lambda pair: self._score_pair(dataset, recorder, *pair)
-            )
+            if self.executor is None:
+                await LocalExecutor(self.concurrency, self.progress).run(
+                    pairs, len(rows), lambda pair: self._score_pair(dataset, recorder, *pair)
+                )
+            else:
+                work = PairWork(
+                    self.metrics, recorder.configs, known.keys, known.fingerprints, list(pairs),
+                    {row: dataset.samples[row].sample for row in set(rows.tolist())}, self.out_dir,
+                )  # fmt: skip
+                execution = await self.executor.score(work, recorder.done)
         finally:
             recorder.close()
             # Described after the run: what the judge found out (the verdict mode it chose, warnings) belongs in run.json.
@@ -187,6 +197,7 @@ class Evaluator:
                 "seconds": round(embedder.seconds, 3),
             },
             "judge": judge_settings,
+            "execution": execution,
         }
         return recorder.finish([m.info() for m in self.metrics], [*dataset.issues, *known.issues], run)
 
@@ -206,6 +217,7 @@ class Evaluator:
         if self.out_dir is not None and not self.resume:
             _start_afresh(self.out_dir)
         if self.out_dir is not None and self.resume:
+            fold_shards(self.out_dir)  # a distributed run's shards, left by a kill
             reuse = find_reusable(self.out_dir, known.keys, known.fingerprints, configs, ids)
         else:
             reuse = Reusable.nothing(len(known.keys), ids)
@@ -223,22 +235,8 @@ class Evaluator:
 
     async def _score_pair(self, dataset: Dataset, recorder: Recorder, row: int, col: int) -> None:
         metric = self.metrics[col]
-        began = time.perf_counter()
-        with metered() as usage:
-            score = await self._score_one(metric, dataset.samples[row])
-        recorder.done(row, metric.id, score, time.perf_counter() - began, usage)
-
-    async def _score_one(self, metric: Metric, loaded: LoadedSample) -> Score:
-        try:
-            score = await metric.score(loaded.sample, self.judges)
-        except Exception as exc:  # one bad pair must not end the run
-            frames = traceback.format_exception(type(exc), exc, exc.__traceback__)
-            return Score.unscored(
-                redact(f"error: {type(exc).__name__}: {exc}"),
-                {"traceback": redact("".join(frames[-3:])[-2000:])},
-                failed=True,
-            )
-        return _checked(metric, score)
+        score, seconds, usage = await score_pair(metric, dataset.samples[row].sample, self.judges)
+        recorder.done(row, metric.id, score, seconds, usage)
 
 
 def _start_afresh(directory: Path) -> None:
@@ -249,17 +247,8 @@ def _start_afresh(directory: Path) -> None:
     results = directory / RESULTS_FILE
     if results.exists() or results.is_symlink():
         results.unlink()
-
-
-def _checked(metric: Metric, score: Any) -> Score:
-    """Turn a metric's malformed return into an explicit failure instead of bad data."""
-    if not isinstance(score, Score):
-        return Score.unscored(f"error: metric returned {type(score).__name__}, not a Score", failed=True)
-    if score.value is not None and metric.unit is None and not (0.0 <= score.value <= 1.0):
-        if math.isclose(score.value, 1.0, abs_tol=1e-9) or math.isclose(score.value, 0.0, abs_tol=1e-9):
-            return Score(min(max(score.value, 0.0), 1.0), score.explanation, details=score.details)
-        return Score.unscored(f"error: metric returned {score.value}, outside [0, 1]", score.details, failed=True)
-    return score
+    for shard in shard_paths(directory):
+        shard.unlink()
 
 
 def evaluate(

@@ -2,15 +2,24 @@
 
 :class:`LocalExecutor` runs at most ``concurrency`` pairs at a time, in the order given
 (sample by sample, so a sample's metrics run close together and share the judge's state of
-its contexts), with a progress bar and ETA on a terminal. Another executor (a cluster) only
-has to offer the same :meth:`LocalExecutor.run`.
+its contexts), with a progress bar and ETA on a terminal.
+
+An executor that scores away from this process (a cluster: :mod:`ragmeter.run.ray_executor`)
+cannot call back into the engine for each pair; it offers :meth:`RemoteExecutor.score`
+instead, which takes the whole :class:`PairWork` and reports each finished pair.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from ragmeter.data.schema import Sample
+from ragmeter.judges.metering import Usage
+from ragmeter.metrics.base import Metric, Score
 
 T = TypeVar("T")
 
@@ -34,7 +43,7 @@ class LocalExecutor:
         free up, so ``jobs`` may be a lazy iterator of any length; returns when all are done.
         A job's own errors are its to handle: an exception here ends the run."""
         items = iter(jobs)
-        with _Progress(self.progress, total, self.label) as advance:
+        with Progress(self.progress, total, self.label) as advance:
 
             async def worker() -> None:
                 for item in items:
@@ -44,16 +53,60 @@ class LocalExecutor:
             await asyncio.gather(*(worker() for _ in range(min(self.concurrency, max(1, total)))))
 
 
-class _Progress:
-    """A rich progress bar with ETA, or nothing when disabled."""
+@dataclass(frozen=True)
+class PairWork:
+    """The pairs a run still has to compute, with what scoring them away from the engine needs.
+
+    Attributes:
+        metrics: The run's metrics (columns).
+        configs: Each metric's reuse key (journal records carry it).
+        keys: Each sample's key, in dataset order (rows).
+        fingerprints: Each sample's content hash.
+        pairs: The (row, column) pairs to compute, sample by sample.
+        samples: The sample at each row that has a pair to compute.
+        out_dir: The run's output directory (shard journals go there); ``None``: no journal.
+    """
+
+    metrics: Sequence[Metric]
+    configs: Sequence[str]
+    keys: Sequence[str]
+    fingerprints: Sequence[str]
+    pairs: Sequence[tuple[int, int]]
+    samples: dict[int, Sample]
+    out_dir: Path | None
+
+
+#: Reports one finished pair to the engine: row, metric id, score, seconds, usage, and
+#: whether the executor journalled it already.
+PairDone = Callable[[int, str, Score, float, Usage, bool], None]
+
+
+class RemoteExecutor(Protocol):
+    """An executor that scores a run's pairs outside the engine's process."""
+
+    async def score(self, work: PairWork, done: PairDone) -> dict[str, Any]:
+        """Compute every pair of ``work``, calling ``done`` once per pair (in this process);
+        returns what the run's ``run.json`` says about the execution."""
+        ...
+
+
+class Progress:
+    """A rich progress bar with ETA, or nothing when disabled; entering it gives a function
+    that advances it by a number of jobs (default one).
+
+    Args:
+        enabled: Show the bar (nothing is shown when there are no jobs).
+        total: The number of jobs.
+        label: The bar's label.
+    """
 
     def __init__(self, enabled: bool, total: int, label: str):
         self.enabled, self.total, self.label = enabled and total > 0, total, label
         self._bar: Any = None
 
-    def __enter__(self) -> Callable[[], None]:
+    def __enter__(self) -> Callable[..., None]:
         if not self.enabled:
-            return lambda: None
+            return lambda done=1: None
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
         self._bar = Progress(
@@ -67,7 +120,7 @@ class _Progress:
         )
         self._bar.start()
         task = self._bar.add_task(self.label, total=self.total)
-        return lambda: self._bar.advance(task)
+        return lambda done=1: self._bar.advance(task, done)
 
     def __exit__(self, *exc_info: object) -> None:
         if self._bar is not None:

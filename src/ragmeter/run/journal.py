@@ -6,6 +6,11 @@ ignored on reading (and closed with a line break before anything is appended aft
 re-run reuses a record only when the sample's content and the metric's settings are
 unchanged and the score did not fail. The journal is opened without following links, so a
 link planted at its name is refused rather than written through.
+
+A distributed run (:mod:`ragmeter.run.ray_executor`) has each shard journal its own pairs in
+``journal.shard-<n>.jsonl``, so that a killed worker's retry resumes its shard; the shard
+journals are folded into the run's journal (:func:`fold_shards`) when the run ends and
+before a run reads the journal, so a killed driver loses nothing either.
 """
 
 from __future__ import annotations
@@ -21,6 +26,42 @@ from ragmeter.judges.metering import Usage
 from ragmeter.metrics.base import Score
 
 JOURNAL_FILE = "journal.jsonl"
+SHARD_PREFIX = "journal.shard-"
+
+
+def shard_name(index: int) -> str:
+    """The file name of shard ``index``'s journal."""
+    return f"{SHARD_PREFIX}{index:05d}.jsonl"
+
+
+def shard_paths(directory: Path) -> list[Path]:
+    """The shard journals in ``directory`` (links excluded: never read through), in order."""
+    return sorted(p for p in directory.glob(f"{SHARD_PREFIX}*.jsonl") if not p.is_symlink())
+
+
+def fold_shards(directory: Path) -> int:
+    """Append every record of the shard journals in ``directory`` to its journal, then remove
+    the shard journals; returns the records moved. A kill in between only leaves records
+    twice, and a later record replaces an identical earlier one."""
+    shards = shard_paths(directory)
+    if not shards:
+        return 0
+    journal, moved = Journal(directory), 0
+    try:
+        for path in shards:
+            for _, line in read_json_lines(path):
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError:
+                    continue  # a line torn by a kill
+                if isinstance(record, dict):
+                    journal.append(record)
+                    moved += 1
+    finally:
+        journal.close()
+    for path in shards:
+        path.unlink()
+    return moved
 
 
 def make_record(key: str, fingerprint: str, metric_id: str, config: str, score: Score, seconds: float, usage: Usage) -> dict[str, Any]:
@@ -42,10 +83,11 @@ class Journal:
 
     Args:
         directory: The run's output directory (created if needed).
+        name: The file's name: the run's journal, or a shard's (:func:`shard_name`).
     """
 
-    def __init__(self, directory: str | Path):
-        self.path = Path(directory) / JOURNAL_FILE
+    def __init__(self, directory: str | Path, name: str = JOURNAL_FILE):
+        self.path = Path(directory) / name
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._file: IO[str] | None = None
 

@@ -73,9 +73,10 @@ class Recorder:
         if pairs == 0:
             self._complete(row)
 
-    def done(self, row: int, metric_id: str, score: Score, seconds: float, usage: Usage) -> None:
-        """A computed pair: journalled at once, and the sample completed when it was its last."""
-        if self._journal is not None:
+    def done(self, row: int, metric_id: str, score: Score, seconds: float, usage: Usage, journalled: bool = False) -> None:
+        """A computed pair: journalled at once (unless the worker that computed it already
+        did, ``journalled``), and the sample completed when it was its last."""
+        if self._journal is not None and not journalled:
             col = self._columns[metric_id]
             self._journal.append(
                 make_record(self.survey.keys[row], self.survey.fingerprints[row], metric_id, self.configs[col], score, seconds, usage)
