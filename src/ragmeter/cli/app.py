@@ -41,8 +41,24 @@ def _main(
         _state["debug"] = True
 
 
-def command(name: str) -> Callable[[F], F]:
-    """Register ``function`` as the command ``name`` with the shared error handling."""
+def group(name: str, help: str) -> typer.Typer:
+    """A command group (``ragmeter runs list``): register its commands with ``command(..., group=)``.
+
+    Args:
+        name: The group's name on the command line.
+        help: One line saying what its commands do.
+    """
+    commands = typer.Typer(
+        name=name, help=help, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None
+    )
+    app.add_typer(commands, name=name)
+    return commands
+
+
+def command(name: str, group: typer.Typer | None = None) -> Callable[[F], F]:
+    """Register ``function`` as the command ``name`` (of ``group``, if given) with the shared
+    error handling."""
+    label = f"{group.info.name} {name}" if group is not None else name
 
     def register(function: F) -> F:
         @functools.wraps(function)
@@ -57,12 +73,14 @@ def command(name: str) -> Callable[[F], F]:
             except Exception as exc:  # the last line of defence: no user-facing traceback
                 if _state["debug"]:
                     console.print(traceback.format_exc(), end="")
-                raise fail(f"unexpected error: {type(exc).__name__}: {exc} (run `ragmeter --debug {name} ...` for the traceback)") from None
+                raise fail(
+                    f"unexpected error: {type(exc).__name__}: {exc} (run `ragmeter --debug {label} ...` for the traceback)"
+                ) from None
 
-        app.command(name)(guarded)
+        (group or app).command(name)(guarded)
         return function
 
     return register
 
 
-__all__ = ["INTERRUPTED", "USAGE_ERROR", "app", "command"]
+__all__ = ["INTERRUPTED", "USAGE_ERROR", "app", "command", "group"]
