@@ -1,5 +1,6 @@
 """``ragmeter eval``: score samples and write the run directory and its reports."""
 
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -23,6 +24,7 @@ from ragmeter.results import Result
 from ragmeter.results.rundir import RESULTS_FILE, SUMMARY_FILE
 from ragmeter.run.engine import DEFAULT_CONCURRENCY, Evaluator, applicable_metrics, resolve_metrics
 from ragmeter.run.estimate import estimate_usage
+from ragmeter.run.executor import ExecutorError, RemoteExecutor
 from ragmeter.run.outdir import OutputDirError, locked
 from ragmeter.run.sync import INTERRUPTED, run_sync
 
@@ -49,6 +51,13 @@ def eval_command(
     progress: Annotated[
         bool | None, typer.Option("--progress/--no-progress", help="Progress bar (default: on when stderr is a terminal).")
     ] = None,
+    executor: Annotated[
+        str, typer.Option(help="Where pairs are scored: 'local' (this process) or 'ray' (Ray workers; needs ragmeter[ray]).")
+    ] = "local",
+    ray_address: Annotated[
+        str | None, typer.Option(help="With --executor ray: an existing cluster (host:6379, ray://host:10001); default: start a local one.")
+    ] = None,
+    ray_workers: Annotated[int | None, typer.Option(min=1, help="With --executor ray: worker processes (default: one per CPU).")] = None,
     *,
     judge_options: JudgeOptions,
 ) -> None:
@@ -69,7 +78,10 @@ def eval_command(
     if dry_run:
         _print_estimate(dataset, chosen, judges, settings, concurrency)
         return
-    evaluator = Evaluator(chosen, judges=judges, concurrency=concurrency, out_dir=out, resume=not fresh, progress=progress, strict=strict)
+    remote = _remote_executor(executor, ray_address, ray_workers, settings, concurrency, progress)
+    evaluator = Evaluator(
+        chosen, judges=judges, concurrency=concurrency, out_dir=out, resume=not fresh, progress=progress, strict=strict, executor=remote
+    )
     judge_text = f"; judge {judges.llm.backend}: {judges.llm.model}" if judges.llm and any(m.needs == Needs.LLM for m in chosen) else ""
     try:
         with locked(out):
@@ -81,6 +93,25 @@ def eval_command(
     except KeyboardInterrupt:
         say(("interrupted", "yellow"), f": finished scores are journalled in {out}; run the same command again to resume.")
         raise typer.Exit(INTERRUPTED) from None
+
+
+def _remote_executor(
+    name: str, address: str | None, workers: int | None, settings: JudgeConfig, concurrency: int, progress: bool | None
+) -> RemoteExecutor | None:
+    """The executor --executor names (``None``: this process), or a usage error."""
+    if name not in ("local", "ray"):
+        raise fail(f"--executor {name!r} is not known: choose 'local' or 'ray'")
+    if name == "local":
+        if address is not None or workers is not None:
+            raise fail("--ray-address and --ray-workers need --executor ray")
+        return None
+    from ragmeter.run.ray_executor import RayExecutor
+
+    shown = sys.stderr.isatty() if progress is None else progress
+    try:
+        return RayExecutor(address, workers=workers, judge=settings, concurrency=concurrency, progress=shown)
+    except ExecutorError as exc:
+        raise fail(str(exc)) from None
 
 
 def _run(evaluator: Evaluator, dataset: Dataset, judges: Judges) -> Result:
@@ -95,6 +126,8 @@ def _run(evaluator: Evaluator, dataset: Dataset, judges: Judges) -> Result:
 
     try:
         return run_sync(run())
+    except ExecutorError as exc:
+        raise fail(str(exc)) from None
     except InputError as exc:
         print_issues(exc.issues, written=False)
         raise fail("samples lack fields the chosen metrics require (--strict)") from None

@@ -53,6 +53,10 @@ class LocalExecutor:
             await asyncio.gather(*(worker() for _ in range(min(self.concurrency, max(1, total)))))
 
 
+class ExecutorError(RuntimeError):
+    """An executor cannot run: its library is not installed, or its cluster cannot be reached."""
+
+
 @dataclass(frozen=True)
 class PairWork:
     """The pairs a run still has to compute, with what scoring them away from the engine needs.

@@ -48,7 +48,7 @@ from ragmeter.judges.config import JudgeConfig
 from ragmeter.judges.embeddings import USEEncoder
 from ragmeter.judges.metering import Usage
 from ragmeter.metrics.base import Metric, Needs, Score
-from ragmeter.run.executor import LocalExecutor, PairDone, PairWork, Progress
+from ragmeter.run.executor import ExecutorError, LocalExecutor, PairDone, PairWork, Progress
 from ragmeter.run.journal import Journal, fold_shards, make_record, shard_name
 from ragmeter.run.scoring import score_pair
 
@@ -61,10 +61,6 @@ MAX_SHARD_SAMPLES = 256
 
 #: One finished pair as a worker reports it: row, metric id, score, seconds, usage.
 Finished = tuple[int, str, Score, float, Usage]
-
-
-class ExecutorError(RuntimeError):
-    """The executor cannot run: Ray is not installed, or the cluster cannot be reached."""
 
 
 @dataclass(frozen=True)
