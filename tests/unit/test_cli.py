@@ -115,3 +115,21 @@ def test_help_explains_the_commands():
     assert result.exit_code == 0
     for option in ("--metrics", "--out", "--strict", "--fresh", "--concurrency"):
         assert option in result.output
+
+
+def test_metric_groups_and_names_mix_in_one_list(tmp_path):
+    def chosen(spec, name):
+        out = tmp_path / name
+        result = runner.invoke(app, ["eval", str(_data(tmp_path)), "-m", spec, "-o", str(out), "--no-progress"])
+        assert result.exit_code == 0, result.output
+        return [m["id"] for m in json.loads((out / "summary.json").read_text())["metrics"]]
+
+    group = chosen("model-free", "group")
+    assert "rougeL" in group and "token_f1" in group
+    # A name already in the group runs once, after the group's metrics; a group named twice counts once.
+    mixed = chosen("rougeL, model-free", "mixed")
+    assert mixed == [m for m in group if m != "rougeL"] + ["rougeL"]
+    assert chosen("model-free,model-free", "twice") == group
+    # A name asked for twice is still an error, naming it.
+    result = runner.invoke(app, ["eval", str(_data(tmp_path)), "-m", "token_f1,model-free,token_f1", "-o", str(tmp_path / "bad")])
+    assert result.exit_code == 2 and "token_f1" in result.output and "twice" in result.output

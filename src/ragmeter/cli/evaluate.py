@@ -9,6 +9,7 @@ import typer
 from ragmeter.cli.app import command
 from ragmeter.cli.console import console, fail, say, table
 from ragmeter.cli.issues import print_issues
+from ragmeter.cli.runs import open_store, save_run
 from ragmeter.cli.options import JudgeOptions, judge_options
 from ragmeter.data import Dataset, InputError, load_dataset
 from ragmeter.judges import BatchingEmbedder, JudgeError, Judges
@@ -40,7 +41,8 @@ def eval_command(
             "-m",
             help="Comma-separated metric names (`ragmeter metrics` lists them; add @k to rank metrics: ndcg@5). "
             "'auto' (default): every model-free metric the data has fields for, plus the core LLM metrics when a "
-            "judge is available; 'model-free': without LLM metrics; 'all': every model-free metric.",
+            "judge is available; 'model-free': without LLM metrics; 'all': every model-free metric. Groups and names "
+            "mix: 'model-free,faithfulness'.",
         ),
     ] = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="Output directory for results, journal and reports.")] = Path("ragmeter-out"),
@@ -48,6 +50,9 @@ def eval_command(
     concurrency: Annotated[int, typer.Option(min=1, help="Most (sample, metric) pairs scored at once.")] = DEFAULT_CONCURRENCY,
     strict: Annotated[bool, typer.Option(help="Stop on the first bad row or missing field instead of skipping it.")] = False,
     fresh: Annotated[bool, typer.Option(help="Ignore scores journalled by an earlier run in --out; recompute all.")] = False,
+    store: Annotated[
+        str | None, typer.Option(help="Also keep the run in this store: a SQLite file or postgresql://... (see `ragmeter runs`).")
+    ] = None,
     progress: Annotated[
         bool | None, typer.Option("--progress/--no-progress", help="Progress bar (default: on when stderr is a terminal).")
     ] = None,
@@ -86,8 +91,12 @@ def eval_command(
     try:
         with locked(out):
             say(f"Evaluating {len(dataset)} samples with {len(evaluator.metrics)} metrics → {out}{judge_text}")
+            run_store = open_store(store) if store is not None else None
             result = _run(evaluator, dataset, judges)
             _save_and_print(result, out)
+            if run_store is not None:
+                save_run(run_store, result, out)
+                run_store.close()
     except OutputDirError as exc:
         raise fail(str(exc)) from None
     except KeyboardInterrupt:
@@ -162,27 +171,42 @@ def _judges(settings: JudgeConfig) -> tuple[Judges, str | None]:
 def _choose_metrics(spec: str | None, configured: list[Metric] | None, dataset: Dataset, unavailable: str | None) -> list[Metric]:
     """The metrics to run: --metrics, else the config file's, else automatic selection.
 
-    ``unavailable`` is ``None`` when an LLM judge can run, else the reason it cannot.
+    ``spec`` is a comma-separated list of metric names and groups (``auto``, ``model-free``,
+    ``all``), so ``model-free,faithfulness`` adds one LLM metric to the automatic model-free
+    choice. ``unavailable`` is ``None`` when an LLM judge can run, else the reason it cannot.
     """
     if spec is None and configured is not None:
         return configured
     spec = "auto" if spec is None else spec.strip()
-    if spec in ("auto", "model-free"):
-        if spec == "auto" and unavailable is not None:
-            say(("LLM metrics skipped", "yellow"), f": {unavailable}")
-        chosen = applicable_metrics(dataset, llm=spec == "auto" and unavailable is None)
-        if not chosen:
-            raise fail("no metric applies: the samples lack the fields every metric requires (see `ragmeter metrics`)")
-        return chosen
-    if spec == "all":
-        return [cls() for cls in metric_classes().values() if cls.needs in (Needs.NOTHING, Needs.EMBEDDINGS)]
     names = [name.strip() for name in spec.split(",") if name.strip()]
     if not names:
         raise fail(f"--metrics {spec!r} names no metric; give names such as token_f1,ndcg@5 (see `ragmeter metrics`)")
     try:
-        return resolve_metrics(names)
+        named = resolve_metrics([name for name in names if name not in METRIC_GROUPS])
     except ValueError as exc:
         raise fail(str(exc)) from None
+    chosen: dict[str, Metric] = {}
+    for group in dict.fromkeys(name for name in names if name in METRIC_GROUPS):
+        for metric in _metric_group(group, dataset, unavailable):
+            chosen.setdefault(metric.id, metric)
+    # A metric named on its own keeps its own parameters, and its place after the groups.
+    chosen = {id_: metric for id_, metric in chosen.items() if id_ not in {m.id for m in named}} | {m.id: m for m in named}
+    if not chosen:
+        raise fail("no metric applies: the samples lack the fields every metric requires (see `ragmeter metrics`)")
+    return list(chosen.values())
+
+
+#: Names that stand for several metrics in --metrics.
+METRIC_GROUPS = ("auto", "model-free", "all")
+
+
+def _metric_group(name: str, dataset: Dataset, unavailable: str | None) -> list[Metric]:
+    """The metrics a group name of --metrics stands for (see the option's help)."""
+    if name == "all":
+        return [cls() for cls in metric_classes().values() if cls.needs in (Needs.NOTHING, Needs.EMBEDDINGS)]
+    if name == "auto" and unavailable is not None:
+        say(("LLM metrics skipped", "yellow"), f": {unavailable}")
+    return applicable_metrics(dataset, llm=name == "auto" and unavailable is None)
 
 
 def _save_and_print(result: Result, out: Path) -> None:
