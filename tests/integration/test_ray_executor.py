@@ -1,0 +1,87 @@
+"""The Ray executor on a real local cluster (two CPUs, shared by the module's tests): the
+same scores as the single-process engine, and a worker killed mid-run costs nothing: Ray
+restarts it, its shard resumes from the shard journal, and no pair is computed twice."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from ragmeter import Sample
+from ragmeter.data import as_dataset, load_dataset
+from ragmeter.run.engine import Evaluator, applicable_metrics
+from ragmeter.run.ray_executor import RayExecutor
+
+ray = pytest.importorskip("ray")
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """One local Ray cluster (2 CPUs, no dashboard, no usage statistics) for the module."""
+    import ray_metrics
+
+    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+    ray.cloudpickle.register_pickle_by_value(ray_metrics)  # the workers need not import the tests
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+def scores_of(directory: Path) -> list[tuple[str, dict]]:
+    """Each sample's key and scores (value, explanation, details, reason) from results.jsonl."""
+    rows = [json.loads(line) for line in (directory / "results.jsonl").read_text(encoding="utf-8").splitlines()]
+    return [(r["key"], {m: (s["value"], s["explanation"], s["details"], s["reason"]) for m, s in r["scores"].items()}) for r in rows]
+
+
+def test_ray_scores_equal_the_single_process_engine(cluster, tmp_path):
+    dataset = load_dataset(EXAMPLES / "dev_platform_en.jsonl", EXAMPLES / "dev_platform_zh.jsonl")
+    metrics = [m for m in applicable_metrics(dataset) if m.needs.value == "nothing"]
+    assert len(metrics) > 20
+    Evaluator(metrics, out_dir=tmp_path / "local").run(dataset)
+    result = Evaluator(metrics, out_dir=tmp_path / "ray", executor=RayExecutor(workers=2, samples_per_shard=5)).run(dataset)
+    execution = result.run["execution"]
+    assert execution["executor"] == "ray" and execution["workers"] == 2 and execution["shards"] == 8
+    assert len(execution["worker_pids"]) == 2 and os.getpid() not in execution["worker_pids"]
+    assert scores_of(tmp_path / "ray") == scores_of(tmp_path / "local")
+    assert not list((tmp_path / "ray").glob("journal*"))
+
+
+def test_a_worker_killed_mid_run_loses_nothing_and_repeats_nothing(cluster, tmp_path):
+    import ray_metrics
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    samples = [Sample(id=f"s{i:02d}", response="x" * (i + 1)) for i in range(12)]
+    metric = ray_metrics.TrapLength(log_dir=str(logs), trap="s02")
+    executor = RayExecutor(workers=2, samples_per_shard=4, concurrency=1)
+
+    def kill_the_trapped_worker() -> None:
+        deadline = time.monotonic() + 120
+        while not (logs / "trap.pid").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        (logs / "killed").touch()
+        os.kill(int((logs / "trap.pid").read_text()), signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_the_trapped_worker)
+    killer.start()
+    result = Evaluator([metric], out_dir=tmp_path / "run", executor=executor).run(as_dataset(samples))
+    killer.join()
+    killed = int((logs / "trap.pid").read_text())
+    values = {s.key: s.scores["trap_length"].value for s in result.samples}
+    assert values == {f"s{i:02d}": (i + 1) / 100 for i in range(12)}  # nothing lost
+    calls = [line.split() for line in (logs / "calls.log").read_text(encoding="utf-8").splitlines()]
+    assert sorted(key for key, _ in calls) == sorted(values)  # nothing computed twice
+    execution = result.run["execution"]
+    assert execution["pairs_resumed_from_shards"] == 2  # s00 and s01, journalled before the kill
+    assert killed not in execution["worker_pids"]
+    assert not any(int(pid) == killed for key, pid in calls if key >= "s02" and key < "s04")
+    assert not list((tmp_path / "run").glob("journal*"))
