@@ -9,8 +9,8 @@ import typer
 from ragmeter.cli.app import command
 from ragmeter.cli.console import console, fail, say, table
 from ragmeter.cli.issues import print_issues
-from ragmeter.cli.runs import open_store, save_run
 from ragmeter.cli.options import JudgeOptions, judge_options
+from ragmeter.cli.runs import open_store, save_run
 from ragmeter.data import Dataset, InputError, load_dataset
 from ragmeter.judges import BatchingEmbedder, JudgeError, Judges
 from ragmeter.judges.cache import EmbeddingStore
