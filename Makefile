@@ -8,7 +8,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 EXAMPLES := examples/dev_platform_en.jsonl examples/dev_platform_zh.jsonl
 
-.PHONY: demo test lint smoke install install-dev browser clean
+.PHONY: demo test lint smoke install install-dev browser postgresql clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,10 @@ install-dev: $(BIN)/python
 
 browser:
 	scripts/install-chromium.sh
+
+# Debian's PostgreSQL server: the store's tests start a throwaway cluster with it.
+postgresql:
+	scripts/install-postgresql.sh
 
 # Every model-free metric and faithfulness judged by the embedded model: a full report in minutes
 # on 2 cores. `-m auto` adds the other core LLM metrics (about 25 minutes; see README).
@@ -45,7 +49,7 @@ lint: install-dev
 smoke:
 	scripts/smoke-plain-install.sh $(PYTHON)
 
-test: install-dev browser lint smoke
+test: install-dev browser postgresql lint smoke
 	$(BIN)/pytest -q
 
 clean:
