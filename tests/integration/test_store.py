@@ -1,0 +1,179 @@
+"""The run store against real databases: the same suite on a SQLite file and on a PostgreSQL
+server the tests start themselves (Debian's ``postgresql``; missing, the PostgreSQL cases fail
+with how to install it, never skip)."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from typer.testing import CliRunner
+
+from ragmeter.cli import app
+from ragmeter.data.schema import Sample
+from ragmeter.judges.metering import Usage
+from ragmeter.metrics import create_metric
+from ragmeter.metrics.base import Score
+from ragmeter.observe import RetrievedContext, SpanRecord
+from ragmeter.results import Result, SampleResult
+from ragmeter.store import RunStore, StoreError
+from ragmeter.store.schema import metadata
+
+pytestmark = pytest.mark.integration
+
+HOSTILE = "'; DROP TABLE runs; -- 100% _x_ \u2028 中文 \x1b[31m"
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    from postgres_server import throwaway_cluster
+
+    with throwaway_cluster() as url:
+        yield url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request, tmp_path):
+    """The URL of an empty database: a SQLite file, or a fresh database on the test server."""
+    if request.param == "sqlite":
+        return str(tmp_path / "store" / "runs.db")
+    import psycopg
+    from psycopg import sql
+
+    server = request.getfixturevalue("postgres_server")
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(server, autocommit=True) as connection:
+        connection.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    return server.rsplit("/", 1)[0] + f"/{name}"
+
+
+@pytest.fixture
+def store(store_url):
+    opened = RunStore.open(store_url)
+    yield opened
+    opened.close()
+
+
+def make_result(n: int = 5, started_at: str = "2026-11-01T10:00:00+00:00", offset: float = 0.0) -> Result:
+    """A run with scored, unscored and failed pairs, usage with and without a price, and hostile text."""
+    metrics = [create_metric("token_f1").info(), create_metric("faithfulness").info()]
+    samples = []
+    for i in range(n):
+        sample = Sample(
+            id=f"s{i} {HOSTILE}",
+            user_input=f"question {i} {HOSTILE}",
+            response="r",
+            retrieved_contexts=["c1", HOSTILE],
+            metadata={"k": [1, {"x": None}]},
+        )
+        scores = {
+            "token_f1": Score(min(1.0, 0.1 * i + offset), f"overlap {i}", details={"tokens": [HOSTILE, i]}),
+            "faithfulness": Score.unscored("the judge failed: timeout", failed=True)
+            if i == 1
+            else Score(0.5, "half", details={"claims": []}),
+        }
+        usage = {
+            "faithfulness": Usage(calls=2, prompt_tokens=100 + i, completion_tokens=3, seconds=0.25, cost_usd=None if i == 2 else 0.001)
+        }
+        samples.append(
+            SampleResult(
+                key=sample.id,
+                sample=sample,
+                source="data.jsonl",
+                location=f"line {i + 1}",
+                scores=scores,
+                seconds={"token_f1": 0.001, "faithfulness": 1.5},
+                usage=usage,
+                fingerprint=sample.fingerprint(),
+                configs={"token_f1": "abc"},
+            )
+        )
+    run = {"started_at": started_at, "n_samples": n, "judge": {"backend": "openai", "model": "m"}, "sources": ["data.jsonl"]}
+    return Result(samples=samples, metrics=metrics, run=run)  # fmt: skip
+
+
+def test_a_run_round_trips_with_every_score_reason_detail_and_usage(store):
+    result = make_result()
+    run_id = store.save(result, tags=["nightly", HOSTILE], commit="abc123")
+    loaded = store.load(run_id)
+    assert [s.to_dict() for s in loaded.samples] == [s.to_dict() for s in result.samples]
+    assert loaded.metrics == result.metrics and loaded.run == result.run
+    assert loaded.aggregates["token_f1"]["mean"] == pytest.approx(result.aggregates["token_f1"]["mean"])
+    row = store.run(run_id[:6])
+    assert (row["commit"], row["tags"], row["n_samples"], row["judge"]["model"]) == ("abc123", ["nightly", HOSTILE], 5, "m")
+    assert row["aggregates"]["faithfulness"]["n_failed"] == 1
+    assert store.count("scores") == 10 and store.count("samples") == 5
+
+
+def test_runs_are_listed_newest_first_and_filtered_by_tag(store):
+    old = store.save(make_result(started_at="2026-10-01T00:00:00+00:00"), tags=["a"])
+    new = store.save(make_result(started_at="2026-11-01T00:00:00+00:00", offset=0.5), tags=["b"])
+    listed = store.runs()
+    assert [r["id"] for r in listed] == [new, old]
+    assert listed[0]["means"]["token_f1"] == pytest.approx(0.7) and listed[0]["units"] == {"token_f1": None, "faithfulness": None}
+    assert [r["id"] for r in store.runs(tag="a")] == [old] and store.runs(limit=1)[0]["id"] == new
+
+
+def test_a_run_is_stored_once_and_deleted_with_all_its_rows(store):
+    result = make_result()
+    run_id = store.save(result)
+    with pytest.raises(StoreError, match=f"stored already, as {run_id}"):
+        store.save(result)
+    other = store.save(make_result(started_at="2026-12-01T00:00:00+00:00"))
+    assert store.delete(run_id) == run_id
+    assert [r["id"] for r in store.runs()] == [other]
+    assert (store.count("samples"), store.count("scores")) == (5, 10)
+    with pytest.raises(StoreError, match="no stored run has the id"):
+        store.run(run_id)
+
+
+def test_id_prefixes_are_matched_literally(store):
+    run_id = store.save(make_result())
+    assert store.resolve(run_id[:3]) == run_id
+    for pattern in ("%", "_", HOSTILE):
+        with pytest.raises(StoreError, match="no stored run has the id"):
+            store.resolve(pattern)
+
+
+def test_spans_are_stored_once_and_read_back(store):
+    spans = [
+        SpanRecord(trace_id="a" * 32, span_id=f"{i:016x}", name="rag", started_at=f"2026-11-01T00:00:0{i}.000+00:00", question=HOSTILE, latency_ms=1.5, cost_usd=0.01, attributes={"user": "u"})
+        for i in range(3)
+    ]  # fmt: skip
+    spans[1].contexts = [RetrievedContext(HOSTILE, "d1", 0.5)]
+    spans[1].parent_id = spans[0].span_id
+    assert store.add_spans(spans) == (3, 0)
+    assert store.add_spans(spans[:2]) == (0, 2)
+    assert store.spans() == spans[::-1]
+
+
+def test_the_migrated_schema_matches_the_tables_and_migrating_again_changes_nothing(store, store_url):
+    with store.engine.connect() as connection:
+        assert compare_metadata(MigrationContext.configure(connection), metadata) == []
+        assert MigrationContext.configure(connection).get_current_revision() == "0001"
+    run_id = store.save(make_result())
+    again = RunStore.open(store_url)
+    assert [r["id"] for r in again.runs()] == [run_id]
+    again.close()
+
+
+def test_eval_and_runs_commands_on_the_store(store_url, tmp_path):
+    runner = CliRunner()
+    data = tmp_path / "data.jsonl"
+    data.write_text('{"id": "a", "question": "q?", "answer": "blue sky", "ground_truth": "the sky is blue"}\n')
+    evaluated = runner.invoke(
+        app, ["eval", str(data), "-m", "token_f1", "-o", str(tmp_path / "run"), "--no-progress", "--store", store_url]
+    )
+    assert evaluated.exit_code == 0, evaluated.output
+    assert "Stored run" in evaluated.output
+    imported = runner.invoke(app, ["runs", "import", str(tmp_path / "run"), "--store", store_url, "--tag", "again"])
+    assert imported.exit_code == 2 and "stored already" in imported.output
+    listed = runner.invoke(app, ["runs", "list", "--store", store_url])
+    assert listed.exit_code == 0 and "token_f1" in listed.output
+    (run_id,) = [r["id"] for r in RunStore.open(store_url).runs()]
+    shown = runner.invoke(app, ["runs", "show", run_id[:5], "--store", store_url])
+    assert shown.exit_code == 0 and "token_f1" in shown.output and "1 samples" in shown.output
+    deleted = runner.invoke(app, ["runs", "delete", run_id, "--store", store_url, "--yes"])
+    assert deleted.exit_code == 0 and RunStore.open(store_url).runs() == []
