@@ -52,7 +52,13 @@ run 0 "calibrate" "$rag" calibrate run_a --labels labels.jsonl --metric token_f1
 run 0 "pairwise --help" "$rag" pairwise --help
 run 0 "bench --help" "$rag" bench --help
 run 0 "eval --dry-run without the local judge installed" "$rag" eval "${examples[0]}" --dry-run -o never
+run 0 "eval --store (a SQLite file)" "$rag" eval "${examples[0]}" -m token_f1 -o run_s --no-progress --store runs.db
+run 0 "runs import" "$rag" runs import run_b --store runs.db --tag smoke
+run 0 "runs list" "$rag" runs list --store runs.db
+run 0 "traces export --help" "$rag" traces export --help
 # Errors users cause end in one line and exit 2, without a traceback.
+run 2 "runs show of an unknown run" "$rag" runs show no-such-run --store runs.db
+run 2 "a PostgreSQL store without the postgres extra" "$rag" runs list --store postgresql://nobody@127.0.0.1:1/db
 run 2 "eval of a missing file" "$rag" eval missing.jsonl -o run_c
 run 2 "eval with an unknown metric" "$rag" eval "${examples[0]}" -m no_such_metric -o run_c
 run 2 "gate of a directory that is not a run" "$rag" gate "$work" --thresholds thresholds.yaml

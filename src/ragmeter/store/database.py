@@ -38,7 +38,7 @@ def resolve_url(store: str) -> str:
         return f"sqlite:///{path.resolve()}"
     try:
         url = make_url(store)
-    except ArgumentError:
+    except (ArgumentError, ValueError):
         raise StoreError(f"--store {store!r} is not a database URL (expected sqlite:///FILE or postgresql://USER@HOST/DB)") from None
     backend, _, driver = url.drivername.partition("+")
     if backend == "postgres":
