@@ -14,6 +14,12 @@ depends_on = None
 
 def upgrade() -> None:
     """Create the four tables and their indexes."""
+    _create_runs_and_samples()
+    _create_scores()
+    _create_spans()
+
+
+def _create_runs_and_samples() -> None:
     op.create_table(
         "runs",
         sa.Column("id", sa.String(32), primary_key=True),
@@ -40,6 +46,9 @@ def upgrade() -> None:
         sa.Column("configs", sa.JSON, nullable=False),
         sa.Column("sample", sa.JSON, nullable=False),
     )
+
+
+def _create_scores() -> None:
     op.create_table(
         "scores",
         sa.Column("run_id", sa.String(32), primary_key=True),
@@ -57,6 +66,9 @@ def upgrade() -> None:
         sa.Column("usage", sa.JSON, nullable=True),
     )
     op.create_index("ix_scores_run_metric", "scores", ["run_id", "metric_id"])
+
+
+def _create_spans() -> None:
     op.create_table(
         "spans",
         sa.Column("trace_id", sa.String(32), primary_key=True),
