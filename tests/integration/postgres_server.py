@@ -1,6 +1,6 @@
 """A throwaway PostgreSQL cluster for the store's tests: Debian's server binaries (``make
 postgresql`` installs them), ``initdb`` into a temporary directory, ``pg_ctl`` on a free port
-bound to 127.0.0.1, trust authentication, fsync off; removed when the tests end.
+bound to 127.0.0.1, trust authentication, fsync off unless asked; removed when the tests end.
 
 PostgreSQL refuses to run as root: as root, the cluster is created and run as the ``postgres``
 system user (``runuser``).
@@ -39,8 +39,13 @@ def server_binaries() -> Path:
 
 
 @contextmanager
-def throwaway_cluster() -> Iterator[str]:
-    """Start a cluster; yield the SQLAlchemy URL of its ``postgres`` database."""
+def throwaway_cluster(durable: bool = False) -> Iterator[str]:
+    """Start a cluster; yield the SQLAlchemy URL of its ``postgres`` database.
+
+    Args:
+        durable: Keep PostgreSQL's default ``fsync`` and ``synchronous_commit`` (for timings);
+            by default both are off, which is faster for tests.
+    """
     binaries = server_binaries()
     as_user: list[str] = []
     directory = Path(tempfile.mkdtemp(prefix="ragmeter-pg-"))
@@ -59,7 +64,9 @@ def throwaway_cluster() -> Iterator[str]:
 
     try:
         run(str(binaries / "initdb"), "-D", str(data), "-U", "ragmeter", "--auth=trust", "-E", "UTF8", "--locale=C.UTF-8")
-        options = f"-p {port} -k {directory} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off"
+        options = f"-p {port} -k {directory} -c listen_addresses=127.0.0.1"
+        if not durable:
+            options += " -c fsync=off -c synchronous_commit=off"
         run(str(binaries / "pg_ctl"), "-D", str(data), "-l", str(log), "-o", options, "-w", "-t", "60", "start")
         try:
             yield f"postgresql://ragmeter@127.0.0.1:{port}/postgres"
