@@ -177,3 +177,36 @@ def test_eval_and_runs_commands_on_the_store(store_url, tmp_path):
     assert shown.exit_code == 0 and "token_f1" in shown.output and "1 samples" in shown.output
     deleted = runner.invoke(app, ["runs", "delete", run_id, "--store", store_url, "--yes"])
     assert deleted.exit_code == 0 and RunStore.open(store_url).runs() == []
+
+
+def test_traced_requests_go_to_the_store_from_a_background_thread(store_url):
+    import threading
+
+    import ragmeter
+    from ragmeter import observe
+
+    observe.configure(store=store_url, otel=False)
+    try:
+
+        @ragmeter.trace
+        def answer(question: str) -> str:
+            with ragmeter.span("retrieve", kind="RETRIEVER") as step:
+                step.retrieved([f"context for {question}"], ids=["d"])
+            return question.upper()
+
+        threads = [threading.Thread(target=lambda i=i: [answer(f"q{i}-{j}") for j in range(50)]) for i in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        (sink,) = observe.tracing._settings.owned
+        sink.flush()
+    finally:
+        observe.configure(otel=False)  # closes the sink: what was queued is written
+    store = RunStore.open(store_url)
+    spans = store.spans()
+    store.close()
+    assert len(spans) == 400 and sink.failed == 0
+    roots = [s for s in spans if s.parent_id is None]
+    assert sorted(r.question for r in roots) == sorted(f"q{i}-{j}" for i in range(4) for j in range(50))
+    assert all(r.response == r.question.upper() for r in roots)

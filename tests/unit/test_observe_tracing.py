@@ -214,3 +214,44 @@ def test_trace_and_span_are_public_and_import_neither_otel_nor_sqlalchemy():
     code = "import sys, ragmeter; assert 'trace' in ragmeter.__all__ and 'span' in ragmeter.__all__; print(sorted(m for m in ('opentelemetry', 'sqlalchemy', 'alembic') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_generators_are_refused_with_what_to_do_instead():
+    def stream(question):
+        yield "a"
+
+    async def astream(question):
+        yield "a"
+
+    for function in (stream, astream):
+        with pytest.raises(TypeError, match=r"cannot trace the generator .*use `with ragmeter.span"):
+            ragmeter.trace(function)
+
+
+def test_configuring_again_closes_the_earlier_file(tmp_path):
+    observe.configure(tmp_path / "a.jsonl", otel=False)
+    (first,) = observe.tracing._settings.owned
+    observe.configure(tmp_path / "b.jsonl", otel=False)
+    try:
+        ragmeter.trace(lambda question: "x")("q")
+    finally:
+        observe.configure(otel=False)
+    assert first._descriptor == -1
+    assert (tmp_path / "a.jsonl").read_text() == "" and len((tmp_path / "b.jsonl").read_text().splitlines()) == 1
+
+
+def test_a_store_that_fails_drops_spans_with_a_warning_and_the_application_goes_on(tmp_path, caplog):
+    from ragmeter.observe.sinks import StoreSink
+    from ragmeter.store.schema import spans
+
+    sink = StoreSink(str(tmp_path / "r.db"))
+    spans.drop(sink.store.engine)
+    observe.configure(sinks=[sink], otel=False)
+    try:
+        with caplog.at_level(logging.WARNING, logger="ragmeter.observe"):
+            assert ragmeter.trace(lambda question: "fine")("q") == "fine"
+            sink.flush()
+    finally:
+        observe.configure(otel=False)
+        sink.close()
+    assert sink.failed == 1 and "1 span(s) not stored" in caplog.text

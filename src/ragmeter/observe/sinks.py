@@ -1,4 +1,4 @@
-"""Where finished spans go: a JSON-lines file, a list in memory, or any callable.
+"""Where finished spans go: a JSON-lines file, the run store, a list in memory, or any callable.
 
 A sink that fails never breaks the application: the span is dropped, counted, and a warning is
 logged once per sink (feedback is never lost silently).
@@ -6,10 +6,13 @@ logged once per sink (feedback is never lost silently).
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
+import queue
 import threading
 from pathlib import Path
+from typing import Any
 
 from ragmeter.data.files import json_line
 from ragmeter.observe.record import SpanRecord
@@ -53,3 +56,66 @@ class MemorySink(list[SpanRecord]):
 
     def __call__(self, record: SpanRecord) -> None:
         self.append(record)
+
+
+class StoreSink:
+    """Writes spans to the run store from a background thread, in batches: the application
+    never waits for the database. A full queue, or a batch the database refuses, drops spans
+    with a warning (never an exception in the application). Spans still queued at exit, or at
+    :meth:`close`, are written first.
+
+    Args:
+        store: A ``--store`` value: a SQLite file path or a database URL.
+        batch: Most spans written per transaction.
+        capacity: Most spans waiting to be written.
+    """
+
+    def __init__(self, store: str, *, batch: int = 500, capacity: int = 100_000):
+        from ragmeter.store import RunStore
+
+        self.store = RunStore.open(store)
+        self.batch = batch
+        self.failed = 0
+        self._queue: queue.Queue[SpanRecord | None] = queue.Queue(maxsize=capacity)
+        self._thread = threading.Thread(target=self._write_loop, name="ragmeter-store-sink", daemon=True)
+        self._thread.start()
+        atexit.register(self.close)
+
+    def __call__(self, record: SpanRecord) -> None:
+        try:
+            self._queue.put_nowait(record)
+        except queue.Full:
+            raise RuntimeError("the store sink's queue is full: the database is slower than the traffic") from None
+
+    def _write_loop(self) -> None:
+        running = True
+        while running:
+            pending: list[Any] = [self._queue.get()]
+            while len(pending) < self.batch:
+                try:
+                    pending.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            running = None not in pending
+            spans = [p for p in pending if p is not None]
+            try:
+                if spans:
+                    self.store.add_spans(spans)
+            except Exception as exc:
+                self.failed += len(spans)
+                log.warning("ragmeter tracing: %d span(s) not stored (%s: %s)", len(spans), type(exc).__name__, exc)
+            finally:
+                for _ in pending:
+                    self._queue.task_done()
+
+    def flush(self) -> None:
+        """Wait until every span given so far is written (or counted as failed)."""
+        self._queue.join()
+
+    def close(self) -> None:
+        """Write what is queued, stop the thread and release the store (idempotent)."""
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
+            self.store.close()
+        atexit.unregister(self.close)

@@ -33,7 +33,7 @@ from typing import Any, TypeVar, overload
 
 from ragmeter.observe.otel import OtelBridge, load_bridge
 from ragmeter.observe.record import SPAN_KINDS, RetrievedContext, SpanRecord
-from ragmeter.observe.sinks import JsonlSink
+from ragmeter.observe.sinks import JsonlSink, StoreSink
 
 log = logging.getLogger("ragmeter.observe")
 
@@ -54,6 +54,7 @@ class _Settings:
 
     def __init__(self) -> None:
         self.sinks: list[Sink] = []
+        self.owned: list[JsonlSink | StoreSink] = []
         self.failed: set[int] = set()
         self.dropped = 0
         self.otel: OtelBridge | None = None
@@ -63,21 +64,29 @@ class _Settings:
 _settings = _Settings()
 
 
-def configure(path: str | Path | None = None, *, sinks: Sequence[Sink] = (), otel: bool = True) -> None:
-    """Choose where finished spans go (replacing earlier choices).
+def configure(path: str | Path | None = None, *, store: str | None = None, sinks: Sequence[Sink] = (), otel: bool = True) -> None:
+    """Choose where finished spans go (replacing earlier choices; files and stores opened by an
+    earlier call are flushed and closed).
 
     Args:
         path: A JSON-lines file to append spans to. Default: the ``RAGMETER_TRACE_FILE``
             environment variable, else no file.
+        store: A run store (SQLite file path or database URL, as ``--store``) that a background
+            thread writes spans to in batches (:class:`~ragmeter.observe.sinks.StoreSink`).
         sinks: Further callables, each given every finished :class:`SpanRecord` (e.g. a
             :class:`~ragmeter.observe.sinks.MemorySink`).
         otel: Also emit OpenTelemetry spans when ``opentelemetry`` is installed.
     """
-    chosen: list[Sink] = list(sinks)
+    for sink in _settings.owned:
+        sink.close()
+    owned: list[JsonlSink | StoreSink] = []
     path = path if path is not None else os.environ.get("RAGMETER_TRACE_FILE") or None
     if path is not None:
-        chosen.insert(0, JsonlSink(path))
-    _settings.sinks = chosen
+        owned.append(JsonlSink(path))
+    if store is not None:
+        owned.append(StoreSink(store))
+    _settings.owned = owned
+    _settings.sinks = [*owned, *sinks]
     _settings.failed = set()
     _settings.otel = load_bridge() if otel else None
     _settings.otel_loaded = True
@@ -230,6 +239,8 @@ def trace(function: F | None = None, *, name: str | None = None, kind: str = "CH
     """
 
     def decorate(func: F) -> F:
+        if inspect.isgeneratorfunction(func) or inspect.isasyncgenfunction(func):
+            raise TypeError(f"@ragmeter.trace cannot trace the generator {func.__qualname__} yet; use `with ragmeter.span(...)` inside it")
         label: str = name or str(getattr(func, "__qualname__", "trace"))
         find_question = _question_finder(func, question)
         if inspect.iscoroutinefunction(func):
