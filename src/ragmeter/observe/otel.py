@@ -67,15 +67,21 @@ class OtelBridge:
         self._context = context
         self._trace = trace
 
-    def start(self, name: str) -> tuple[Any, Any, str | None, str | None]:
-        """Start a span named ``name`` as the current OTel span.
+    def start(self, name: str, parent: Any = None, attach: bool = True) -> tuple[Any, Any, str | None, str | None]:
+        """Start a span named ``name``.
+
+        Args:
+            name: The span's name.
+            parent: The parent OTel span (default: the current OTel context's).
+            attach: Make it the current OTel span until :meth:`end`.
 
         Returns:
-            The span, the context token to detach, and its trace and span ids in hex (``None``
-            when the span records nothing).
+            The span, the context token to detach (``None`` when not attached), and its trace
+            and span ids in hex (``None`` when the span records nothing).
         """
-        span = self._trace.get_tracer(TRACER_NAME).start_span(name)
-        token = self._context.attach(self._trace.set_span_in_context(span))
+        within = self._trace.set_span_in_context(parent) if parent is not None else None
+        span = self._trace.get_tracer(TRACER_NAME).start_span(name, context=within)
+        token = self._context.attach(self._trace.set_span_in_context(span)) if attach else None
         ids = span.get_span_context()
         if not ids.is_valid:
             return span, token, None, None
@@ -90,7 +96,8 @@ class OtelBridge:
                     span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, record.error))
             span.end()
         finally:
-            self._context.detach(token)
+            if token is not None:
+                self._context.detach(token)
 
 
 def load_bridge() -> OtelBridge | None:

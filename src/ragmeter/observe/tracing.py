@@ -115,9 +115,22 @@ class Span:
     Values set here win over those the decorator reads from arguments and return values.
     """
 
-    def __init__(self, record: SpanRecord):
+    def __init__(self, record: SpanRecord, otel: tuple[Any, Any, str | None, str | None] | None = None):
         self.record = record
+        #: The OTel span, its context token and ids (see :meth:`OtelBridge.start`), when OTel is on.
+        self.otel = otel
         self._explicit: set[str] = set()
+        self._began = time.perf_counter()
+
+    def end(self, error: BaseException | None = None) -> None:
+        """End the span: its latency is taken now, ``error`` (if any) recorded, and it goes to
+        the sinks and OpenTelemetry. Called by :func:`span` and :func:`trace` themselves."""
+        self.record.latency_ms = (time.perf_counter() - self._began) * 1000.0
+        if error is not None:
+            self.record.error = f"{type(error).__name__}: {error}"
+        if self.otel is not None and _settings.otel is not None:
+            _settings.otel.end(self.otel[0], self.otel[1], self.record)
+        _emit(self.record)
 
     def set(self, **values: Any) -> Span:
         """Set fields of the record: ``question``, ``response``, ``model``, ``prompt_tokens``,
@@ -166,6 +179,36 @@ def current_span() -> Span | None:
     return _current.get()
 
 
+def open_span(name: str, *, kind: str = "CHAIN", question: str | None = None, parent: Span | None = None, attach: bool = False) -> Span:
+    """Start a span that ends with :meth:`Span.end`, for code that cannot use a ``with`` block
+    (framework callbacks, :mod:`ragmeter.observe.langchain`).
+
+    Args:
+        name: What the span does.
+        kind: One of :data:`~ragmeter.observe.record.SPAN_KINDS`.
+        question: The user's question, when known now.
+        parent: The enclosing span (default: none; a new trace starts).
+        attach: Make its OTel span the current OTel context until it ends (only when it ends in
+            the same thread or task that started it).
+    """
+    if kind not in SPAN_KINDS:
+        raise ValueError(f"kind must be one of {', '.join(SPAN_KINDS)}, got {kind!r}")
+    if not _settings.otel_loaded:
+        configure()
+    otel = _settings.otel
+    started = otel.start(name, parent=parent.otel[0] if parent and parent.otel else None, attach=attach) if otel is not None else None
+    record = SpanRecord(
+        trace_id=(started and started[2]) or (parent.record.trace_id if parent else os.urandom(16).hex()),
+        span_id=(started and started[3]) or os.urandom(8).hex(),
+        parent_id=parent.record.span_id if parent else None,
+        name=name,
+        kind=kind,
+        started_at=datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
+        question=question,
+    )
+    return Span(record, otel=started)
+
+
 @contextmanager
 def span(name: str = "span", *, kind: str = "CHAIN", question: str | None = None) -> Iterator[Span]:
     """Trace a block: a request, or a step of one (retrieval, generation).
@@ -180,38 +223,17 @@ def span(name: str = "span", *, kind: str = "CHAIN", question: str | None = None
         The :class:`Span`, to record contexts, response, model, tokens and cost. An exception
         in the block is recorded and raised unchanged.
     """
-    if kind not in SPAN_KINDS:
-        raise ValueError(f"kind must be one of {', '.join(SPAN_KINDS)}, got {kind!r}")
-    if not _settings.otel_loaded:
-        configure()
-    parent = _current.get()
-    otel = _settings.otel
-    started = otel.start(name) if otel is not None else None
-    trace_id = (started and started[2]) or (parent.record.trace_id if parent else os.urandom(16).hex())
-    span_id = (started and started[3]) or os.urandom(8).hex()
-    record = SpanRecord(
-        trace_id=trace_id,
-        span_id=span_id,
-        parent_id=parent.record.span_id if parent else None,
-        name=name,
-        kind=kind,
-        started_at=datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
-        question=question,
-    )
-    handle = Span(record)
+    handle = open_span(name, kind=kind, question=question, parent=_current.get(), attach=True)
     token = _current.set(handle)
-    began = time.perf_counter()
+    error: BaseException | None = None
     try:
         yield handle
     except BaseException as exc:
-        record.error = f"{type(exc).__name__}: {exc}"
+        error = exc
         raise
     finally:
-        record.latency_ms = (time.perf_counter() - began) * 1000.0
         _current.reset(token)
-        if started is not None and otel is not None:
-            otel.end(started[0], started[1], record)
-        _emit(record)
+        handle.end(error)
 
 
 @overload
