@@ -14,6 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ragmeter.data.conversation import conversation_record, is_conversation
+
 #: Older input names and the field each one fills.
 LEGACY_FIELD_NAMES: dict[str, str] = {
     "question": "user_input",
@@ -86,10 +88,14 @@ class Sample(BaseModel):
         """Build a sample from one input record (a row or a JSON object).
 
         Legacy names are mapped to current ones, columns that are not sample fields go
-        into ``metadata``, and ``None`` values count as absent. Raises
+        into ``metadata``, and ``None`` values count as absent. A conversation (a list of
+        messages in ``user_input``) becomes the sample of its last turn with the whole
+        conversation in its metadata (see :mod:`ragmeter.data.conversation`). Raises
         ``pydantic.ValidationError`` on wrong types and ``ValueError`` when a legacy
         and a current name are both given for the same field.
         """
+        if is_conversation(record):
+            record = conversation_record(record)
         fields: dict[str, Any] = {}
         metadata: dict[str, Any] = {}
         given_as: dict[str, str] = {}

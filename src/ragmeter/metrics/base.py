@@ -39,6 +39,7 @@ FAMILIES: dict[str, str] = {
     "lexical": "Lexical overlap between response and reference",
     "robustness": "Robustness: refusals, noise, citations, expected documents",
     "criteria": "Custom criteria: aspects and rubrics you define",
+    "agents": "Agents and conversations: tool calls, goals, contexts used across turns",
     "efficiency": "Efficiency: latency, tokens and cost",
 }
 
