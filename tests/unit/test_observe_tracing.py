@@ -255,3 +255,13 @@ def test_a_store_that_fails_drops_spans_with_a_warning_and_the_application_goes_
         observe.configure(otel=False)
         sink.close()
     assert sink.failed == 1 and "1 span(s) not stored" in caplog.text
+
+
+def test_the_langchain_adapter_without_langchain_names_the_extra(monkeypatch):
+    import importlib
+    import sys
+
+    monkeypatch.setitem(sys.modules, "langchain_core.callbacks", None)
+    monkeypatch.delitem(sys.modules, "ragmeter.observe.langchain_callbacks", raising=False)
+    with pytest.raises(ImportError, match=r"pip install 'ragmeter\[langchain\]'"):
+        importlib.import_module("ragmeter.observe.langchain_callbacks")

@@ -168,8 +168,8 @@ class Span:
         self._explicit.add("contexts")
         return self
 
-    def _fill(self, key: str, value: Any) -> None:
-        """Set ``key`` from what the decorator saw, unless the application set it."""
+    def set_default(self, key: str, value: Any) -> None:
+        """Set ``key`` (a field of the record) to ``value`` unless the application set it or ``value`` is ``None``."""
         if key not in self._explicit and value is not None:
             setattr(self.record, key, value)
 
@@ -311,10 +311,10 @@ def _question_finder(func: Callable[..., Any], argument: str | None) -> Callable
 def _read_return(handle: Span, value: Any) -> None:
     """Fill the response (and contexts) from a traced function's return value."""
     if isinstance(value, str):
-        handle._fill("response", value)
+        handle.set_default("response", value)
     elif isinstance(value, dict):
         response = next((value[k] for k in RESPONSE_KEYS if isinstance(value.get(k), str)), None)
-        handle._fill("response", response)
+        handle.set_default("response", response)
         contexts = next((value[k] for k in CONTEXT_KEYS if isinstance(value.get(k), list)), None)
         if contexts and all(isinstance(c, str) for c in contexts) and "contexts" not in handle._explicit:
             handle.record.contexts = [RetrievedContext(text=c) for c in contexts]
