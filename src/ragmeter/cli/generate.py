@@ -1,0 +1,165 @@
+"""``ragmeter generate``: a test set from a knowledge base, written and checked by the LLM judge."""
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from ragmeter.cli.app import command
+from ragmeter.cli.console import console, fail, say, table
+from ragmeter.cli.options import JudgeOptions, judge_options
+from ragmeter.data.issues import InputIssue
+from ragmeter.generate import GenerateOptions, Generation, agenerate, write_outputs
+from ragmeter.generate.chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, check_chunking
+from ragmeter.generate.plan import DEFAULT_MIX, DEFAULT_STYLES, STYLES, TYPES, parse_mix
+from ragmeter.generate.runner import REJECTS_FILE, TESTSET_FILE
+from ragmeter.judges import BatchingEmbedder, JudgeError, LLMJudge
+from ragmeter.judges.cache import EmbeddingStore
+from ragmeter.judges.dry_run import estimated_local_seconds, stand_in
+from ragmeter.judges.embeddings import USEEncoder
+from ragmeter.judges.metering import PriceTable, Usage
+from ragmeter.run.outdir import OutputDirError, locked
+from ragmeter.run.sync import INTERRUPTED, run_sync
+
+_MIX_HELP = ", ".join(f"{k}={v:g}" for k, v in DEFAULT_MIX.items())
+_STYLES_HELP = ", ".join(f"{k}={v:g}" for k, v in DEFAULT_STYLES.items())
+
+
+@command("generate")
+@judge_options
+def generate_command(
+    docs: Annotated[list[Path], typer.Argument(help="Knowledge base: files or folders of .md, .txt, .html, .pdf, .jsonl documents.")],
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Output directory: testset.jsonl, rejects.jsonl, chunks.jsonl, summary.json.")
+    ] = Path("testset"),
+    size: Annotated[int, typer.Option(min=1, help="Questions to generate (the filter then keeps the good ones).")] = 20,
+    mix: Annotated[str | None, typer.Option(help=f"Weights of the question types; default {_MIX_HELP}.")] = None,
+    styles: Annotated[str | None, typer.Option(help=f"Weights of the query styles; default {_STYLES_HELP}.")] = None,
+    chunk_size: Annotated[int, typer.Option(help="Most characters per chunk.")] = DEFAULT_CHUNK_SIZE,
+    chunk_overlap: Annotated[
+        int, typer.Option(help="Characters repeated between consecutive pieces of a section.")
+    ] = DEFAULT_CHUNK_OVERLAP,
+    seed: Annotated[int, typer.Option(help="Seed of the random choices (chunks, styles, personas).")] = 0,
+    concurrency: Annotated[int, typer.Option(min=1, help="Most questions written at once.")] = 4,
+    dry_run: Annotated[bool, typer.Option(help="Estimate the judge's calls, tokens and cost; call no model and write nothing.")] = False,
+    fresh: Annotated[bool, typer.Option(help="Ignore the questions journalled by an interrupted run in --out.")] = False,
+    progress: Annotated[
+        bool | None, typer.Option("--progress/--no-progress", help="Progress bar (default: on when stderr is a terminal).")
+    ] = None,
+    *,
+    judge_options: JudgeOptions,
+) -> None:
+    """Generate a test set from documents: questions of several types and styles, in the
+    documents' language, each checked by a quality filter.
+
+    Re-running the same command after an interruption (even a kill) resumes: questions
+    journalled in --out are reused.
+    """
+    try:
+        options = _options(size, mix, styles, chunk_size, chunk_overlap, seed, concurrency, progress)
+        _, settings = judge_options.resolve()
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+    cache = settings.open_cache()
+    try:
+        judge = settings.build(cache)
+    except JudgeError as exc:
+        raise fail(f"generate needs an LLM judge: {exc}") from None
+    embedder = BatchingEmbedder(store=EmbeddingStore(cache, USEEncoder.model_name) if cache is not None else None)
+    if dry_run:
+        dry = stand_in(judge, settings.verdict_mode, PriceTable(settings.prices))
+        _print_estimate(_run(docs, dry, embedder, GenerateOptions(**{**options.__dict__, "progress": False}), None, False))
+        return
+    try:
+        with locked(out):
+            say(f"Generating {size} questions from {', '.join(str(d) for d in docs)} → {out}; judge {judge.backend}: {judge.model}")
+            generation = _run(docs, judge, embedder, options, out, not fresh)
+            _print_summary(generation, write_outputs(generation, out), out)
+    except OutputDirError as exc:
+        raise fail(str(exc)) from None
+    except KeyboardInterrupt:
+        say(("interrupted", "yellow"), f": finished questions are journalled in {out}; run the same command again to resume.")
+        raise typer.Exit(INTERRUPTED) from None
+
+
+def _options(
+    size: int, mix: str | None, styles: str | None, chunk_size: int, chunk_overlap: int, seed: int, concurrency: int, progress: bool | None
+) -> GenerateOptions:
+    """The run's settings from the options.
+
+    Raises:
+        ValueError: A mix names an unknown type or style, or the chunking is out of range.
+    """
+    check_chunking(chunk_size, chunk_overlap)
+    return GenerateOptions(
+        size=size,
+        mix=parse_mix(mix, TYPES, DEFAULT_MIX, "--mix"),
+        styles=parse_mix(styles, STYLES, DEFAULT_STYLES, "--styles"),
+        chunk_size=chunk_size,
+        chunk_overlap=chunk_overlap,
+        seed=seed,
+        concurrency=concurrency,
+        progress=console.is_terminal if progress is None else progress,
+    )
+
+
+def _run(
+    docs: list[Path], judge: LLMJudge, embedder: BatchingEmbedder, options: GenerateOptions, out: Path | None, resume: bool
+) -> Generation:
+    """Generate, then release the judge whatever happens; no document at all is a usage error."""
+
+    async def run() -> Generation:
+        try:
+            return await agenerate(docs, judge, embedder, options, out, resume)
+        finally:
+            await judge.aclose()
+
+    generation = run_sync(run())
+    _print_issues(generation.knowledge_base.issues)
+    if not generation.knowledge_base.graph.chunks:
+        raise fail("no readable document in the knowledge base; nothing was generated")
+    return generation
+
+
+def _print_issues(issues: list[InputIssue]) -> None:
+    if issues:
+        say((f"{len(issues)} file(s) or line(s) skipped:", "yellow"))
+    for issue in issues[:20]:
+        say(f"  {issue}")
+    if len(issues) > 20:
+        say(f"  … and {len(issues) - 20} more (see summary.json)")
+
+
+def _print_summary(generation: Generation, summary: dict[str, Any], out: Path) -> None:
+    for key, title in (("by_type", "question type"), ("by_style", "query style")):
+        rows = [
+            (name, row["asked"], row["generated"], row["kept"], f"{row['kept'] / row['asked']:.0%}") for name, row in summary[key].items()
+        ]
+        rows.append(("total", summary["asked"], summary["generated"], summary["kept"], f"{summary['kept'] / max(1, summary['asked']):.0%}"))
+        columns = [title, ("asked", "right"), ("generated", "right"), ("kept", "right"), ("kept share", "right")]
+        console.print(table(f"Mix by {title}", columns, rows))
+    if summary["reasons"]:
+        say("Rejected or not generated: " + ", ".join(f"{reason} {n}" for reason, n in summary["reasons"].items()))
+    graph = summary["graph"]
+    say(f"{summary['documents']} documents, {graph['chunks']} chunks, {graph['links']} links in the knowledge graph.")
+    usage = Usage.from_dict(summary["usage"])
+    speed = summary["generated_per_minute"]
+    say(
+        f"{usage.calls} judge calls ({usage.cached_calls} from the cache), {summary['resumed']} questions resumed from the journal, "
+        f"{summary['seconds']:.1f} s" + (f", {speed:.1f} questions per minute." if speed else ".")
+    )
+    say(f"Wrote {out / TESTSET_FILE} ({summary['kept']} questions) and {out / REJECTS_FILE} (with the reasons).")
+
+
+def _print_estimate(generation: Generation) -> None:
+    summary = generation.summary()
+    usage = Usage.from_dict(summary["usage"])
+    local = generation.settings["judge"].get("backend") == "local"
+    say(f"Estimate for {summary['asked']} questions (no model was called; every check counted as if it ran):")
+    say(f"  {usage.calls} judge calls, {usage.prompt_tokens:,} prompt tokens, {usage.completion_tokens:,} output tokens")
+    if local:
+        say(f"  the local judge would need roughly {estimated_local_seconds(usage) / 60:.0f} min on 2 CPU cores (before cache hits)")
+    elif usage.cost_usd is None:
+        say("  no price known for the judge's model: pass --prices to get a cost")
+    else:
+        say(f"  cost about ${usage.cost_usd:.4f}")

@@ -1,0 +1,195 @@
+"""Reading a knowledge base: Markdown, plain text, HTML, PDF and JSON lines of documents.
+
+:func:`ingest` takes files and folders (searched recursively) and returns one
+:class:`Document` per file (per line for JSON lines), each with its language detected from its
+own text. A file that cannot be read (unknown type, broken PDF, invalid UTF-8, a JSON line
+without text) is reported as an :class:`~ragmeter.data.issues.InputIssue` naming the file, the
+line and the field, and skipped: one bad document never stops the others.
+
+HTML is turned into text with Beautiful Soup; headings become Markdown headings, so the
+chunker sees the same structure as in a Markdown file. PDF text comes from its text layer
+(pypdf); a scanned PDF without one is reported.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ragmeter.data.issues import InputIssue
+from ragmeter.data.text import detect_language
+
+#: File suffixes read, by kind.
+SUFFIXES = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".html": "html", ".htm": "html", ".pdf": "pdf", ".jsonl": "jsonl"}
+#: Fields of a JSON-lines document that may hold its text, tried in this order.
+TEXT_FIELDS = ("text", "content", "passage", "body", "page_content")
+_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+
+
+@dataclass(frozen=True)
+class Document:
+    """One document of the knowledge base.
+
+    Attributes:
+        id: Stable identifier: the file name without its suffix (made unique with its folder
+            when two files share a name), or a JSON-lines record's ``id``.
+        text: The document's text; headings as Markdown ``#`` lines where the format has them.
+        source: The file it came from (with ``:line`` for JSON lines).
+        lang: ``"zh"`` or ``"en"``, detected from the text.
+        title: The record's or the page's title, when it has one.
+        metadata: Other fields of a JSON-lines record.
+    """
+
+    id: str
+    text: str
+    source: str
+    lang: str
+    title: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Ingested:
+    """What :func:`ingest` read: the documents, and the problems of what it skipped."""
+
+    documents: list[Document]
+    issues: list[InputIssue]
+
+
+def ingest(paths: Iterable[str | Path]) -> Ingested:
+    """Read every supported file in ``paths`` (files, or folders searched recursively).
+
+    Args:
+        paths: Files and folders of the knowledge base.
+
+    Returns:
+        The documents in a stable order (sorted paths), and an issue for each file or line
+        that was skipped. A path that does not exist is an issue too.
+    """
+    documents: list[Document] = []
+    issues: list[InputIssue] = []
+    taken: set[str] = set()
+    for path in _files(paths, issues):
+        try:
+            found = list(_read(path, issues))
+        except Exception as exc:  # any reader's failure on one file: report it and go on
+            issues.append(InputIssue(str(path), "file", None, f"cannot read the file: {type(exc).__name__}: {exc}", skipped=True))
+            continue
+        for document in found:
+            if not document.text.strip():
+                issues.append(InputIssue(document.source, "file", None, "the document has no text", skipped=True))
+                continue
+            unique = _unique(document.id, path, taken)
+            documents.append(Document(unique, document.text, document.source, document.lang, document.title, document.metadata))
+    return Ingested(documents, issues)
+
+
+def _files(paths: Iterable[str | Path], issues: list[InputIssue]) -> list[Path]:
+    files: list[Path] = []
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            files += sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in SUFFIXES and not p.name.startswith("."))
+        elif path.is_file():
+            if path.suffix.lower() in SUFFIXES:
+                files.append(path)
+            else:
+                known = ", ".join(sorted(SUFFIXES))
+                issues.append(
+                    InputIssue(str(path), "file", None, f"unsupported file type {path.suffix or '(none)'}; known: {known}", skipped=True)
+                )
+        else:
+            issues.append(InputIssue(str(path), "file", None, "no such file or folder", skipped=True))
+    return files
+
+
+def _unique(name: str, path: Path, taken: set[str]) -> str:
+    candidate = name
+    if candidate in taken:
+        candidate = f"{path.parent.name}/{name}"
+    number = 2
+    while candidate in taken:
+        candidate, number = f"{path.parent.name}/{name}-{number}", number + 1
+    taken.add(candidate)
+    return candidate
+
+
+def _read(path: Path, issues: list[InputIssue]) -> Iterable[Document]:
+    kind = SUFFIXES[path.suffix.lower()]
+    if kind == "jsonl":
+        yield from _json_lines(path, issues)
+        return
+    title = None
+    if kind == "pdf":
+        text = pdf_text(path)
+    elif kind == "html":
+        title, text = html_text(path.read_bytes())
+    else:
+        text = path.read_text(encoding="utf-8")
+    yield Document(path.stem, text, str(path), detect_language(text), title)
+
+
+def pdf_text(path: Path) -> str:
+    """The text layer of a PDF, page by page.
+
+    Raises:
+        ValueError: The PDF has no text layer (a scan).
+    """
+    from pypdf import PdfReader
+
+    pages = [page.extract_text() or "" for page in PdfReader(path).pages]
+    text = "\n\n".join(p.strip() for p in pages if p.strip())
+    if not text:
+        raise ValueError("the PDF has no text layer (a scanned document?)")
+    return text
+
+
+def html_text(data: bytes) -> tuple[str | None, str]:
+    """The title and the visible text of an HTML page; headings become ``#`` lines.
+
+    Args:
+        data: The page's bytes (Beautiful Soup finds the encoding).
+    """
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(data, "html.parser")
+    title = soup.title.get_text(" ", strip=True) if soup.title else None
+    for hidden in soup(["head", "script", "style", "noscript", "template"]):
+        hidden.decompose()
+    for heading in soup.find_all(_HEADINGS):
+        level = int(heading.name[1])
+        heading.replace_with(f"\n\n{'#' * level} {heading.get_text(' ', strip=True)}\n\n")
+    text = soup.get_text("\n")
+    text = re.sub(r"[ \t]+", " ", text)
+    text = re.sub(r"\n\s*\n\s*", "\n\n", text)
+    return title or None, text.strip()
+
+
+def _json_lines(path: Path, issues: list[InputIssue]) -> Iterable[Document]:
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        source = f"{path}:{number}"
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            issues.append(InputIssue(str(path), f"line {number}", None, f"invalid JSON: {exc.msg}", skipped=True))
+            continue
+        if not isinstance(record, dict):
+            issues.append(InputIssue(str(path), f"line {number}", None, "expected a JSON object (a document)", skipped=True))
+            continue
+        text_field = next((f for f in TEXT_FIELDS if isinstance(record.get(f), str) and record[f].strip()), None)
+        if text_field is None:
+            issues.append(
+                InputIssue(str(path), f"line {number}", "text", f"no document text: give one of {', '.join(TEXT_FIELDS)}", skipped=True)
+            )
+            continue
+        text = record[text_field]
+        title = record.get("title") if isinstance(record.get("title"), str) else None
+        doc_id = str(record["id"]) if isinstance(record.get("id"), (str, int)) else f"{path.stem}-{number}"
+        extra = {k: v for k, v in record.items() if k not in (text_field, "title", "id")}
+        yield Document(doc_id, text, source, detect_language(text), title, extra)

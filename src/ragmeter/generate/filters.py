@@ -1,0 +1,152 @@
+"""The quality filter: which generated questions are kept, and why the others are not.
+
+Checks, cheapest first; the first that fails rejects the question with its reason:
+
+- ``source_leak``: the question points at its source ("according to the passage",
+  "in the text above", "根据文中", "上下文"...): a user of the system never saw it.
+- ``unanswerable_from_contexts``: the judge does not find the answer to the question in
+  its reference contexts (the packaged ``answerable`` verdict, P(yes) below
+  :data:`THRESHOLD`).
+- ``reference_unsupported``: the judge does not find the reference answer supported by the
+  reference contexts (the ``supported`` verdict).
+- ``single_chunk_answers``: a multi-hop question that one of its chunks answers alone.
+- ``answer_in_knowledge_base``: an "unanswerable" question whose answer the judge finds in
+  the :data:`TOP_K` chunks of the whole knowledge base closest to it (embeddings).
+- ``near_duplicate`` (:func:`near_duplicates`, once all questions are written): a kept
+  question whose embedding is at least :data:`DUPLICATE` close to an earlier kept one.
+
+A question whose style hides words (misspelled) is checked in its original wording.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ragmeter.generate.graph import KnowledgeGraph
+from ragmeter.generate.synthesize import Draft
+from ragmeter.judges.base import LLMJudge
+
+#: P(yes) at or above which a verdict counts as yes.
+THRESHOLD = 0.5
+#: Chunks of the knowledge base searched for the answer to an "unanswerable" question.
+TOP_K = 3
+#: Cosine of two questions' embeddings at or above which the later one is a near-duplicate.
+DUPLICATE = 0.9
+
+_LEAKS = {
+    "en": re.compile(
+        r"\b(?:according to|based on|in|from|as (?:stated|mentioned|described|shown) in) (?:the |this |these )?"
+        r"(?:given |provided |above |following )?(?:passages?|contexts?|texts?|documents?|excerpts?|articles?|snippets?|paragraphs?)\b"
+        r"|\b(?:the|this) (?:passage|context|text|excerpt|snippet|paragraph) (?:says|states|mentions|describes)\b"
+        r"|\b(?:does|do) the (?:passage|context|text|excerpt|snippet|paragraph) (?:say|state|mention|describe)\b"
+        r"|\b(?:provided|given|above) (?:passage|context|text|excerpt|information)\b|\binformation (?:provided|given)\b",
+        re.IGNORECASE,
+    ),
+    "zh": re.compile(
+        r"根据(?:上文|本文|原文|文中|文章|材料|段落|上下文|这段|该段|该文|以上)|文中|上下文|上文|原文|这段文字|该文档|本段|以上内容|材料中"
+    ),
+}
+
+
+@dataclass
+class Verdict:
+    """The filter's decision on one question.
+
+    Attributes:
+        kept: The question passed every check.
+        reason: Which check rejected it (``source_leak``...), or ``None``.
+        detail: The rejection in words.
+        checks: What each check measured (P(yes) of the verdicts, chunks searched).
+    """
+
+    kept: bool
+    reason: str | None = None
+    detail: str | None = None
+    checks: dict[str, Any] = field(default_factory=dict)
+
+
+def leak(text: str) -> str | None:
+    """The phrase of ``text`` that points at its source, or ``None``."""
+    for pattern in _LEAKS.values():
+        found = pattern.search(text)
+        if found:
+            return found.group(0)
+    return None
+
+
+async def check(draft: Draft, graph: KnowledgeGraph, vectors: np.ndarray, judge: LLMJudge, embed) -> Verdict:
+    """Run the per-question checks on ``draft``, cheapest first, stopping at the first failure.
+
+    Args:
+        draft: The generated question.
+        graph: The knowledge graph (the chunks searched for unanswerable questions).
+        vectors: The chunks' embeddings, one row per chunk of ``graph``.
+        judge: The LLM judge giving the verdicts.
+        embed: ``async (texts) -> array`` of L2-normalised embeddings.
+    """
+    checks: dict[str, Any] = {}
+    asked = draft.original if draft.slot.style == "misspelled" else draft.question
+    for text in dict.fromkeys((draft.question, draft.original)):
+        found = leak(text)
+        if found:
+            return Verdict(False, "source_leak", f"the question points at its source: {found!r}", checks)
+    lang = draft.slot.lang
+    if not draft.answerable:
+        return await _check_unanswerable(asked, lang, graph, vectors, judge, embed, checks)
+    premise = list(draft.contexts)
+    p = (await judge.verdicts("answerable", {"premise": premise}, [asked], lang))[0].p_yes
+    checks["answerable_from_contexts"] = round(p, 4)
+    if p < THRESHOLD:
+        return Verdict(False, "unanswerable_from_contexts", f"the judge finds no answer in the reference contexts (P={p:.2f})", checks)
+    p = (await judge.verdicts("supported", {"premise": premise}, [draft.reference], lang))[0].p_yes
+    checks["reference_supported"] = round(p, 4)
+    if p < THRESHOLD:
+        return Verdict(False, "reference_unsupported", f"the reference is not supported by the reference contexts (P={p:.2f})", checks)
+    if draft.slot.type == "multi_hop":
+        for chunk_id, text in zip(draft.context_ids, draft.contexts, strict=True):
+            p = (await judge.verdicts("answerable", {"premise": text}, [asked], lang))[0].p_yes
+            checks[f"answerable_from {chunk_id}"] = round(p, 4)
+            if p >= THRESHOLD:
+                return Verdict(False, "single_chunk_answers", f"{chunk_id} alone answers it (P={p:.2f})", checks)
+    return Verdict(True, checks=checks)
+
+
+async def _check_unanswerable(asked: str, lang: str, graph: KnowledgeGraph, vectors: np.ndarray, judge: LLMJudge, embed, checks) -> Verdict:
+    query = (await embed([asked]))[0]
+    order = np.argsort(-(vectors @ query), kind="stable")[:TOP_K] if len(vectors) else np.zeros(0, dtype=int)
+    top = [graph.chunks[int(i)] for i in order]
+    checks["searched"] = [c.id for c in top]
+    if not top:
+        return Verdict(True, checks=checks)
+    p = (await judge.verdicts("answerable", {"premise": [c.text for c in top]}, [asked], lang))[0].p_yes
+    checks["answerable_from_knowledge_base"] = round(p, 4)
+    if p >= THRESHOLD:
+        ids = ", ".join(c.id for c in top)
+        return Verdict(False, "answer_in_knowledge_base", f"the judge finds the answer in the knowledge base ({ids}; P={p:.2f})", checks)
+    return Verdict(True, checks=checks)
+
+
+def near_duplicates(ids: Sequence[str], vectors: np.ndarray, threshold: float = DUPLICATE) -> dict[str, tuple[str, float]]:
+    """Questions that repeat an earlier one: id -> (the earlier id, cosine).
+
+    Args:
+        ids: The kept questions' ids, in order; the first of two near-duplicates stays.
+        vectors: Their L2-normalised embeddings, one row each.
+        threshold: Cosine at or above which two questions are near-duplicates.
+    """
+    duplicates: dict[str, tuple[str, float]] = {}
+    kept: list[int] = []
+    for i, sample_id in enumerate(ids):
+        if kept:
+            cosines = vectors[kept] @ vectors[i]
+            best = int(np.argmax(cosines))
+            if cosines[best] >= threshold:
+                duplicates[sample_id] = (ids[kept[best]], round(float(cosines[best]), 4))
+                continue
+        kept.append(i)
+    return duplicates

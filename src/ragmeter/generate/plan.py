@@ -1,0 +1,156 @@
+"""What to generate: the mix of question types and styles, and one slot per question.
+
+A *slot* is one question to write: its type, its query style, the persona asking (for the
+persona style), and the chunks it is written from. The plan is a pure function of the
+knowledge graph, the size, the mixes and the seed, so a re-run plans the same slots and the
+journal can tell which are already done.
+
+Single-chunk types (single fact, reasoning, conditional, unanswerable) take the chunks in a
+seeded random order, cycling when there are more questions than chunks. Two-chunk types
+(multi-hop, comparison) take the graph's links, strongest first, each link once before any
+is reused; with no link, such a slot has no chunks and is reported as not generated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+import yaml
+
+from ragmeter.generate.graph import KnowledgeGraph
+
+#: Question types: what the question needs from the knowledge base.
+TYPES = ("single_fact", "reasoning", "multi_hop", "comparison", "conditional", "unanswerable")
+#: Query styles: how the question is asked.
+STYLES = ("plain", "persona", "colloquial", "web_search", "misspelled")
+TWO_CHUNK_TYPES = frozenset({"multi_hop", "comparison"})
+DEFAULT_MIX = {"single_fact": 0.3, "reasoning": 0.15, "multi_hop": 0.2, "comparison": 0.1, "conditional": 0.1, "unanswerable": 0.15}
+DEFAULT_STYLES = {"plain": 0.5, "persona": 0.15, "colloquial": 0.15, "web_search": 0.1, "misspelled": 0.1}
+#: Difficulty written into each sample's metadata, by type.
+DIFFICULTY = {
+    "single_fact": "easy",
+    "reasoning": "medium",
+    "conditional": "medium",
+    "unanswerable": "medium",
+    "multi_hop": "hard",
+    "comparison": "hard",
+}
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One question to generate.
+
+    Attributes:
+        id: The sample id it will get (``q0001``...).
+        type: One of :data:`TYPES`.
+        style: One of :data:`STYLES`.
+        persona: Who asks, for the ``persona`` style; else ``None``.
+        chunks: Indexes of its chunks in the graph (two for multi-hop and comparison;
+            none when no link was available).
+        lang: The chunks' language.
+    """
+
+    id: str
+    type: str
+    style: str
+    persona: str | None
+    chunks: tuple[int, ...]
+    lang: str
+
+    def fingerprint(self, graph: KnowledgeGraph, settings: Mapping[str, object]) -> str:
+        """A hash of what the slot's question depends on: its spec, its chunks' texts and
+        ``settings`` (the judge)."""
+        texts = [graph.chunks[i].text for i in self.chunks]
+        payload = json.dumps([self.type, self.style, self.persona, texts, dict(settings)], sort_keys=True, ensure_ascii=False, default=str)
+        return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:24]
+
+
+def parse_mix(text: str | None, names: Sequence[str], default: Mapping[str, float], option: str) -> dict[str, float]:
+    """Weights from ``"a=0.5,b=0.3"`` (any positive numbers, normalised to sum to 1).
+
+    Args:
+        text: The option's value; ``None`` or empty for ``default``.
+        names: The allowed names.
+        default: The weights when ``text`` is not given.
+        option: The option's name, for error messages (``--mix``).
+
+    Raises:
+        ValueError: An unknown name, a value that is not a number, or no positive weight.
+    """
+    if not text or not text.strip():
+        return dict(default)
+    weights: dict[str, float] = {}
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        name, _, value = part.partition("=")
+        name = name.strip()
+        if name not in names:
+            raise ValueError(f"{option}: unknown name '{name}'; known: {', '.join(names)}")
+        try:
+            weight = float(value) if value.strip() else 1.0
+        except ValueError:
+            raise ValueError(f"{option}: '{part}': the weight must be a number, as in {name}=0.3") from None
+        if not weight >= 0:
+            raise ValueError(f"{option}: '{part}': the weight must be 0 or more")
+        weights[name] = weight
+    total = sum(weights.values())
+    if total <= 0:
+        raise ValueError(f"{option}: give at least one positive weight, as in {names[0]}=1")
+    return {name: weight / total for name, weight in weights.items() if weight > 0}
+
+
+def allocate(size: int, weights: Mapping[str, float]) -> dict[str, int]:
+    """``size`` split by ``weights`` in whole numbers (largest remainder), in the weights' order."""
+    exact = {name: size * weight for name, weight in weights.items()}
+    counts = {name: int(value) for name, value in exact.items()}
+    by_remainder = sorted(exact, key=lambda name: (-(exact[name] - counts[name]), list(weights).index(name)))
+    for name in by_remainder[: size - sum(counts.values())]:
+        counts[name] += 1
+    return counts
+
+
+@lru_cache(maxsize=2)
+def personas(lang: str) -> tuple[str, ...]:
+    """The packaged personas of ``lang`` (``resources/personas.yaml``)."""
+    data = yaml.safe_load(resources.files("ragmeter").joinpath("resources").joinpath("personas.yaml").read_text(encoding="utf-8"))
+    return tuple(data[lang])
+
+
+def plan(graph: KnowledgeGraph, size: int, mix: Mapping[str, float], styles: Mapping[str, float], seed: int = 0) -> list[Slot]:
+    """The slots of a test set of ``size`` questions.
+
+    Args:
+        graph: The knowledge graph.
+        size: Questions asked for.
+        mix: Weight of each question type.
+        styles: Weight of each query style.
+        seed: Seed of every random choice (chunk order, styles, personas).
+    """
+    rng = random.Random(seed)
+    types = [t for t, n in allocate(size, mix).items() for _ in range(n)]
+    chosen_styles = [s for s, n in allocate(size, styles).items() for _ in range(n)]
+    rng.shuffle(types)
+    rng.shuffle(chosen_styles)
+    singles = list(range(len(graph.chunks)))
+    rng.shuffle(singles)
+    links = list(graph.links)
+    used = {"single": 0, "link": 0}
+    slots = []
+    for number, (kind, style) in enumerate(zip(types, chosen_styles, strict=True), start=1):
+        if kind in TWO_CHUNK_TYPES:
+            chunks: tuple[int, ...] = ()
+            if links:
+                link = links[used["link"] % len(links)]
+                chunks, used["link"] = (link.a, link.b), used["link"] + 1
+        else:
+            chunks, used["single"] = (singles[used["single"] % len(singles)],), used["single"] + 1
+        lang = graph.chunks[chunks[0]].lang if chunks else "en"
+        persona = rng.choice(personas(lang)) if style == "persona" else None
+        slots.append(Slot(f"q{number:04d}", kind, style, persona, chunks, lang))
+    return slots

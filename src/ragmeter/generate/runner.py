@@ -1,0 +1,310 @@
+"""A generation run: knowledge base in, test set out, resumable, with a summary of the mix.
+
+:func:`agenerate` reads the documents, chunks them, embeds the chunks (cached on disk like
+every embedding), links them into a knowledge graph, plans one slot per question and writes
+the slots' questions, at most ``concurrency`` at a time, through the LLM judge (cached and
+metered), each checked by the quality filter. Every finished slot is journalled at once
+(``journal.jsonl`` in the output directory, as ``eval`` does), so a killed run, re-run with the
+same command, only writes the questions that are missing. Near-duplicates are removed once all
+slots are done. :func:`write_outputs` then writes the output directory (see :data:`OUTPUT_FILES`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ragmeter.data.files import write_json, write_json_lines
+from ragmeter.data.issues import InputIssue
+from ragmeter.generate.chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, chunk_document
+from ragmeter.generate.documents import ingest
+from ragmeter.generate.filters import check, near_duplicates
+from ragmeter.generate.graph import KnowledgeGraph, build_graph
+from ragmeter.generate.plan import DEFAULT_MIX, DEFAULT_STYLES, STYLES, TYPES, Slot, plan
+from ragmeter.generate.synthesize import SynthesisError, synthesize
+from ragmeter.judges.base import JudgeError, LLMJudge
+from ragmeter.judges.embeddings import BatchingEmbedder
+from ragmeter.judges.metering import Usage, metered
+from ragmeter.run.executor import LocalExecutor
+from ragmeter.run.journal import JOURNAL_FILE, Journal
+
+TESTSET_FILE, REJECTS_FILE, CHUNKS_FILE, SUMMARY_FILE = "testset.jsonl", "rejects.jsonl", "chunks.jsonl", "summary.json"
+#: What :func:`write_outputs` writes, and what each file holds.
+OUTPUT_FILES = {
+    TESTSET_FILE: "the kept questions: user_input, reference, reference_contexts, reference_context_ids, metadata",
+    REJECTS_FILE: "the questions the filter rejected (or that could not be written), with reject_reason and reject_detail",
+    CHUNKS_FILE: "the knowledge base's chunks: id (doc#n), document, lang, headings, text",
+    SUMMARY_FILE: "the mix asked for, generated and kept, per type and style; reasons; judge usage; speed",
+}
+_JOURNAL_TAG = "generate"
+
+
+@dataclass(frozen=True)
+class GenerateOptions:
+    """Settings of a generation run.
+
+    Attributes:
+        size: Questions to generate (before the filter).
+        mix: Weight of each question type (:data:`~ragmeter.generate.plan.TYPES`).
+        styles: Weight of each query style (:data:`~ragmeter.generate.plan.STYLES`).
+        chunk_size: Most characters per chunk.
+        chunk_overlap: Characters repeated between consecutive pieces of a section.
+        seed: Seed of the plan's random choices.
+        concurrency: Most questions written at once.
+        progress: Show a progress bar with ETA.
+    """
+
+    size: int = 20
+    mix: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_MIX))
+    styles: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_STYLES))
+    chunk_size: int = DEFAULT_CHUNK_SIZE
+    chunk_overlap: int = DEFAULT_CHUNK_OVERLAP
+    seed: int = 0
+    concurrency: int = 4
+    progress: bool = False
+
+
+@dataclass
+class KnowledgeBase:
+    """The documents read, as a knowledge graph of embedded chunks.
+
+    Attributes:
+        documents: How many documents were read.
+        issues: Files and lines skipped, with why.
+        graph: The chunks and their links.
+        vectors: The chunks' embeddings, one row per chunk.
+    """
+
+    documents: int
+    issues: list[InputIssue]
+    graph: KnowledgeGraph
+    vectors: np.ndarray
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of one slot.
+
+    Attributes:
+        slot: The slot.
+        status: ``"kept"``, ``"rejected"`` (by the filter) or ``"failed"`` (no question).
+        sample: The sample written (``None`` when failed).
+        reason: Why it was rejected or failed (``source_leak``, ``generation_failed``...).
+        detail: The reason in words.
+        usage: The judge usage it took.
+        resumed: Read back from the journal of an earlier run.
+    """
+
+    slot: Slot
+    status: str
+    sample: dict[str, Any] | None = None
+    reason: str | None = None
+    detail: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    resumed: bool = False
+
+
+@dataclass
+class Generation:
+    """The outcome of a generation run: the knowledge base, the slots and what became of each."""
+
+    knowledge_base: KnowledgeBase
+    slots: list[Slot]
+    outcomes: dict[str, Outcome]
+    seconds: float
+    settings: dict[str, Any]
+
+    def kept(self) -> list[dict[str, Any]]:
+        """The kept samples, in slot order."""
+        return [o.sample for s in self.slots if (o := self.outcomes[s.id]).status == "kept" and o.sample is not None]
+
+    def rejected(self) -> list[dict[str, Any]]:
+        """The rejected and failed slots as samples with ``reject_reason`` and ``reject_detail``."""
+        rows = []
+        for slot in self.slots:
+            outcome = self.outcomes[slot.id]
+            if outcome.status != "kept":
+                base = outcome.sample or {"id": slot.id, "metadata": {"type": slot.type, "style": slot.style, "lang": slot.lang}}
+                rows.append({**base, "reject_reason": outcome.reason, "reject_detail": outcome.detail})
+        return rows
+
+    def summary(self) -> dict[str, Any]:
+        """The mix asked for, generated and kept (per type and per style), rejection reasons,
+        the judge's usage, questions per minute and the knowledge base's shape."""
+        tallies: dict[str, dict[str, Counter[str]]] = {
+            key: {"asked": Counter(), "generated": Counter(), "kept": Counter()} for key in ("type", "style")
+        }
+        usage, resumed = Usage(), 0
+        for slot in self.slots:
+            outcome = self.outcomes[slot.id]
+            usage.add(outcome.usage)
+            resumed += outcome.resumed
+            for key, value in (("type", slot.type), ("style", slot.style)):
+                tallies[key]["asked"][value] += 1
+                tallies[key]["generated"][value] += outcome.status != "failed"
+                tallies[key]["kept"][value] += outcome.status == "kept"
+        names = {"type": TYPES, "style": STYLES}
+        mix = {
+            key: {n: {k: tallies[key][k][n] for k in ("asked", "generated", "kept")} for n in names[key] if tallies[key]["asked"][n]}
+            for key in names
+        }
+        generated = sum(tallies["type"]["generated"].values())
+        kept = sum(tallies["type"]["kept"].values())
+        minutes = self.seconds / 60
+        return {
+            "asked": len(self.slots), "generated": generated, "kept": kept, "resumed": resumed,
+            "by_type": mix["type"], "by_style": mix["style"],
+            "reasons": dict(Counter(o.reason for o in self.outcomes.values() if o.reason).most_common()),
+            "seconds": round(self.seconds, 3),
+            "generated_per_minute": round((generated - resumed) / minutes, 3) if minutes > 0 else None,
+            "usage": usage.to_dict(),
+            "documents": self.knowledge_base.documents,
+            "graph": self.knowledge_base.graph.describe(),
+            "input_issues": [i.to_dict() for i in self.knowledge_base.issues],
+            "settings": self.settings,
+        }  # fmt: skip
+
+
+async def build_knowledge_base(
+    paths: Iterable[str | Path], embedder: BatchingEmbedder, chunk_size: int, chunk_overlap: int
+) -> KnowledgeBase:
+    """Read, chunk, embed and link the documents at ``paths``.
+
+    Args:
+        paths: Files and folders of the knowledge base.
+        embedder: The sentence embedder (the packaged multilingual USE model).
+        chunk_size: Most characters per chunk.
+        chunk_overlap: Characters repeated between consecutive pieces of a section.
+    """
+    read = ingest(paths)
+    chunks = [chunk for document in read.documents for chunk in chunk_document(document, chunk_size, chunk_overlap)]
+    vectors = await embedder.embed([c.text for c in chunks]) if chunks else np.zeros((0, 512), dtype=np.float32)
+    return KnowledgeBase(len(read.documents), read.issues, build_graph(chunks, vectors), vectors)
+
+
+async def generate_slot(slot: Slot, kb: KnowledgeBase, judge: LLMJudge, embedder: BatchingEmbedder) -> Outcome:
+    """Write, then check, the question of ``slot``; a failure is an outcome, never raised.
+
+    Args:
+        slot: The question to write.
+        kb: The knowledge base.
+        judge: The LLM judge that writes and checks.
+        embedder: The sentence embedder (to search the knowledge base).
+    """
+    with metered() as usage:
+        try:
+            draft = await synthesize(slot, kb.graph, judge)
+        except (SynthesisError, JudgeError) as exc:
+            return Outcome(slot, "failed", reason="generation_failed", detail=str(exc), usage=usage)
+        try:
+            verdict = await check(draft, kb.graph, kb.vectors, judge, embedder.embed)
+        except JudgeError as exc:
+            sample = draft.sample(kb.graph, {})
+            return Outcome(slot, "rejected", sample, "check_failed", f"the judge could not check it: {exc}", usage)
+    sample = draft.sample(kb.graph, verdict.checks)
+    return Outcome(slot, "kept" if verdict.kept else "rejected", sample, verdict.reason, verdict.detail, usage)
+
+
+async def agenerate(
+    paths: Sequence[str | Path],
+    judge: LLMJudge,
+    embedder: BatchingEmbedder,
+    options: GenerateOptions,
+    out_dir: str | Path | None = None,
+    resume: bool = True,
+) -> Generation:
+    """Generate a test set from the documents at ``paths``.
+
+    Args:
+        paths: Files and folders of the knowledge base.
+        judge: The LLM judge that writes and checks the questions.
+        embedder: The sentence embedder.
+        options: Size, mixes, chunking, seed, concurrency, progress.
+        out_dir: Where the journal goes (``None``: no journal, nothing resumed).
+        resume: Reuse the questions an earlier run in ``out_dir`` journalled.
+    """
+    started = time.perf_counter()
+    kb = await build_knowledge_base(paths, embedder, options.chunk_size, options.chunk_overlap)
+    slots = plan(kb.graph, options.size, options.mix, options.styles, options.seed) if kb.graph.chunks else []
+    identity = {"judge": judge.identity()}
+    journal = Journal(out_dir) if out_dir is not None else None
+    outcomes = _resumed(journal, slots, kb.graph, identity) if journal is not None and resume else {}
+    todo = [slot for slot in slots if slot.id not in outcomes]
+
+    async def job(slot: Slot) -> None:
+        outcome = await generate_slot(slot, kb, judge, embedder)
+        outcomes[slot.id] = outcome
+        if journal is not None:
+            journal.append(_record(outcome, slot.fingerprint(kb.graph, identity)))
+
+    try:
+        await LocalExecutor(options.concurrency, options.progress, "generating").run(todo, len(todo), job)
+    finally:
+        if journal is not None:
+            journal.close()
+    await _drop_near_duplicates(slots, outcomes, embedder)
+    settings = {"options": _jsonable_options(options), "judge": judge.describe(), "paths": [str(p) for p in paths]}
+    return Generation(kb, slots, outcomes, time.perf_counter() - started, settings)
+
+
+def _jsonable_options(options: GenerateOptions) -> dict[str, Any]:
+    return {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in options.__dict__.items() if k != "progress"}
+
+
+def _record(outcome: Outcome, fingerprint: str) -> dict[str, Any]:
+    return {
+        "sample": outcome.slot.id, "metric": _JOURNAL_TAG, "fingerprint": fingerprint, "status": outcome.status,
+        "generated": outcome.sample, "reason": outcome.reason, "detail": outcome.detail, "usage": outcome.usage.to_dict(),
+    }  # fmt: skip
+
+
+def _resumed(journal: Journal, slots: list[Slot], graph: KnowledgeGraph, identity: dict[str, Any]) -> dict[str, Outcome]:
+    """The slots an earlier run journalled with the same fingerprint (failed ones are retried)."""
+    records = journal.read()
+    found: dict[str, Outcome] = {}
+    for slot in slots:
+        record = records.get((slot.id, _JOURNAL_TAG))
+        if not record or record.get("fingerprint") != slot.fingerprint(graph, identity) or record.get("status") not in ("kept", "rejected"):
+            continue
+        sample = record.get("generated")
+        if not isinstance(sample, dict):
+            continue
+        found[slot.id] = Outcome(
+            slot, record["status"], sample, record.get("reason"), record.get("detail"), Usage.from_dict(record.get("usage") or {}), True
+        )
+    return found
+
+
+async def _drop_near_duplicates(slots: list[Slot], outcomes: dict[str, Outcome], embedder: BatchingEmbedder) -> None:
+    kept = [s.id for s in slots if outcomes[s.id].status == "kept" and outcomes[s.id].sample is not None]
+    if len(kept) < 2:
+        return
+    vectors = await embedder.embed([outcomes[i].sample["user_input"] for i in kept])  # type: ignore[index]
+    for sample_id, (earlier, cosine) in near_duplicates(kept, vectors).items():
+        old = outcomes[sample_id]
+        detail = f"near-duplicate of {earlier} (cosine {cosine:.2f})"
+        outcomes[sample_id] = Outcome(old.slot, "rejected", old.sample, "near_duplicate", detail, old.usage, old.resumed)
+
+
+def write_outputs(generation: Generation, out_dir: str | Path) -> dict[str, Any]:
+    """Write the test set, the rejects, the chunks and the summary (atomically) into
+    ``out_dir``, then remove the journal; return the summary."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    write_json_lines(out / TESTSET_FILE, generation.kept())
+    write_json_lines(out / REJECTS_FILE, generation.rejected())
+    chunks = generation.knowledge_base.graph.chunks
+    write_json_lines(
+        out / CHUNKS_FILE,
+        ({"id": c.id, "document": c.document, "lang": c.lang, "headings": list(c.headings), "text": c.text} for c in chunks),
+    )
+    summary = generation.summary()
+    write_json(out / SUMMARY_FILE, summary)
+    (out / JOURNAL_FILE).unlink(missing_ok=True)
+    return summary
