@@ -152,7 +152,7 @@ def test_spans_are_stored_once_and_read_back(store):
 def test_the_migrated_schema_matches_the_tables_and_migrating_again_changes_nothing(store, store_url):
     with store.engine.connect() as connection:
         assert compare_metadata(MigrationContext.configure(connection), metadata) == []
-        assert MigrationContext.configure(connection).get_current_revision() == "0001"
+        assert MigrationContext.configure(connection).get_current_revision() == "0002"
     run_id = store.save(make_result())
     again = RunStore.open(store_url)
     assert [r["id"] for r in again.runs()] == [run_id]
@@ -210,3 +210,46 @@ def test_traced_requests_go_to_the_store_from_a_background_thread(store_url):
     roots = [s for s in spans if s.parent_id is None]
     assert sorted(r.question for r in roots) == sorted(f"q{i}-{j}" for i in range(4) for j in range(50))
     assert all(r.response == r.question.upper() for r in roots)
+
+
+def test_the_monitor_scores_each_trace_in_the_share_once(store):
+    from ragmeter.judges import Judges
+    from ragmeter.monitor import MonitorSettings, in_share, run_monitor
+    from ragmeter.monitor.ledger import decision_counts, trace_score_rows
+    from ragmeter.run.engine import resolve_metrics
+
+    spans = [
+        SpanRecord(trace_id=f"{i:032x}", span_id=f"{i:016x}", name="rag", started_at=f"2026-11-01T00:00:{i:02d}.000+00:00", question=f"q{i}", response="r", latency_ms=float(i))
+        for i in range(40)
+    ]  # fmt: skip
+    store.add_spans(spans)
+    settings = MonitorSettings(share=0.5, batch=6)
+    first = run_monitor(store, resolve_metrics(["latency_ms"]), Judges(), settings, once=True)
+    again = run_monitor(store, resolve_metrics(["latency_ms"]), Judges(), settings, once=True)
+    expected = {s.trace_id for s in spans if in_share(s.trace_id, 0.5)}
+    assert {r["trace_id"] for r in trace_score_rows(store)} == expected and first.scored == len(expected)
+    assert again.scored == again.not_sampled == 0
+    assert decision_counts(store) == {"scored": len(expected), "not_sampled": 40 - len(expected)}
+
+
+def test_a_store_at_the_first_schema_is_upgraded_with_its_runs(store_url):
+    from alembic import command
+    from alembic.config import Config
+    from sqlalchemy import create_engine
+
+    from ragmeter.store.database import MIGRATIONS, resolve_url
+
+    engine = create_engine(resolve_url(store_url))
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "0001")
+    old = RunStore(engine)
+    run_id = old.save(make_result())
+    old.close()
+    upgraded = RunStore.open(store_url)
+    with upgraded.engine.connect() as connection:
+        assert MigrationContext.configure(connection).get_current_revision() == "0002"
+    assert [r["id"] for r in upgraded.runs()] == [run_id] and len(upgraded.load(run_id).samples) == 5
+    upgraded.close()

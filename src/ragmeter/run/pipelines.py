@@ -210,7 +210,7 @@ class PipelineTimeout(Exception):
     the pipeline raises itself)."""
 
 
-def _in_thread(pipeline: Pipeline, question: str, loop: asyncio.AbstractEventLoop) -> asyncio.Future:
+def _in_thread(pipeline: Pipeline, question: Any, loop: asyncio.AbstractEventLoop) -> asyncio.Future:
     """Call a sync pipeline in a new daemon thread; its outcome lands in the future.
 
     One thread per call rather than a fixed pool: a call that hangs past its timeout
@@ -245,8 +245,8 @@ def _in_thread(pipeline: Pipeline, question: str, loop: asyncio.AbstractEventLoo
     return future
 
 
-async def _call(pipeline: Pipeline, question: str, timeout: float | None) -> Any:
-    """The pipeline's return for ``question``; raises :class:`PipelineTimeout` when it
+async def _call(pipeline: Pipeline, question: Any, timeout: float | None) -> Any:
+    """The pipeline's return for ``question`` (its text, or the sample); raises :class:`PipelineTimeout` when it
     takes longer than ``timeout`` seconds in all (also for a sync pipeline that returns
     an awaitable)."""
     loop = asyncio.get_running_loop()
@@ -307,9 +307,13 @@ async def run_pipeline(
     name: str = "pipeline",
     concurrency: int = DEFAULT_PIPELINE_CONCURRENCY,
     timeout: float | None = None,
+    with_sample: bool = False,
 ) -> PipelineRun:
     """Answer every question of ``testset`` with ``pipeline``, at most ``concurrency`` at a
     time; an error in one question is recorded for that sample, never raised.
+
+    ``with_sample`` calls the pipeline with the whole test-set :class:`Sample` (its id,
+    metadata...) instead of the question text.
 
     ``timeout`` (seconds per question) stops waiting for a call; a sync pipeline's thread
     cannot be killed and finishes in the background (each call has its own thread, so a
@@ -333,7 +337,7 @@ async def run_pipeline(
                     raise ValueError("the test set sample has no question (user_input)")
                 began = time.perf_counter()
                 try:
-                    value = await _call(pipeline, question, timeout)
+                    value = await _call(pipeline, loaded.sample if with_sample else question, timeout)
                 finally:
                     wall_ms = (time.perf_counter() - began) * 1000
                 sample = _answered(loaded, normalise_output(value), wall_ms, name)

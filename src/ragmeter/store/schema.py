@@ -7,6 +7,10 @@ them; a change here needs a new migration.
 - ``scores``: one row per (sample, metric): value, explanation, unscored reason, details,
   seconds, and the judge's usage and cost.
 - ``spans``: traced requests and their steps (:class:`ragmeter.observe.SpanRecord`).
+- ``monitor_seen``: each trace the online monitor decided about (scored, not sampled,
+  unscorable), written in the same transaction as its scores: a killed monitor never scores a
+  trace twice.
+- ``trace_scores``: the monitor's score of a trace by a metric, with its reason and cost.
 """
 
 from __future__ import annotations
@@ -83,4 +87,28 @@ spans = Table(
     Column("error", Text, nullable=True),
     Column("contexts", JSON, nullable=False),
     Column("attributes", JSON, nullable=False),
+)
+
+monitor_seen = Table(
+    "monitor_seen",
+    metadata,
+    Column("trace_id", String(32), primary_key=True),
+    Column("decision", String(16), nullable=False),
+    Column("reason", Text, nullable=True),
+    Column("decided_at", String(40), nullable=False),
+)
+
+trace_scores = Table(
+    "trace_scores",
+    metadata,
+    Column("trace_id", String(32), primary_key=True),
+    Column("metric_id", String(200), primary_key=True),
+    Column("value", Float, nullable=True),
+    Column("explanation", Text, nullable=False),
+    Column("reason", Text, nullable=True),
+    Column("failed", Boolean, nullable=False),
+    Column("details", JSON, nullable=False),
+    Column("scored_at", String(40), nullable=False, index=True),
+    Column("cost_usd", Float, nullable=True),
+    Column("usage", JSON, nullable=True),
 )

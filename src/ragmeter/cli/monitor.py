@@ -1,0 +1,90 @@
+"""``ragmeter monitor``: score a share of the live traces in the run store, in the background,
+resumably, within a judge budget per hour (see :mod:`ragmeter.monitor.online`)."""
+
+from typing import Annotated
+
+import typer
+
+from ragmeter.cli.app import command
+from ragmeter.cli.console import fail, say
+from ragmeter.cli.options import JudgeOptions, judge_options
+from ragmeter.cli.runs import DEFAULT_STORE, StoreOption, open_store
+from ragmeter.judges import BatchingEmbedder, JudgeError, Judges
+from ragmeter.judges.cache import EmbeddingStore
+from ragmeter.judges.config import JudgeConfig
+from ragmeter.judges.embeddings import USEEncoder
+from ragmeter.metrics import Metric, Needs
+from ragmeter.run.engine import resolve_metrics
+from ragmeter.run.sync import run_sync
+
+#: Sample fields traces never have: metrics that require them cannot score live traffic.
+REFERENCE_FIELDS = ("reference", "reference_contexts", "reference_context_ids")
+
+
+@command("monitor")
+@judge_options
+def monitor_command(
+    metrics: Annotated[
+        str, typer.Option("--metrics", "-m", help="Comma-separated reference-free metrics: faithfulness, answer_relevancy, latency_ms...")
+    ],
+    store: StoreOption = DEFAULT_STORE,
+    share: Annotated[float, typer.Option(min=0.0, max=1.0, help="Share of the traces to score, chosen by a hash of the trace id.")] = 0.1,
+    max_cost_per_hour: Annotated[
+        float | None, typer.Option(min=0.0, help="Most judge cost in US dollars per rolling hour; scoring pauses beyond it.")
+    ] = None,
+    batch: Annotated[int, typer.Option(min=1, help="Traces decided per transaction.")] = 20,
+    interval: Annotated[float, typer.Option(min=0.0, help="Seconds to wait when there is no new trace.")] = 10.0,
+    once: Annotated[bool, typer.Option(help="Stop when every trace is decided instead of waiting for new ones.")] = False,
+    concurrency: Annotated[int, typer.Option(min=1, help="Most (sample, metric) pairs scored at once.")] = 4,
+    *,
+    judge_options: JudgeOptions,
+) -> None:
+    """Score new traces in the store as they arrive (Ctrl-C stops; running again resumes)."""
+    from ragmeter.monitor import MonitorSettings, run_monitor
+
+    try:
+        _, settings = judge_options.resolve()
+        chosen = resolve_metrics([name.strip() for name in metrics.split(",") if name.strip()])
+        limits = MonitorSettings(share=share, max_cost_per_hour=max_cost_per_hour, batch=batch, concurrency=concurrency)
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+    if not chosen:
+        raise fail(f"--metrics {metrics!r} names no metric")
+    needing_reference = [m.id for m in chosen if any(f in REFERENCE_FIELDS for f in m.required)]
+    if needing_reference:
+        raise fail(f"live traces have no reference answer or documents, which these metrics need: {', '.join(needing_reference)}")
+    judges = _judges(settings, chosen)
+    opened = open_store(store)
+    say(f"Monitoring {store}: {share:.0%} of the traces with {', '.join(m.id for m in chosen)}")
+    try:
+        progress = run_monitor(
+            opened,
+            chosen,
+            judges,
+            limits,
+            interval=interval,
+            once=once,
+            on_pass=lambda p: say(f"scored {p.scored}, not sampled {p.not_sampled}, unscorable {p.unscorable}"),
+        )
+    finally:
+        opened.close()
+        if judges.llm is not None:
+            run_sync(judges.llm.aclose())
+    if progress.paused_by_budget:
+        say(("budget", "yellow"), f": the judge cost of the last hour reached ${max_cost_per_hour}; the remaining traces wait.")
+    for reason, count in progress.reasons.items():
+        say(f"{count} trace(s) unscorable: {reason}")
+    say(f"Done: {progress.scored} trace(s) scored, {progress.not_sampled} not sampled, {progress.unscorable} unscorable.")
+
+
+def _judges(settings: JudgeConfig, metrics: list[Metric]) -> Judges:
+    """The embedder, and the LLM judge when a metric needs one (else a one-line error)."""
+    disk_cache = settings.open_cache()
+    store = EmbeddingStore(disk_cache, USEEncoder.model_name) if disk_cache is not None else None
+    llm = None
+    if any(m.needs == Needs.LLM for m in metrics):
+        try:
+            llm = settings.build(disk_cache)
+        except JudgeError as exc:
+            raise fail(f"LLM metrics need a judge: {exc}") from None
+    return Judges(embedder=BatchingEmbedder(store=store), llm=llm)

@@ -1,0 +1,322 @@
+"""Sweeps: a grid of pipeline configurations over one test set, all scored the same way, and
+which of them are worth keeping.
+
+::
+
+    # sweep.yaml
+    pipeline: my_rag:answer        # answer(config, sample) -> (contexts, answer) or a dict
+    grid:                          # every combination (here 2 x 2 = 4 configurations)
+      chunk_size: [256, 512]
+      top_k: [3, 5]
+    # or configs: [{chunk_size: 256, top_k: 3}, ...]
+
+Each configuration answers every question (:func:`ragmeter.run.pipelines.run_pipeline`, the
+sample passed whole), one configuration after the other, and is scored like one side of an
+A/B experiment (its own run directory under ``out_dir``). Then:
+
+- **quality** is the mean of one metric (``quality``); **latency** the mean of the samples'
+  ``metadata.latency_ms`` (the pipeline's own figure, else its wall time per call) and
+  **cost** the mean of ``metadata.cost_usd`` when the pipeline reports it;
+- the **Pareto front** holds the configurations no other one beats on all three at once
+  (at least as good on each, better on one; a dimension no configuration reports is left out);
+- the **best** configuration (highest quality) is compared with every other one on the
+  quality metric with ragmeter's paired statistics (:func:`ragmeter.decide.compare.compare_results`:
+  paired bootstrap interval, paired permutation test), the p-values Holm-corrected across the
+  comparisons: those *significantly worse than the best* can be dropped.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import itertools
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ragmeter.data.files import write_json
+from ragmeter.decide.compare import compare_results
+from ragmeter.decide.experiment import _as_dataset, _folder, _score_arm
+from ragmeter.judges import Judges
+from ragmeter.metrics import Metric, Needs
+from ragmeter.report.sweep import write_sweep_report
+from ragmeter.results import Result
+from ragmeter.results.inference import holm
+from ragmeter.run.engine import DEFAULT_CONCURRENCY, default_llm_judge, resolve_metrics
+from ragmeter.run.pipelines import DEFAULT_PIPELINE_CONCURRENCY, ConfiguredPipeline, run_pipeline
+from ragmeter.run.sync import run_sync
+
+SWEEP_FILE = "sweep.json"
+WORSE = "significantly worse than the best"
+NOT_WORSE = "not significantly worse"
+
+
+@dataclass
+class SweepPoint:
+    """One configuration of a sweep and how it did.
+
+    Attributes:
+        name: The configuration as ``key=value`` pairs.
+        config: The configuration.
+        result: Its scores.
+        quality: Mean of the quality metric (``None`` when no sample was scored).
+        latency_ms: Mean latency per question.
+        cost_usd: Mean cost per question (``None`` when the pipeline reports none).
+        errors: Questions whose pipeline call failed.
+        pareto: On the Pareto front of quality against latency and cost.
+        versus_best: The paired comparison with the best configuration (``None`` for the best).
+    """
+
+    name: str
+    config: dict[str, Any]
+    result: Result
+    quality: float | None
+    latency_ms: float | None
+    cost_usd: float | None
+    errors: int
+    pareto: bool = False
+    versus_best: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        keys = ("name", "config", "quality", "latency_ms", "cost_usd", "errors", "pareto", "versus_best")
+        return {key: getattr(self, key) for key in keys}
+
+
+@dataclass
+class Sweep:
+    """A finished sweep: every configuration, the best one, and the settings."""
+
+    quality_metric: str
+    points: list[SweepPoint]
+    best: str | None
+    alpha: float
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def point(self, name: str) -> SweepPoint:
+        """The configuration named ``name``."""
+        return next(p for p in self.points if p.name == name)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "quality_metric": self.quality_metric,
+            "best": self.best,
+            "alpha": self.alpha,
+            "pareto_front": [p.name for p in self.points if p.pareto],
+            "significantly_worse": [p.name for p in self.points if p.versus_best and p.versus_best["verdict"] == WORSE],
+            "points": [p.to_dict() for p in self.points],
+            "settings": self.settings,
+        }
+
+
+def grid_configs(grid: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
+    """Every combination of the grid's values, in order (the last key varies fastest).
+
+    Raises:
+        ValueError: A key's values are not a non-empty list.
+    """
+    for key, values in grid.items():
+        if not isinstance(values, list) or not values:
+            raise ValueError(f"grid.{key}: expected a non-empty list of values, got {values!r}")
+    return [dict(zip(grid, combination, strict=True)) for combination in itertools.product(*grid.values())]
+
+
+def load_sweep_file(path: str | Path) -> tuple[str | None, list[dict[str, Any]]]:
+    """The pipeline (``module:function``, or ``None`` when the file names none) and the
+    configurations of a sweep file (see the module docstring).
+
+    Raises:
+        ValueError: The file is unreadable or malformed; the message names the file and key.
+    """
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise ValueError(f"{path}: cannot read the sweep file: {exc}") from None
+    if not isinstance(data, dict) or ("grid" in data) == ("configs" in data):
+        raise ValueError(f"{path}: expected a mapping with either grid: (values per setting) or configs: (a list of settings)")
+    pipeline = data.get("pipeline")
+    if pipeline is not None and not isinstance(pipeline, str):
+        raise ValueError(f"{path}: pipeline: expected module:function, got {pipeline!r}")
+    if "grid" in data:
+        if not isinstance(data["grid"], dict) or not data["grid"]:
+            raise ValueError(f"{path}: grid: expected a mapping of setting -> list of values")
+        try:
+            return pipeline, grid_configs(data["grid"])
+        except ValueError as exc:
+            raise ValueError(f"{path}: {exc}") from None
+    configs = data["configs"]
+    if not isinstance(configs, list) or not configs or not all(isinstance(c, dict) for c in configs):
+        raise ValueError(f"{path}: configs: expected a non-empty list of mappings")
+    return pipeline, configs
+
+
+def import_pipeline(spec: str) -> Callable[..., Any]:
+    """The callable ``module:function`` names (the module imported from the current directory too).
+
+    Raises:
+        ValueError: The spec is malformed, the module cannot be imported, or the name is
+            missing or not callable.
+    """
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise ValueError(f"pipeline {spec!r}: expected module:function, e.g. my_rag:answer")
+    if "" not in sys.path:
+        sys.path.insert(0, "")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # any error importing the user's module is theirs to see, in one line
+        raise ValueError(f"pipeline {spec!r}: cannot import {module_name}: {type(exc).__name__}: {exc}") from None
+    function = getattr(module, attribute, None)
+    if not callable(function):
+        raise ValueError(f"pipeline {spec!r}: {module_name} has no callable {attribute}")
+    return function
+
+
+def pareto_front(points: Sequence[SweepPoint]) -> set[str]:
+    """The names of the points no other point dominates on quality (higher), latency and
+    cost (lower); a dimension missing from every point is left out, a point missing a
+    dimension others have is dominated on it."""
+    dims = [d for d in ("latency_ms", "cost_usd") if any(getattr(p, d) is not None for p in points)]
+
+    def values(p: SweepPoint) -> list[float]:
+        quality = p.quality if p.quality is not None else float("-inf")
+        return [-quality, *(getattr(p, d) if getattr(p, d) is not None else float("inf") for d in dims)]
+
+    def dominates(a: SweepPoint, b: SweepPoint) -> bool:
+        va, vb = values(a), values(b)
+        return all(x <= y for x, y in zip(va, vb, strict=True)) and any(x < y for x, y in zip(va, vb, strict=True))
+
+    return {p.name for p in points if p.quality is not None and not any(dominates(o, p) for o in points if o is not p)}
+
+
+def _mean(values: Iterable[Any]) -> float | None:
+    numbers = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    return sum(numbers) / len(numbers) if numbers else None
+
+
+def _point(pipeline: ConfiguredPipeline, result: Result, quality_metric: str, errors: int) -> SweepPoint:
+    answered = [s for s in result.samples if "pipeline_error" not in s.sample.metadata]
+    return SweepPoint(
+        pipeline.name,
+        pipeline.config,
+        result,
+        result.aggregates[quality_metric]["mean"],
+        _mean(s.sample.metadata.get("latency_ms") for s in answered),
+        _mean(s.sample.metadata.get("cost_usd") for s in answered),
+        errors,
+    )
+
+
+def _versus_best(points: list[SweepPoint], best: SweepPoint, quality_metric: str, alpha: float) -> None:
+    """Compare every point with the best on the quality metric; Holm across the comparisons."""
+    others = [p for p in points if p is not best]
+    compared = [compare_results(best.result, p.result, metrics=[quality_metric], alpha=alpha).metric(quality_metric) for p in others]
+    tested = [(p.name, c.p_permutation) for p, c in zip(others, compared, strict=True) if c.p_permutation is not None]
+    adjusted = dict(zip((name for name, _ in tested), holm([p for _, p in tested]), strict=True))
+    for point, c in zip(others, compared, strict=True):
+        p_holm = adjusted.get(point.name)
+        worse = p_holm is not None and p_holm < alpha and (c.improvement() or 0) < 0
+        point.versus_best = {
+            "n_pairs": c.n_pairs,
+            "mean_diff": c.mean_diff,
+            "ci_low": c.ci_low,
+            "ci_high": c.ci_high,
+            "p_permutation": c.p_permutation,
+            "p_holm": p_holm,
+            "verdict": WORSE if worse else NOT_WORSE,
+        }
+
+
+async def arun_sweep(
+    pipeline: Callable[..., Any],
+    configs: Sequence[Mapping[str, Any]],
+    testset: Any,
+    metrics: Iterable[str | Metric],
+    *,
+    quality: str | None = None,
+    judges: Judges | None = None,
+    pipeline_concurrency: int = DEFAULT_PIPELINE_CONCURRENCY,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    timeout: float | None = None,
+    out_dir: str | Path | None = None,
+    alpha: float = 0.05,
+) -> Sweep:
+    """Run ``pipeline`` with each configuration over ``testset``, score all, and find the
+    Pareto front and the configurations significantly worse than the best (module docstring).
+
+    Args:
+        pipeline: ``pipeline(config, sample) -> (contexts, answer)`` or a dict (as for
+            :func:`ragmeter.run.pipelines.run_pipeline`, ``latency_ms`` and ``cost_usd`` included).
+        configs: The configurations (see :func:`grid_configs`); at least two.
+        testset: Anything :func:`ragmeter.load_dataset` accepts, or a :class:`Dataset`.
+        metrics: Metric names or objects, the same for every configuration.
+        quality: The metric that measures quality (default: the first of ``metrics``).
+        judges: Models for the metrics; an LLM judge is built (and closed) when needed.
+        pipeline_concurrency: Questions in flight per configuration.
+        concurrency: (sample, metric) pairs scored at once.
+        timeout: Seconds a pipeline may take per question.
+        out_dir: With it, each configuration's run directory goes to ``out_dir/<name>`` and
+            the sweep to ``out_dir/sweep.json`` and ``out_dir/sweep.md``.
+        alpha: Family-wise significance level (Holm across the comparisons with the best).
+
+    Raises:
+        InputError: The test set has no usable sample.
+        ValueError: Fewer than two configurations, a bad option, or ``quality`` not among the metrics.
+    """
+    chosen = resolve_metrics(metrics)
+    quality_metric = quality or (chosen[0].id if chosen else "")
+    if quality_metric not in [m.id for m in chosen]:
+        raise ValueError(f"quality metric {quality_metric!r} is not among the metrics ({', '.join(m.id for m in chosen) or 'none'})")
+    if len(configs) < 2:
+        raise ValueError("a sweep needs at least two configurations")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be between 0 and 1, got {alpha}")
+    dataset = _as_dataset(testset)
+    judges = judges or Judges()
+    owns_llm = judges.llm is None and any(m.needs == Needs.LLM for m in chosen)
+    if owns_llm:
+        judges.llm = default_llm_judge()
+    root = Path(out_dir) if out_dir is not None else None
+    points = []
+    try:
+        for config in configs:
+            configured = ConfiguredPipeline(lambda c: functools.partial(pipeline, c), config)
+            run = await run_pipeline(
+                configured, dataset, name=configured.name, concurrency=pipeline_concurrency, timeout=timeout, with_sample=True
+            )
+            answered = [s for s in run.dataset if s.key not in run.errors]
+            folder = root / _folder(configured.name) if root is not None else None
+            arm = await _score_arm(configured, run, answered, folder, chosen, judges, [s.key for s in dataset], concurrency, False)
+            points.append(_point(configured, arm.result, quality_metric, len(run.errors)))
+    finally:
+        if owns_llm and judges.llm is not None:
+            await judges.llm.aclose()
+            judges.llm = None
+    return _finish(points, quality_metric, alpha, root, len(dataset))
+
+
+def _finish(points: list[SweepPoint], quality_metric: str, alpha: float, root: Path | None, n_samples: int) -> Sweep:
+    front = pareto_front(points)
+    for point in points:
+        point.pareto = point.name in front
+    scored = [p for p in points if p.quality is not None]
+    best = max(scored, key=lambda p: p.quality or 0.0) if scored else None
+    if best is not None:
+        _versus_best(points, best, quality_metric, alpha)
+    sweep = Sweep(quality_metric, points, best.name if best else None, alpha, {"n_samples": n_samples, "correction": "holm"})
+    if root is not None:
+        root.mkdir(parents=True, exist_ok=True)
+        document = sweep.to_dict()
+        write_json(root / SWEEP_FILE, document)
+        write_sweep_report(document, root)
+    return sweep
+
+
+def run_sweep(
+    pipeline: Callable[..., Any], configs: Sequence[Mapping[str, Any]], testset: Any, metrics: Iterable[str | Metric], **options: Any
+) -> Sweep:
+    """Blocking :func:`arun_sweep`."""
+    return run_sync(arun_sweep(pipeline, configs, testset, metrics, **options))

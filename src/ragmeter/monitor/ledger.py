@@ -1,0 +1,109 @@
+"""The online monitor's reads and writes in the run store: traces not yet decided about, their
+spans, the judge cost of the last hour, and each batch's decisions and scores (one transaction).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import func, insert, select
+
+from ragmeter.data.files import jsonable
+from ragmeter.observe.record import SpanRecord
+from ragmeter.results import SampleResult
+from ragmeter.store import RunStore
+from ragmeter.store.schema import monitor_seen, spans, trace_scores
+
+#: What the monitor decided about a trace.
+SCORED, NOT_SAMPLED, UNSCORABLE = "scored", "not_sampled", "unscorable"
+
+
+@dataclass
+class Decision:
+    """What the monitor decided about one trace.
+
+    Attributes:
+        trace_id: The trace.
+        decision: :data:`SCORED`, :data:`NOT_SAMPLED` or :data:`UNSCORABLE`.
+        reason: Why it is unscorable (no question, the request failed...).
+        result: Its scores, when scored.
+    """
+
+    trace_id: str
+    decision: str
+    reason: str | None = None
+    result: SampleResult | None = None
+
+
+def undecided_traces(store: RunStore, limit: int) -> list[str]:
+    """Up to ``limit`` traces (oldest first) with a root span and no decision yet."""
+    query = (
+        select(spans.c.trace_id)
+        .where(spans.c.parent_id.is_(None), spans.c.trace_id.not_in(select(monitor_seen.c.trace_id)))
+        .group_by(spans.c.trace_id)
+        .order_by(func.min(spans.c.started_at))
+        .limit(limit)
+    )
+    with store.engine.connect() as connection:
+        return list(connection.scalars(query))
+
+
+def spans_of(store: RunStore, trace_ids: Sequence[str]) -> list[SpanRecord]:
+    """Every stored span of these traces."""
+    with store.engine.connect() as connection:
+        rows = connection.execute(select(spans).where(spans.c.trace_id.in_(list(trace_ids))))
+        return [SpanRecord.from_dict({k: v for k, v in r._mapping.items() if v is not None}) for r in rows]
+
+
+def cost_since(store: RunStore, since: str) -> float:
+    """Judge cost (US dollars, known prices only) of the scores written since ``since`` (ISO time)."""
+    query = select(func.coalesce(func.sum(trace_scores.c.cost_usd), 0.0)).where(trace_scores.c.scored_at >= since)
+    with store.engine.connect() as connection:
+        return float(connection.scalar(query) or 0.0)
+
+
+def record(store: RunStore, decisions: Sequence[Decision], at: str) -> None:
+    """Write a batch's decisions and scores in one transaction: all of it, or none (a kill in
+    between leaves the batch undecided, to be scored again, never twice)."""
+    seen_rows = [{"trace_id": d.trace_id, "decision": d.decision, "reason": d.reason, "decided_at": at} for d in decisions]
+    score_rows = [
+        _score_row(d.trace_id, metric_id, d.result, at) for d in decisions if d.result is not None for metric_id in d.result.scores
+    ]
+    with store.engine.begin() as connection:
+        if seen_rows:
+            connection.execute(insert(monitor_seen), seen_rows)
+        if score_rows:
+            connection.execute(insert(trace_scores), score_rows)
+
+
+def _score_row(trace_id: str, metric_id: str, result: SampleResult | None, at: str) -> dict[str, Any]:
+    assert result is not None
+    score, usage = result.scores[metric_id], result.usage.get(metric_id)
+    return {
+        "trace_id": trace_id,
+        "metric_id": metric_id,
+        "value": score.value,
+        "explanation": score.explanation,
+        "reason": score.reason,
+        "failed": score.failed,
+        "details": jsonable(score.details),
+        "scored_at": at,
+        "cost_usd": usage.cost_usd if usage else None,
+        "usage": jsonable(usage.to_dict()) if usage else None,
+    }
+
+
+def trace_score_rows(store: RunStore) -> list[dict[str, Any]]:
+    """Every monitor score, oldest first (for reports and tests)."""
+    with store.engine.connect() as connection:
+        rows = connection.execute(select(trace_scores).order_by(trace_scores.c.scored_at, trace_scores.c.trace_id))
+        return [dict(r._mapping) for r in rows]
+
+
+def decision_counts(store: RunStore) -> dict[str, int]:
+    """How many traces got each decision."""
+    query = select(monitor_seen.c.decision, func.count()).group_by(monitor_seen.c.decision)
+    with store.engine.connect() as connection:
+        return {decision: int(count) for decision, count in connection.execute(query)}

@@ -1,0 +1,158 @@
+"""Online evaluation: score a share of the live traces in the run store with reference-free
+metrics, in a process of its own (the application never waits for it), resumable, and within a
+judge budget per hour.
+
+Which traces are scored is decided by a hash of the trace id (the same trace is always in or
+out of the share, whichever process looks at it), and each batch's decisions are written with
+its scores in one transaction: a monitor killed at any point resumes without scoring a trace
+twice. When the judge cost of the last hour reaches the budget, scoring pauses (the traces wait)
+until the hour rolls on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+
+from ragmeter.data import load_dataset
+from ragmeter.judges import Judges
+from ragmeter.metrics import Metric
+from ragmeter.monitor.ledger import NOT_SAMPLED, SCORED, UNSCORABLE, Decision, cost_since, record, spans_of, undecided_traces
+from ragmeter.observe.export import spans_to_samples
+from ragmeter.run.engine import Evaluator
+from ragmeter.run.sync import run_sync
+from ragmeter.store import RunStore
+
+
+@dataclass(frozen=True)
+class MonitorSettings:
+    """How the monitor samples and spends.
+
+    Attributes:
+        share: The share of traces to score, in (0, 1].
+        max_cost_per_hour: Most judge cost (US dollars, known prices) per rolling hour;
+            ``None``: no limit.
+        batch: Traces decided per transaction.
+        concurrency: Most (sample, metric) pairs scored at once.
+    """
+
+    share: float = 0.1
+    max_cost_per_hour: float | None = None
+    batch: int = 20
+    concurrency: int = 4
+
+    def __post_init__(self) -> None:
+        if not 0 < self.share <= 1:
+            raise ValueError(f"the share of traces to score must be in (0, 1], got {self.share}")
+        if self.max_cost_per_hour is not None and self.max_cost_per_hour < 0:
+            raise ValueError("the cost budget per hour cannot be negative")
+        if self.batch < 1:
+            raise ValueError("the batch size must be at least 1")
+
+
+@dataclass
+class Progress:
+    """What passes of the monitor did: traces scored, left out by sampling, unscorable, and
+    whether the budget paused scoring."""
+
+    scored: int = 0
+    not_sampled: int = 0
+    unscorable: int = 0
+    paused_by_budget: bool = False
+    reasons: dict[str, int] = field(default_factory=dict)
+
+    def add(self, decisions: Sequence[Decision]) -> None:
+        for d in decisions:
+            if d.decision == SCORED:
+                self.scored += 1
+            elif d.decision == NOT_SAMPLED:
+                self.not_sampled += 1
+            else:
+                self.unscorable += 1
+                self.reasons[d.reason or ""] = self.reasons.get(d.reason or "", 0) + 1
+
+
+def in_share(trace_id: str, share: float) -> bool:
+    """Whether a trace is in the scored share: a hash of its id, the same in every process."""
+    digest = hashlib.sha256(trace_id.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < share
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def monitor_pass(store: RunStore, metrics: Sequence[Metric], judges: Judges, settings: MonitorSettings, progress: Progress) -> bool:
+    """Decide about one batch of undecided traces; return whether there was anything to do.
+
+    Traces outside the share are marked as such at once; those inside are joined into samples
+    and scored, unless the budget of the last hour is spent (then nothing is written and
+    ``progress.paused_by_budget`` is set).
+    """
+    trace_ids = undecided_traces(store, settings.batch)
+    if not trace_ids:
+        return False
+    decisions = [Decision(t, NOT_SAMPLED) for t in trace_ids if not in_share(t, settings.share)]
+    wanted = [t for t in trace_ids if in_share(t, settings.share)]
+    if wanted and settings.max_cost_per_hour is not None:
+        hour_ago = (datetime.now(timezone.utc) - timedelta(hours=1)).isoformat(timespec="milliseconds")
+        if cost_since(store, hour_ago) >= settings.max_cost_per_hour:
+            progress.paused_by_budget = True
+            record(store, decisions, _now())
+            progress.add(decisions)
+            return bool(decisions)
+    if wanted:
+        decisions += _score(store, wanted, metrics, judges, settings)
+    record(store, decisions, _now())
+    progress.add(decisions)
+    return True
+
+
+def _score(store: RunStore, trace_ids: list[str], metrics: Sequence[Metric], judges: Judges, settings: MonitorSettings) -> list[Decision]:
+    """Join each trace's spans into a sample and score the samples; unscorable traces say why."""
+    exported = spans_to_samples(spans_of(store, trace_ids))
+    decisions = [Decision(trace_id, UNSCORABLE, reason) for trace_id, reason in exported.skipped]
+    if not exported.samples:
+        return decisions
+    evaluator = Evaluator(list(metrics), judges=judges, concurrency=settings.concurrency, progress=False)
+    result = run_sync(evaluator.arun(load_dataset(exported.samples)))
+    for item in result.samples:
+        decisions.append(Decision(str(item.sample.id), SCORED, result=item))
+    return decisions
+
+
+def run_monitor(
+    store: RunStore,
+    metrics: Sequence[Metric],
+    judges: Judges,
+    settings: MonitorSettings,
+    *,
+    interval: float = 10.0,
+    once: bool = False,
+    on_pass: Callable[[Progress], None] | None = None,
+) -> Progress:
+    """Score new traces until stopped (Ctrl-C, a kill), or until none is left with ``once``.
+
+    Args:
+        store: The run store the traces are in.
+        metrics: Reference-free metrics (groundedness, relevance, refusals, latency...).
+        judges: The models the metrics may use.
+        settings: Share, budget, batch size.
+        interval: Seconds to wait when there is nothing new (or the budget is spent).
+        once: Return when every trace is decided (or the budget is spent) instead of waiting.
+        on_pass: Called with the totals after each batch (progress lines).
+    """
+    progress = Progress()
+    while True:
+        progress.paused_by_budget = False
+        busy = monitor_pass(store, metrics, judges, settings, progress)
+        if on_pass is not None and busy:
+            on_pass(progress)
+        if busy and not progress.paused_by_budget:
+            continue
+        if once:
+            return progress
+        time.sleep(interval)
