@@ -14,6 +14,7 @@ chunker sees the same structure as in a Markdown file. PDF text comes from its t
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -141,6 +142,7 @@ def pdf_text(path: Path) -> str:
     """
     from pypdf import PdfReader
 
+    logging.getLogger("pypdf").setLevel(logging.ERROR)  # its warnings about a damaged file would print raw; the error is reported
     pages = [page.extract_text() or "" for page in PdfReader(path).pages]
     text = "\n\n".join(p.strip() for p in pages if p.strip())
     if not text:

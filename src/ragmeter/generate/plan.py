@@ -106,8 +106,16 @@ def parse_mix(text: str | None, names: Sequence[str], default: Mapping[str, floa
 
 
 def allocate(size: int, weights: Mapping[str, float]) -> dict[str, int]:
-    """``size`` split by ``weights`` in whole numbers (largest remainder), in the weights' order."""
-    exact = {name: size * weight for name, weight in weights.items()}
+    """``size`` split in proportion to ``weights`` (positive numbers, any sum) in whole numbers
+    (largest remainder), in the weights' order.
+
+    Raises:
+        ValueError: No weight is positive.
+    """
+    total = sum(w for w in weights.values() if w > 0)
+    if not total > 0:
+        raise ValueError("give at least one positive weight")
+    exact = {name: size * max(weight, 0) / total for name, weight in weights.items()}
     counts = {name: int(value) for name, value in exact.items()}
     by_remainder = sorted(exact, key=lambda name: (-(exact[name] - counts[name]), list(weights).index(name)))
     for name in by_remainder[: size - sum(counts.values())]:

@@ -1,0 +1,151 @@
+"""ragmeter generate's quality filter, check by check, with a stand-in judge and fixed embeddings."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pytest
+from test_llm_double import FixedVectors, ScriptedJudge
+
+from ragmeter.generate.chunking import Chunk
+from ragmeter.generate.filters import check, leak, near_duplicates
+from ragmeter.generate.graph import KnowledgeGraph
+from ragmeter.generate.plan import Slot
+from ragmeter.generate.synthesize import NO_ANSWER, Draft
+from ragmeter.judges.embeddings import BatchingEmbedder
+
+CHUNKS = (
+    Chunk("mr#1", "mr", "A merge request needs two approvals.", "en"),
+    Chunk("mr#2", "mr", "Code owners must approve changes to their paths.", "en"),
+    Chunk("freeze#1", "freeze", "Deployments are frozen during the last week of December.", "en"),
+)
+GRAPH = KnowledgeGraph(CHUNKS, ((), (), ()), ())
+
+
+def _draft(
+    kind="single_fact", question="How many approvals does a merge request need?", reference="Two approvals.", chunks=(0,), style="plain"
+):
+    slot = Slot("q0001", kind, style, None, chunks, "en")
+    contexts = tuple(CHUNKS[i].text for i in chunks)
+    return Draft(slot, question, question, reference, contexts, tuple(CHUNKS[i].id for i in chunks))
+
+
+def _premise(shared) -> str:
+    premise = shared["premise"]
+    return " ".join(premise) if isinstance(premise, list) else premise
+
+
+def _judge(answerable=lambda premise, q: 0.9, supported=lambda premise, s: 0.9) -> ScriptedJudge:
+    def rule(task, shared, item):
+        return (answerable if task == "answerable" else supported)(_premise(shared), item)
+
+    return ScriptedJudge(rule=rule)
+
+
+def _check(draft, judge, vectors=None, encoder=None):
+    embedder = BatchingEmbedder(encoder or FixedVectors({}))
+    vectors = np.eye(64, dtype=np.float32)[: len(CHUNKS)] if vectors is None else vectors
+    return asyncio.run(check(draft, GRAPH, vectors, judge, embedder.embed))
+
+
+def test_a_good_question_is_kept_with_what_the_checks_measured():
+    judge = _judge()
+    verdict = _check(_draft(), judge)
+    assert verdict.kept and verdict.reason is None
+    assert verdict.checks == {"answerable_from_contexts": 0.9, "reference_supported": 0.9}
+    assert [(c.task, c.items) for c in judge.calls] == [
+        ("answerable", ["How many approvals does a merge request need?"]),
+        ("supported", ["Two approvals."]),
+    ]
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "According to the passage, how many approvals are needed?",
+        "What does the text say about approvals?",
+        "Based on the information provided, who approves?",
+        "In the given context, who approves a merge?",
+        "根据文中内容，合并需要几个审批？",
+        "上下文里提到的审批人数是多少？",
+    ],
+)
+def test_a_question_that_points_at_its_source_is_rejected_without_asking_the_judge(question):
+    judge = _judge()
+    verdict = _check(_draft(question=question), judge)
+    assert (verdict.kept, verdict.reason) == (False, "source_leak")
+    assert judge.calls == []
+
+
+def test_leak_leaves_ordinary_questions_alone():
+    for question in ("How does context switching work in Linux?", "Which documents must a new joiner sign?", "合并请求需要几个审批？"):
+        assert leak(question) is None
+
+
+def test_a_question_its_contexts_do_not_answer_is_rejected():
+    verdict = _check(_draft(), _judge(answerable=lambda premise, q: 0.2))
+    assert (verdict.kept, verdict.reason) == (False, "unanswerable_from_contexts")
+    assert "P=0.20" in verdict.detail
+
+
+def test_a_reference_its_contexts_do_not_support_is_rejected():
+    verdict = _check(_draft(reference="Three approvals."), _judge(supported=lambda premise, s: 0.1))
+    assert (verdict.kept, verdict.reason) == (False, "reference_unsupported")
+
+
+def test_a_multi_hop_question_that_one_chunk_answers_alone_is_rejected():
+    def answerable(premise, question):
+        return 0.9 if "approvals" in premise else 0.1  # mr#1 alone holds the answer
+
+    verdict = _check(_draft("multi_hop", chunks=(1, 0)), _judge(answerable=answerable))
+    assert (verdict.kept, verdict.reason) == (False, "single_chunk_answers")
+    assert verdict.detail.startswith("mr#1 alone answers it")
+    assert verdict.checks["answerable_from mr#2"] == 0.1
+
+
+def test_a_multi_hop_question_that_needs_both_chunks_is_kept():
+    def answerable(premise, question):
+        return 0.9 if "approvals" in premise and "Code owners" in premise else 0.2
+
+    verdict = _check(_draft("multi_hop", chunks=(0, 1)), _judge(answerable=answerable))
+    assert verdict.kept
+
+
+def _unanswerable(question):
+    return _draft("unanswerable", question=question, reference=NO_ANSWER["en"], chunks=(2,))
+
+
+def test_an_unanswerable_question_whose_answer_the_knowledge_base_holds_is_rejected():
+    question = "How many approvals does a merge request need?"
+    encoder = FixedVectors({question: [1.0, 0.1]})  # closest to chunk 0, then chunk 1
+    vectors = np.eye(64, dtype=np.float32)[:3]
+
+    def answerable(premise, q):
+        return 0.95 if "two approvals" in premise else 0.05
+
+    verdict = _check(_unanswerable(question), _judge(answerable=answerable), vectors, encoder)
+    assert (verdict.kept, verdict.reason) == (False, "answer_in_knowledge_base")
+    assert verdict.checks["searched"][:2] == ["mr#1", "mr#2"]
+
+
+def test_an_unanswerable_question_the_knowledge_base_does_not_answer_is_kept():
+    judge = _judge(answerable=lambda premise, q: 0.1)
+    verdict = _check(_unanswerable("How much does a replacement badge cost?"), judge)
+    assert verdict.kept
+    assert [c.task for c in judge.calls] == ["answerable"]  # no reference to check
+
+
+def test_a_misspelled_question_is_checked_in_its_original_wording():
+    judge = _judge()
+    slot = Slot("q0001", "single_fact", "misspelled", None, (0,), "en")
+    draft = Draft(slot, "How mnay aprovals?", "How many approvals?", "Two.", (CHUNKS[0].text,), ("mr#1",))
+    assert _check(draft, judge).kept
+    assert judge.calls[0].items == ["How many approvals?"]
+
+
+def test_near_duplicates_keep_the_first_and_name_it():
+    vectors = np.array([[1.0, 0.0], [0.99, 0.141], [0.0, 1.0]], dtype=np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    assert near_duplicates(["q1", "q2", "q3"], vectors) == {"q2": ("q1", pytest.approx(0.99, abs=0.001))}
+    assert near_duplicates(["q1", "q2", "q3"], vectors, threshold=0.999) == {}

@@ -1,0 +1,138 @@
+"""ragmeter generate, reading and chunking: every format, bad files reported by name and skipped,
+language per document, headline-aware chunks with stable ids."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import pytest
+
+from ragmeter.generate.chunking import check_chunking, chunk_document
+from ragmeter.generate.documents import Document, html_text, ingest
+
+
+def minimal_pdf(text: str) -> bytes:
+    """A one-page PDF whose text layer holds ``text`` (ASCII)."""
+    stream = f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET".encode()
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    for offset in offsets:
+        out += b"%010d 00000 n \n" % offset
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)
+
+
+def test_every_format_is_read_with_its_language(tmp_path):
+    (tmp_path / "guide.md").write_text("# Guide\n\n## Backups\n\nBackups run nightly.", encoding="utf-8")
+    (tmp_path / "notes.txt").write_text("部署冻结期间禁止发布。", encoding="utf-8")
+    (tmp_path / "page.html").write_text(
+        "<html><head><title>Leave</title><style>p {color: red}</style></head>"
+        "<body><h2>Annual leave</h2><p>Staff get 25 days.</p><script>alert(1)</script></body></html>",
+        encoding="utf-8",
+    )
+    (tmp_path / "manual.pdf").write_bytes(minimal_pdf("Backups run every night at 02:00."))
+    rows = [{"id": "p1", "title": "T", "passage": "Seasonality recurs every year.", "source": "wiki"}, {"text": "第二条文档。"}]
+    (tmp_path / "docs.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    read = ingest([tmp_path])
+    by_id = {d.id: d for d in read.documents}
+    assert read.issues == []
+    assert set(by_id) == {"guide", "notes", "page", "manual", "p1", "docs-2"}
+    assert by_id["notes"].lang == "zh" and by_id["docs-2"].lang == "zh" and by_id["guide"].lang == "en"
+    assert by_id["page"].title == "Leave"
+    assert "## Annual leave" in by_id["page"].text and "Staff get 25 days." in by_id["page"].text
+    assert "alert" not in by_id["page"].text and "color" not in by_id["page"].text
+    assert by_id["manual"].text == "Backups run every night at 02:00."
+    assert by_id["p1"].text == "Seasonality recurs every year." and by_id["p1"].metadata == {"source": "wiki"}
+    assert by_id["p1"].source.endswith("docs.jsonl:1")
+
+
+def test_bad_files_and_lines_are_reported_by_name_and_skipped(tmp_path):
+    (tmp_path / "good.md").write_text("Fine text.", encoding="utf-8")
+    (tmp_path / "latin1.txt").write_bytes("caf\xe9".encode("latin-1"))
+    (tmp_path / "broken.pdf").write_bytes(b"%PDF-1.4 not really")
+    (tmp_path / "empty.md").write_text("   \n", encoding="utf-8")
+    (tmp_path / "docs.jsonl").write_text('{"text": "ok"}\nnot json\n{"title": "no text"}\n[1]\n', encoding="utf-8")
+    (tmp_path / "table.xlsx").write_bytes(b"x")
+    read = ingest([tmp_path, tmp_path / "table.xlsx", tmp_path / "missing.md"])
+    assert sorted(d.id for d in read.documents) == ["docs-1", "good"]
+    messages = {(i.source.rsplit("/", 1)[-1], i.location, i.field): i.message for i in read.issues}
+    assert "UnicodeDecodeError" in messages[("latin1.txt", "file", None)]
+    assert "cannot read the file" in messages[("broken.pdf", "file", None)]
+    assert messages[("empty.md", "file", None)] == "the document has no text"
+    assert messages[("docs.jsonl", "line 2", None)].startswith("invalid JSON")
+    assert "no document text" in messages[("docs.jsonl", "line 3", "text")]
+    assert messages[("docs.jsonl", "line 4", None)] == "expected a JSON object (a document)"
+    assert "unsupported file type .xlsx" in messages[("table.xlsx", "file", None)]
+    assert messages[("missing.md", "file", None)] == "no such file or folder"
+    assert all(i.skipped for i in read.issues)
+
+
+def test_files_with_the_same_name_in_two_folders_get_distinct_ids(tmp_path):
+    for folder in ("en", "zh"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "faq.md").write_text(f"{folder} text", encoding="utf-8")
+    assert [d.id for d in ingest([tmp_path]).documents] == ["faq", "zh/faq"]
+
+
+def test_html_headings_become_markdown_headings():
+    title, text = html_text(b"<html><body><h1>A</h1><p>one</p><h3>B <b>c</b></h3><p>two</p></body></html>")
+    assert title is None
+    assert text.split("\n\n") == ["# A", "one", "### B c", "two"]
+
+
+def _doc(text: str, lang: str = "en") -> Document:
+    return Document("guide", text, "guide.md", lang)
+
+
+def test_chunks_follow_headings_and_carry_the_heading_path():
+    text = "# Guide\n\n## Backups\n\n" + "Backups run nightly. " * 8 + "\n\n## Restores\n\n" + "Restores take an hour. " * 8
+    chunks = chunk_document(_doc(text), size=200, overlap=0)
+    assert [c.id for c in chunks] == ["guide#1", "guide#2"]
+    assert chunks[0].headings == ("Guide", "Backups") and chunks[1].headings == ("Guide", "Restores")
+    assert "Restores" not in chunks[0].text and "Backups" not in chunks[1].text
+
+
+def test_long_sections_are_cut_at_sentences_with_overlap_and_the_heading_repeated():
+    sentences = [f"Rule {n} says step {n} comes after step {n - 1}." for n in range(1, 31)]
+    chunks = chunk_document(_doc("## Steps\n\n" + " ".join(sentences)), size=300, overlap=100)
+    assert len(chunks) > 3
+    assert all(len(c.text) <= 300 + len("## Steps\n") for c in chunks)
+    for previous, chunk in itertools.pairwise(chunks):
+        assert chunk.text.startswith("## Steps\n")
+        first_sentence = chunk.text.split("\n", 1)[1].split(". ")[0]
+        assert first_sentence in previous.text  # the overlap repeats the end of the previous piece
+    everything = " ".join(c.text for c in chunks)
+    assert all(s in everything for s in sentences)
+
+
+def test_small_sections_are_joined_and_ids_are_stable():
+    text = "## A\n\nOne line.\n\n## B\n\nAnother line.\n\n## C\n\n" + "Long text here. " * 30
+    first = chunk_document(_doc(text), size=300, overlap=50)
+    assert "One line." in first[0].text and "Another line." in first[0].text
+    assert first == chunk_document(_doc(text), size=300, overlap=50)
+
+
+def test_chinese_sections_are_cut_at_chinese_sentence_ends():
+    text = "## 规定\n\n" + "".join(f"第{n}条规定要求每个变更都要审批。" for n in range(1, 40))
+    chunks = chunk_document(_doc(text, "zh"), size=120, overlap=30)
+    assert len(chunks) > 3 and all(c.lang == "zh" for c in chunks)
+    assert all(c.text.split("\n", 1)[-1].endswith("。") for c in chunks)
+
+
+@pytest.mark.parametrize(("size", "overlap"), [(50, 0), (1000, 600), (1000, -1), (True, 0)])
+def test_chunking_settings_out_of_range_are_refused(size, overlap):
+    with pytest.raises(ValueError, match="chunk"):
+        check_chunking(size, overlap)

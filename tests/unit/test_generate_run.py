@@ -1,0 +1,185 @@
+"""ragmeter generate end to end with a stand-in judge: the graph, the plan, the samples, the
+outputs, the summary of the mix, resuming from the journal, and the command line's errors."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import numpy as np
+import pytest
+from test_llm_double import FixedVectors, ScriptedJudge
+from typer.testing import CliRunner
+
+from ragmeter.cli import app
+from ragmeter.generate import GenerateOptions, agenerate, write_outputs
+from ragmeter.generate.chunking import Chunk
+from ragmeter.generate.graph import build_graph, key_phrases
+from ragmeter.generate.plan import TYPES, allocate, parse_mix, plan
+from ragmeter.generate.synthesize import NO_ANSWER, misspell
+from ragmeter.judges.base import JudgeError
+from ragmeter.judges.embeddings import BatchingEmbedder
+
+EN = "## Approvals\n\nA merge request needs two approvals from people other than the author."
+FREEZE = "## Freeze\n\nDeployments to production are frozen from 20 December to 2 January."
+ZH = "## 审批\n\n数据库变更必须经过 DBA 审批，审批通常在两个工作日内完成。"
+
+
+def _kb(tmp_path):
+    folder = tmp_path / "kb"
+    folder.mkdir(exist_ok=True)
+    for name, text in (("mr.md", EN), ("freeze.md", FREEZE), ("db-zh.md", ZH)):
+        (folder / name).write_text(text, encoding="utf-8")
+    return folder
+
+
+def _writer(fields):
+    text = fields.get("context") or " ".join(fields.get("contexts") or [])
+    if "审批" in text:
+        return {"question": "数据库变更需要谁审批？", "answer": "需要 DBA 审批。"}
+    return {"question": f"What does this rule say: {text[-30:]}?", "answer": text[-40:]}
+
+
+def _judge(**extra) -> ScriptedJudge:
+    generated = {f"testset_{t}": _writer for t in TYPES}
+    generated["testset_unanswerable"] = lambda fields: {"question": f"What is the parking fee at {fields['context'][3:12]}?"}
+    generated["testset_style_colloquial"] = lambda fields: {"question": [' "so, ' + fields["question"].lower() + '" ']}
+    return ScriptedJudge(rule=lambda task, shared, item: 0.1 if "parking" in item else 0.9, generated=generated, **extra)
+
+
+def _generate(tmp_path, judge, size=6, out=None, **options):
+    settings = GenerateOptions(size=size, chunk_size=200, chunk_overlap=0, concurrency=2, **options)
+    return asyncio.run(agenerate([_kb(tmp_path)], judge, BatchingEmbedder(FixedVectors({})), settings, out))
+
+
+def test_samples_carry_the_ragas_fields_and_the_metadata(tmp_path):
+    mix = {"single_fact": 1.0, "unanswerable": 1.0}
+    judge = _judge()
+    generation = _generate(tmp_path, judge, size=3, mix=mix, styles={"plain": 1.0})  # one question per chunk
+    kept = generation.kept()
+    assert len(kept) == 3
+    answerable = [s for s in kept if s["metadata"]["answerable"]]
+    unanswerable = [s for s in kept if not s["metadata"]["answerable"]]
+    assert len(answerable) == 2 and len(unanswerable) == 1
+    for sample in answerable:
+        assert sample["reference_context_ids"][0].split("#")[0] in ("mr", "freeze", "db-zh")
+        assert sample["reference_contexts"] and sample["reference"]
+        assert sample["metadata"]["difficulty"] == "easy" and sample["metadata"]["source_documents"]
+    for sample in unanswerable:
+        assert sample["reference_contexts"] == [] and sample["metadata"]["seed_context_ids"]
+        assert sample["metadata"]["type"] == "unanswerable" and sample["metadata"]["answerable"] is False
+    chinese = [s for s in kept if s["metadata"]["lang"] == "zh"]
+    assert chinese and all(s["reference"] in ("需要 DBA 审批。", NO_ANSWER["zh"]) for s in chinese)
+    assert {c.lang for c in judge.calls if c.kind == "generate" and "审批" in str(c.shared)} == {"zh"}  # Chinese prompts for Chinese chunks
+
+
+def test_styles_rewrite_the_question_and_keep_the_original(tmp_path):
+    generation = _generate(tmp_path, _judge(), size=4, mix={"single_fact": 1.0}, styles={"colloquial": 1.0, "misspelled": 1.0})
+    by_style = {s["metadata"]["style"]: s for s in generation.kept() + list(generation.rejected())}
+    colloquial = by_style["colloquial"]
+    assert colloquial["user_input"].startswith("so, ") and colloquial["metadata"]["original_question"] != colloquial["user_input"]
+    assert by_style["misspelled"]["user_input"] == misspell(
+        by_style["misspelled"]["metadata"]["original_question"], by_style["misspelled"]["id"]
+    )
+
+
+def test_outputs_and_the_summary_of_the_mix(tmp_path):
+    out = tmp_path / "out"
+    generation = _generate(tmp_path, _judge(), size=6, out=out, mix={"single_fact": 2, "multi_hop": 1}, styles={"plain": 1.0})
+    summary = write_outputs(generation, out)
+    testset = [json.loads(line) for line in (out / "testset.jsonl").read_text().splitlines()]
+    rejects = [json.loads(line) for line in (out / "rejects.jsonl").read_text().splitlines()]
+    chunks = [json.loads(line) for line in (out / "chunks.jsonl").read_text().splitlines()]
+    assert summary == json.loads((out / "summary.json").read_text())
+    assert summary["asked"] == 6 and summary["by_type"]["single_fact"]["asked"] == 4 and summary["by_type"]["multi_hop"]["asked"] == 2
+    assert summary["kept"] == len(testset) and summary["asked"] == len(testset) + len(rejects)
+    # The stand-in says every single chunk answers everything: multi-hop questions are rejected.
+    assert summary["by_type"]["multi_hop"]["kept"] == 0
+    assert {r["reject_reason"] for r in rejects} <= {"single_chunk_answers", "near_duplicate", "generation_failed"}
+    assert {c["id"] for c in chunks} == {"mr#1", "freeze#1", "db-zh#1"}
+    assert not (out / "journal.jsonl").exists()
+
+
+def test_a_failing_question_is_reported_and_the_others_are_kept(tmp_path):
+    def fail(kind, task, shared, items):
+        text = shared.get("context") or ""
+        return JudgeError("the server is down") if kind == "generate" and "frozen" in str(text) else None
+
+    generation = _generate(tmp_path, _judge(fail=fail), size=3, mix={"single_fact": 1.0}, styles={"plain": 1.0})
+    summary = generation.summary()
+    assert summary["by_type"]["single_fact"] == {"asked": 3, "generated": 2, "kept": 2}
+    failed = [r for r in generation.rejected() if r["reject_reason"] == "generation_failed"]
+    assert len(failed) == 1 and "server is down" in failed[0]["reject_detail"]
+
+
+def test_a_killed_run_resumes_from_its_journal_without_asking_the_judge_again(tmp_path):
+    out = tmp_path / "out"
+    first = _generate(tmp_path, _judge(), size=4, out=out, mix={"single_fact": 1.0}, styles={"plain": 1.0})
+    assert (out / "journal.jsonl").exists()  # not yet written out: as after a kill
+    second_judge = _judge(fail=lambda *args: JudgeError("must not be called"))
+    second = asyncio.run(
+        agenerate(
+            [tmp_path / "kb"],
+            second_judge,
+            BatchingEmbedder(FixedVectors({})),
+            GenerateOptions(size=4, chunk_size=200, chunk_overlap=0, mix={"single_fact": 1.0}, styles={"plain": 1.0}),
+            out,
+        )
+    )
+    assert second_judge.count("generate") == 0
+    assert second.kept() == first.kept() and second.summary()["resumed"] == 4
+
+
+def test_graph_links_chunks_that_share_key_phrases_and_not_across_languages():
+    chunks = [
+        Chunk("a#1", "a", "The deployment freeze blocks production deployment in December.", "en"),
+        Chunk("b#1", "b", "A hotfix during the freeze needs a production deployment approval.", "en"),
+        Chunk("c#1", "c", "Lunch is served in the canteen at noon.", "en"),
+        Chunk("d#1", "d", "部署冻结期间禁止生产部署。", "zh"),
+    ]
+    phrases = key_phrases(chunks)
+    assert "freeze" in phrases[0] and "canteen" in phrases[2]
+    vectors = np.eye(4, dtype=np.float32)  # no similarity: links come from shared phrases only
+    graph = build_graph(chunks, vectors)
+    pairs = {(chunks[link.a].id, chunks[link.b].id) for link in graph.links}
+    assert pairs == {("a#1", "b#1")}
+    assert set(graph.links[0].shared) >= {"freeze", "production"}
+    similar = np.ones((4, 4), dtype=np.float32) / 2.0  # cosine 1 between all: still no link across languages
+    assert all(chunks[link.a].lang == chunks[link.b].lang for link in build_graph(chunks, similar).links)
+
+
+def test_mixes_parse_and_allocate_to_whole_numbers():
+    assert parse_mix("single_fact=3, multi_hop=1", TYPES, {}, "--mix") == {"single_fact": 0.75, "multi_hop": 0.25}
+    assert allocate(10, {"a": 0.3, "b": 0.15, "c": 0.55}) == {"a": 3, "b": 2, "c": 5}
+    for bad, message in (("riddle=1", "unknown name 'riddle'"), ("single_fact=x", "must be a number"), ("single_fact=0", "positive")):
+        with pytest.raises(ValueError, match=message):
+            parse_mix(bad, TYPES, {}, "--mix")
+
+
+def test_plan_is_deterministic_and_two_chunk_types_without_links_get_no_chunks():
+    chunks = tuple(Chunk(f"d#{n}", "d", f"text {n}", "en") for n in range(1, 4))
+    graph = build_graph(chunks, np.eye(3, dtype=np.float32))
+    slots = plan(graph, 6, {"single_fact": 0.5, "multi_hop": 0.5}, {"plain": 0.5, "persona": 0.5}, seed=3)
+    assert slots == plan(graph, 6, {"single_fact": 0.5, "multi_hop": 0.5}, {"plain": 0.5, "persona": 0.5}, seed=3)
+    assert [s.id for s in slots] == [f"q000{n}" for n in range(1, 7)]
+    assert sorted({s.chunks for s in slots if s.type == "single_fact"}) == [(0,), (1,), (2,)]
+    assert all(s.chunks == () for s in slots if s.type == "multi_hop")
+    assert all((s.persona is not None) == (s.style == "persona") for s in slots)
+
+
+runner = CliRunner()
+
+
+def test_cli_refuses_an_unknown_type_in_the_mix(tmp_path):
+    result = runner.invoke(app, ["generate", str(_kb(tmp_path)), "--mix", "riddle=1", "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2
+    assert "--mix: unknown name 'riddle'" in result.output and "Traceback" not in result.output
+
+
+def test_cli_with_no_readable_document_names_the_files_and_exits_2(tmp_path):
+    (tmp_path / "notes.docx").write_bytes(b"x")
+    result = runner.invoke(app, ["generate", str(tmp_path / "notes.docx"), str(tmp_path / "gone"), "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2, result.output
+    assert "notes.docx, file: unsupported file type .docx" in result.output
+    assert "gone, file: no such file or folder" in result.output
+    assert "no readable document" in result.output
