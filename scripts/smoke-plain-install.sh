@@ -56,6 +56,7 @@ run 0 "eval --store (a SQLite file)" "$rag" eval "${examples[0]}" -m token_f1 -o
 run 0 "runs import" "$rag" runs import run_b --store runs.db --tag smoke
 run 0 "runs list" "$rag" runs list --store runs.db
 run 0 "traces export --help" "$rag" traces export --help
+run 0 "monitor --once (no trace yet)" "$rag" monitor -m latency_ms --store runs.db --once
 # Errors users cause end in one line and exit 2, without a traceback.
 run 2 "runs show of an unknown run" "$rag" runs show no-such-run --store runs.db
 run 2 "a PostgreSQL store without the postgres extra" "$rag" runs list --store postgresql://nobody@127.0.0.1:1/db
