@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 from ragmeter import Metric, Sample, Score
 from ragmeter.cli import app
 from ragmeter.data import as_dataset
+from ragmeter.judges.config import JudgeConfig
 from ragmeter.judges.metering import Usage
 from ragmeter.run import ray_executor
 from ragmeter.run.engine import Evaluator
@@ -155,6 +156,18 @@ def test_the_cli_refuses_an_unknown_executor_and_ray_options_without_ray(tmp_pat
     assert unknown.exit_code == 2 and "'dask' is not known" in unknown.output
     stray = runner.invoke(app, ["eval", str(data), "-m", "token_f1", "-o", str(tmp_path / "o"), "--ray-workers", "2"])
     assert stray.exit_code == 2 and "need --executor ray" in stray.output
+    local_judge = runner.invoke(app, ["eval", str(data), "-m", "token_f1", "--executor", "ray", "--ray-endpoint", "http://b:8000/v1"])
+    assert local_judge.exit_code == 2 and "--ray-endpoint needs an endpoint judge" in local_judge.output
+
+
+def test_endpoints_are_spread_over_the_workers():
+    first = JudgeConfig(base_url="http://a:8000/v1", model="qwen")
+    second = first.updated(base_url="http://b:8000/v1")
+    executor = ray_executor.RayExecutor(workers=3, judge=[first, second])
+    assert [executor.judge_for(i).base_url for i in range(3)] == ["http://a:8000/v1", "http://b:8000/v1", "http://a:8000/v1"]
+    assert ray_executor.RayExecutor(judge=first).judge_for(5) is first and ray_executor.RayExecutor().judge_for(0) is None
+    with pytest.raises(ValueError, match="at least one judge setting"):
+        ray_executor.RayExecutor(judge=[])
 
 
 def test_importing_ragmeter_does_not_import_ray():

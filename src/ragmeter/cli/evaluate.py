@@ -12,6 +12,7 @@ from ragmeter.cli.issues import print_issues
 from ragmeter.cli.options import JudgeOptions, judge_options
 from ragmeter.cli.runs import open_store, save_run
 from ragmeter.data import Dataset, InputError, load_dataset
+from ragmeter.data.secrets import register_url
 from ragmeter.judges import BatchingEmbedder, JudgeError, Judges
 from ragmeter.judges.cache import EmbeddingStore
 from ragmeter.judges.config import JudgeConfig
@@ -63,6 +64,10 @@ def eval_command(
         str | None, typer.Option(help="With --executor ray: an existing cluster (host:6379, ray://host:10001); default: start a local one.")
     ] = None,
     ray_workers: Annotated[int | None, typer.Option(min=1, help="With --executor ray: worker processes (default: one per CPU).")] = None,
+    ray_endpoint: Annotated[
+        list[str] | None,
+        typer.Option(help="With --executor ray: another endpoint serving the --judge-model (repeatable); workers are spread over all."),
+    ] = None,
     *,
     judge_options: JudgeOptions,
 ) -> None:
@@ -83,7 +88,7 @@ def eval_command(
     if dry_run:
         _print_estimate(dataset, chosen, judges, settings, concurrency)
         return
-    remote = _remote_executor(executor, ray_address, ray_workers, settings, concurrency, progress)
+    remote = _remote_executor(executor, ray_address, ray_workers, _endpoints(settings, ray_endpoint or []), concurrency, progress)
     evaluator = Evaluator(
         chosen, judges=judges, concurrency=concurrency, out_dir=out, resume=not fresh, progress=progress, strict=strict, executor=remote
     )
@@ -104,15 +109,27 @@ def eval_command(
         raise typer.Exit(INTERRUPTED) from None
 
 
+def _endpoints(settings: JudgeConfig, more: list[str]) -> list[JudgeConfig]:
+    """The judge settings, and a copy for each further endpoint (``--ray-endpoint``)."""
+    if more and settings.chosen_backend != "openai":
+        raise fail("--ray-endpoint needs an endpoint judge: give --judge-base-url and --judge-model too")
+    for url in more:
+        register_url(url)  # credentials in a URL are masked wherever it is printed
+    try:
+        return [settings, *(settings.updated(base_url=url) for url in more)]
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+
+
 def _remote_executor(
-    name: str, address: str | None, workers: int | None, settings: JudgeConfig, concurrency: int, progress: bool | None
+    name: str, address: str | None, workers: int | None, settings: list[JudgeConfig], concurrency: int, progress: bool | None
 ) -> RemoteExecutor | None:
     """The executor --executor names (``None``: this process), or a usage error."""
     if name not in ("local", "ray"):
         raise fail(f"--executor {name!r} is not known: choose 'local' or 'ray'")
     if name == "local":
-        if address is not None or workers is not None:
-            raise fail("--ray-address and --ray-workers need --executor ray")
+        if address is not None or workers is not None or len(settings) > 1:
+            raise fail("--ray-address, --ray-workers and --ray-endpoint need --executor ray")
         return None
     from ragmeter.run.ray_executor import RayExecutor
 

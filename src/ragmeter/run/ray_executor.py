@@ -219,8 +219,10 @@ class RayExecutor:
             ``None`` starts a local one for the run (and stops it after) unless this process
             is already connected to one.
         workers: Worker actors; default: one per CPU of the cluster.
-        judge: The judge settings each worker builds its judges from; ``None``: the packaged
-            embedder only, no disk cache (enough for model-free metrics).
+        judge: The judge settings each worker builds its judges from; several settings
+            (endpoints serving the same model) are spread over the workers, worker ``i``
+            taking ``judge[i % len(judge)]``; ``None``: the packaged embedder only, no disk
+            cache (enough for model-free metrics).
         concurrency: Most pairs each worker scores at once.
         samples_per_shard: Samples per shard; default: about :data:`SHARDS_PER_WORKER` shards
             per worker, at most :data:`MAX_SHARD_SAMPLES` samples each.
@@ -236,7 +238,7 @@ class RayExecutor:
         address: str | None = None,
         *,
         workers: int | None = None,
-        judge: JudgeConfig | None = None,
+        judge: JudgeConfig | Sequence[JudgeConfig] | None = None,
         concurrency: int = 32,
         samples_per_shard: int | None = None,
         cpus_per_worker: int = 1,
@@ -247,9 +249,16 @@ class RayExecutor:
             raise ValueError("workers must be at least 1")
         if concurrency < 1 or cpus_per_worker < 1 or (samples_per_shard is not None and samples_per_shard < 1):
             raise ValueError("concurrency, cpus_per_worker and samples_per_shard must be at least 1")
-        self.address, self.workers, self.judge = address, workers, judge
+        self.address, self.workers = address, workers
+        self.judges: list[JudgeConfig | None] = [judge] if judge is None or isinstance(judge, JudgeConfig) else list(judge)
+        if not self.judges:
+            raise ValueError("judge: give at least one judge setting, or None")
         self.concurrency, self.samples_per_shard, self.cpus_per_worker = concurrency, samples_per_shard, cpus_per_worker
         self.progress = progress
+
+    def judge_for(self, worker: int) -> JudgeConfig | None:
+        """The judge settings worker number ``worker`` builds its judges from."""
+        return self.judges[worker % len(self.judges)]
 
     async def score(self, work: PairWork, done: PairDone) -> dict[str, Any]:
         """Compute every pair of ``work`` on the cluster, reporting each to ``done``; returns
@@ -294,8 +303,8 @@ class RayExecutor:
         out_dir = str(work.out_dir) if work.out_dir is not None else None
         actor_class = ray.remote(num_cpus=self.cpus_per_worker, max_restarts=SHARD_ATTEMPTS, max_task_retries=SHARD_ATTEMPTS)(ShardWorker)
         actors = [
-            actor_class.remote(work.metrics, work.configs, self.judge, out_dir, self.concurrency, self.cpus_per_worker)
-            for _ in range(min(workers, len(shards)))
+            actor_class.remote(work.metrics, work.configs, self.judge_for(i), out_dir, self.concurrency, self.cpus_per_worker)
+            for i in range(min(workers, len(shards)))
         ]
         info["workers"] = len(actors)
         running: dict[asyncio.Future[Any], tuple[Any, Shard, int]] = {}
