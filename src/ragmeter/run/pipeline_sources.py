@@ -1,0 +1,101 @@
+"""Where a user's RAG pipeline comes from on the command line (``ragmeter answer``).
+
+- ``module:function``: a Python callable ``question -> (contexts, answer)`` or a dict (see
+  :mod:`ragmeter.run.pipelines`), imported from the current directory or the installed
+  packages. ``module:function()`` calls ``function`` once with no argument and uses what it
+  returns (a factory that builds the index first).
+- ``http(s)://...``: an HTTP endpoint. Each question is POSTed as JSON
+  ``{"question": "...", "user_input": "..."}``; the reply is a JSON object with the answer
+  (``answer`` or ``response``) and the retrieved texts (``contexts`` or
+  ``retrieved_contexts``), and optionally ``context_ids``, ``latency_ms``, ``tokens``,
+  ``cost_usd``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ragmeter.data.secrets import register_url
+
+#: Longest HTTP reply read, in bytes.
+MAX_REPLY_BYTES = 20_000_000
+
+
+class PipelineSourceError(ValueError):
+    """The pipeline named on the command line cannot be found or built."""
+
+
+def load_pipeline(spec: str, timeout: float = 120.0) -> Callable[[str], Any]:
+    """The pipeline ``spec`` names (``module:function``, ``module:factory()`` or a URL).
+
+    Args:
+        spec: What the user gave.
+        timeout: Seconds an HTTP endpoint may take per question.
+
+    Raises:
+        PipelineSourceError: The module or function does not exist, a factory failed, or
+            the spec is neither form; the message names the spec.
+    """
+    if spec.startswith(("http://", "https://")):
+        return http_pipeline(spec, timeout)
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise PipelineSourceError(f"pipeline '{spec}': give module:function (e.g. my_rag:answer) or an http(s):// URL")
+    factory = attribute.endswith("()")
+    attribute = attribute.removesuffix("()")
+    if str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # an import error inside the user's module is theirs to see, in one line
+        raise PipelineSourceError(f"pipeline '{spec}': cannot import {module_name}: {type(exc).__name__}: {exc}") from None
+    function = getattr(module, attribute, None)
+    if not callable(function):
+        raise PipelineSourceError(f"pipeline '{spec}': {module_name} has no function '{attribute}'")
+    if not factory:
+        return function
+    try:
+        built = function()
+    except Exception as exc:
+        raise PipelineSourceError(f"pipeline '{spec}': {attribute}() failed: {type(exc).__name__}: {exc}") from None
+    if not callable(built):
+        raise PipelineSourceError(f"pipeline '{spec}': {attribute}() returned {type(built).__name__}, not a callable pipeline")
+    return built
+
+
+def http_pipeline(url: str, timeout: float = 120.0) -> Callable[[str], Any]:
+    """A pipeline that asks an HTTP endpoint (see the module docstring for the exchange).
+
+    Args:
+        url: The endpoint; its credentials, if any, are masked wherever it is printed.
+        timeout: Seconds per question.
+    """
+    register_url(url)
+
+    def ask(question: str) -> Any:
+        body = json.dumps({"question": question, "user_input": question}, ensure_ascii=False).encode("utf-8")
+        request = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"}, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as reply:
+                data = reply.read(MAX_REPLY_BYTES + 1)
+        except urllib.error.HTTPError as exc:
+            raise RuntimeError(f"the endpoint answered HTTP {exc.code}") from None
+        if len(data) > MAX_REPLY_BYTES:
+            raise RuntimeError(f"the endpoint's reply is larger than {MAX_REPLY_BYTES} bytes")
+        try:
+            value = json.loads(data)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise RuntimeError(f"the endpoint's reply is not JSON: {exc}") from None
+        if not isinstance(value, dict):
+            raise RuntimeError(f"the endpoint's reply is a JSON {type(value).__name__}, not an object with answer and contexts")
+        return value
+
+    ask.__name__ = "http_pipeline"
+    return ask
