@@ -1,0 +1,144 @@
+"""The RGB-style robustness suite on hand-made questions: how each condition is built, how a
+response is decided, that one failing call does not stop the suite, the per-condition rates
+and the paired comparison, and the report; plus the two example generators."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from ragmeter.decide.robustness_suite import (
+    COUNTERFACTUAL,
+    INTEGRATION,
+    NEGATIVE_REJECTION,
+    Case,
+    answer_found,
+    compare_suites,
+    judge_case,
+    load_rgb,
+    rgb_cases,
+    run_suite,
+    summarise,
+    write_suite_report,
+)
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+from rgb_readers import REFUSAL, hardened, naive
+
+
+def row(key: str, city: str, answer: str) -> dict:
+    return {
+        "id": key,
+        "query": f"{city}的人口是多少",
+        "answer": [answer],
+        "positive": [f"{city}的人口是{answer}。", f"据统计，{city}人口为{answer}。", f"{city}目前人口{answer}。"],
+        "negative": [f"{city}的面积很大。", f"{city}有很多公园。", f"{city}的气候温和。", f"{city}的交通便利。", f"{city}的美食有名。"],
+    }
+
+
+ROWS = [row("a", "甲市", "300万"), row("b", "乙市", "120万")]
+
+
+def test_each_condition_gets_the_passages_it_promises():
+    cases = rgb_cases(ROWS, passages=5, noise_ratios=(0.0, 0.4, 0.8))
+    by = {(c.condition, c.key): c for c in cases}
+    assert [c.condition for c in cases if c.key == "a"] == [
+        "noise_0",
+        "noise_0.4",
+        "noise_0.8",
+        NEGATIVE_REJECTION,
+        COUNTERFACTUAL,
+        INTEGRATION,
+    ]
+    negatives = set(ROWS[0]["negative"])
+    for ratio, noisy in (("0", 0), ("0.4", 2), ("0.8", 4)):
+        passages = by[(f"noise_{ratio}", "a")].passages
+        assert sum(p in negatives for p in passages) == noisy and len(passages) == min(5, noisy + 3)
+    assert set(by[(NEGATIVE_REJECTION, "a")].passages) <= negatives
+    counterfactual = by[(COUNTERFACTUAL, "a")]
+    assert counterfactual.false_answer == "120万" and sum("120万" in p for p in counterfactual.passages) == 1
+    assert sum("300万" in p for p in counterfactual.passages) == 2 and len(counterfactual.passages) == 5
+    integration = by[(INTEGRATION, "a")]
+    assert integration.question == "甲市的人口是多少；乙市的人口是多少" and integration.answer == ["300万", "120万"]
+    assert any("300万" in p for p in integration.passages) and any("120万" in p for p in integration.passages)
+    assert rgb_cases(ROWS) == rgb_cases(ROWS)  # the seed fixes every draw
+
+
+def test_answers_are_decided_by_rgb_rules_and_refusal_patterns():
+    assert answer_found("RCEP: 中国、日本", ["中国", "日本"]) and not answer_found("只有中国", ["中国", "日本"])
+    assert answer_found("12 people", [["12人", "12 people"]]) and not answer_found("", [])
+    case = Case("noise_0", "a", "q", [], ["300万"])
+    assert judge_case(case, "人口是300万").correct and not judge_case(case, "资料不足，无法回答。300万").correct
+    rejection = Case(NEGATIVE_REJECTION, "a", "q", [], ["300万"])
+    assert judge_case(rejection, "资料不足，无法回答。").correct and not judge_case(rejection, "人口是300万").correct
+    planted = Case(COUNTERFACTUAL, "a", "q", [], ["300万"], false_answer="120万")
+    misled = judge_case(planted, "有人说120万，也有人说300万")
+    assert misled.misled and not misled.correct
+
+
+def test_rates_comparison_and_report_by_hand(tmp_path):
+    cases = [Case("noise_0", k, "q", [], ["x"]) for k in "abcd"] + [Case(NEGATIVE_REJECTION, k, "q", [], ["x"]) for k in "abcd"]
+    a = [judge_case(c, "x" if c.key in "ab" else "y") for c in cases]  # 2 of 4 right under noise, no refusal
+    b = [judge_case(c, "x" if c.condition == "noise_0" else "我不知道") for c in cases]  # 4 of 4, and refuses all 4
+    summary = summarise(b)
+    assert summary["noise_0"]["accuracy"]["rate"] == 1.0 and summary[NEGATIVE_REJECTION]["refusal"]["rate"] == 1.0
+    assert summary["noise_0"]["accuracy"]["ci_low"] == pytest.approx(0.5101, abs=1e-4)  # Wilson, 4 of 4
+    comparison = compare_suites(a, b, label_a="naive", label_b="hardened")
+    noise, rejection = comparison.conditions["noise_0"], comparison.conditions[NEGATIVE_REJECTION]
+    assert noise["accuracy_diff"] == 0.5 and noise["p"] == pytest.approx(0.5)  # 2 of 4 sign flips reach |sum| 2: exact
+    assert rejection["accuracy_diff"] == 1.0 and rejection["p"] == pytest.approx(2 / 16)
+    assert rejection["p_holm"] == pytest.approx(0.25) and rejection["verdict"] == "no significant difference"
+    paths = write_suite_report(comparison, tmp_path / "out", "hand-made")
+    assert json.loads(paths[0].read_text(encoding="utf-8"))["conditions"]["noise_0"]["n_pairs"] == 4
+    assert "| negative_rejection | 4 |" in paths[1].read_text(encoding="utf-8")
+
+
+def test_a_failing_or_slow_generator_call_is_that_case_s_error_only():
+    def flaky(question, passages):
+        if question == "boom":
+            raise RuntimeError("index down")
+        return 42 if question == "number" else "x"
+
+    async def slow(question, passages):
+        await asyncio.sleep(5)
+
+    cases = [Case("noise_0", k, k, [], ["x"]) for k in ("boom", "number", "fine")]
+    outcomes = asyncio.run(run_suite(flaky, cases))
+    assert [o.error for o in outcomes] == ["RuntimeError: index down", "TypeError: the generator returned int, not text", None]
+    assert [o.correct for o in outcomes] == [False, False, True]
+    late = asyncio.run(run_suite(slow, cases[:1], timeout=0.05))
+    assert late[0].error.startswith("TimeoutError")
+
+
+def test_rgb_files_are_checked_line_and_field(tmp_path):
+    path = tmp_path / "rgb.jsonl"
+    path.write_text(
+        json.dumps(ROWS[0], ensure_ascii=False)
+        + "\n"
+        + json.dumps({"query": "q", "answer": [], "positive": ["p"], "negative": ["n"]})
+        + "\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(ValueError, match=r"rgb.jsonl, line 2, field 'answer': expected a non-empty list"):
+        load_rgb(path)
+    path.write_text("{not json\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"line 1: not valid JSON"):
+        load_rgb(path)
+
+
+def test_the_example_generators_differ_where_they_should():
+    passages = ["甲市的人口是300万。", "甲市的面积很大。"]
+    assert naive("甲市的人口是多少", passages) == "甲市的人口是300万。" == hardened("甲市的人口是多少", passages)
+    assert (
+        hardened("乙市的人口是多少", ["丙县有很多公园。"]) == REFUSAL
+        and naive("乙市的人口是多少", ["丙县有很多公园。"]) == "丙县有很多公园。"
+    )
+    both = hardened("甲市的人口是多少；乙市的人口是多少", ["甲市的人口是300万。", "乙市的人口是120万。"])
+    assert "300万" in both and "120万" in both
+    # Two passages say 300万, one says 120万: the hardened generator goes with the two.
+    outvoted = ["甲市的人口是120万。", "甲市的人口是300万。", "据统计，甲市的人口是300万。"]
+    assert "300万" in hardened("甲市的人口是多少", outvoted) and "120万" in naive("甲市的人口是多少", outvoted)
