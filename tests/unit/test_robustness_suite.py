@@ -142,3 +142,21 @@ def test_the_example_generators_differ_where_they_should():
     # Two passages say 300万, one says 120万: the hardened generator goes with the two.
     outvoted = ["甲市的人口是120万。", "甲市的人口是300万。", "据统计，甲市的人口是300万。"]
     assert "300万" in hardened("甲市的人口是多少", outvoted) and "120万" in naive("甲市的人口是多少", outvoted)
+
+
+def test_the_robustness_command_compares_a_generator_with_a_baseline(tmp_path):
+    from typer.testing import CliRunner
+
+    from ragmeter.cli import app
+
+    data = tmp_path / "rgb.jsonl"
+    data.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in ROWS), encoding="utf-8")
+    out = tmp_path / "out"
+    args = ["robustness", str(data), "--generator", "rgb_readers:hardened", "--baseline", "rgb_readers:naive", "-o", str(out)]
+    result = CliRunner().invoke(app, args, terminal_width=200)
+    assert result.exit_code == 0, result.output
+    document = json.loads((out / "robustness.json").read_text(encoding="utf-8"))
+    assert document["label_b"] == "rgb_readers:hardened" and document["conditions"][NEGATIVE_REJECTION]["accuracy_diff"] == 1.0
+    assert "negative_rejection" in result.output
+    bad = CliRunner().invoke(app, ["robustness", str(tmp_path / "missing.jsonl"), "--generator", "rgb_readers:naive", "-o", str(out)])
+    assert bad.exit_code == 2 and "missing.jsonl" in bad.output and "Traceback" not in bad.output

@@ -5,7 +5,22 @@ file, line and field) and any other error; 130 interrupted (the journal keeps wh
 finished: re-run the same command to resume).
 """
 
-from ragmeter.cli import answer, bench, calibrate, compare, evaluate, gate, generate, monitor, pairwise, report, runs, sweep, traces  # noqa: F401  (registers the commands)
+from ragmeter.cli import (  # noqa: F401  (registers the commands)
+    answer,
+    bench,
+    calibrate,
+    compare,
+    evaluate,
+    gate,
+    generate,
+    monitor,
+    pairwise,
+    report,
+    robustness,
+    runs,
+    sweep,
+    traces,
+)
 from ragmeter.cli.app import app
 
 __all__ = ["app"]
