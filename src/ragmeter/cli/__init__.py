@@ -10,6 +10,7 @@ from ragmeter.cli import (  # noqa: F401  (registers the commands)
     bench,
     calibrate,
     compare,
+    drift,
     evaluate,
     gate,
     generate,
