@@ -16,6 +16,7 @@ from ragmeter.cli import (  # noqa: F401  (registers the commands)
     generate,
     monitor,
     pairwise,
+    redteam,
     report,
     robustness,
     runs,

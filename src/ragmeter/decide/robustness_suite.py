@@ -220,26 +220,34 @@ def compare_suites(
 ) -> SuiteComparison:
     """Compare generator B with A on the cases both were asked (paired by condition and key)."""
     comparison = SuiteComparison(label_a, label_b, summarise(a), summarise(b), alpha=alpha)
-    first = {(o.case.condition, o.case.key): o for o in a}
+    comparison.conditions = compare_passes(
+        {(o.case.condition, o.case.key): o.correct for o in a},
+        {(o.case.condition, o.case.key): o.correct for o in b},
+        label_a,
+        label_b,
+        alpha,
+    )
+    return comparison
+
+
+def compare_passes(
+    a: dict[tuple[str, str], bool], b: dict[tuple[str, str], bool], label_a: str, label_b: str, alpha: float
+) -> dict[str, dict[str, Any]]:
+    """Per group, B's success rate minus A's over the (group, key) items both have, the paired
+    permutation p-value, its Holm adjustment across the groups, and the verdict."""
     diffs: dict[str, list[float]] = {}
-    for outcome in b:
-        other = first.get((outcome.case.condition, outcome.case.key))
-        if other is not None:
-            diffs.setdefault(outcome.case.condition, []).append(float(outcome.correct) - float(other.correct))
+    for (group, key), passed in b.items():
+        if (group, key) in a:
+            diffs.setdefault(group, []).append(float(passed) - float(a[(group, key)]))
     tested = list(diffs)
-    pvalues = [paired_permutation_pvalue(diffs[c]) for c in tested]
-    for condition, p, adjusted in zip(tested, pvalues, holm(pvalues), strict=True):
-        d = diffs[condition]
+    pvalues = [paired_permutation_pvalue(diffs[g]) for g in tested]
+    compared = {}
+    for group, p, adjusted in zip(tested, pvalues, holm(pvalues), strict=True):
+        d = diffs[group]
         better = adjusted < alpha and sum(d) != 0
         verdict = (f"{label_b} better" if sum(d) > 0 else f"{label_a} better") if better else "no significant difference"
-        comparison.conditions[condition] = {
-            "n_pairs": len(d),
-            "accuracy_diff": sum(d) / len(d),
-            "p": p,
-            "p_holm": adjusted,
-            "verdict": verdict,
-        }
-    return comparison
+        compared[group] = {"n_pairs": len(d), "accuracy_diff": sum(d) / len(d), "p": p, "p_holm": adjusted, "verdict": verdict}
+    return compared
 
 
 def write_suite_report(comparison: SuiteComparison, directory: str | Path, source: str) -> list[Path]:
