@@ -18,7 +18,9 @@ from ragmeter.generate.graph import build_graph, key_phrases
 from ragmeter.generate.plan import TYPES, allocate, parse_mix, plan
 from ragmeter.generate.synthesize import NO_ANSWER, misspell
 from ragmeter.judges.base import JudgeError
+from ragmeter.judges.dry_run import stand_in
 from ragmeter.judges.embeddings import BatchingEmbedder
+from ragmeter.judges.metering import PriceTable
 
 EN = "## Approvals\n\nA merge request needs two approvals from people other than the author."
 FREEZE = "## Freeze\n\nDeployments to production are frozen from 20 December to 2 January."
@@ -183,3 +185,19 @@ def test_cli_with_no_readable_document_names_the_files_and_exits_2(tmp_path):
     assert "notes.docx, file: unsupported file type .docx" in result.output
     assert "gone, file: no such file or folder" in result.output
     assert "no readable document" in result.output
+
+
+def test_dry_run_counts_every_call_and_asks_the_judge_nothing(tmp_path):
+    target = _judge(fail=lambda *args: JudgeError("must not be called"))
+    dry = stand_in(target, "single", PriceTable())
+    generation = _generate(tmp_path, dry, size=3, mix={"single_fact": 1}, styles={"colloquial": 1})
+    usage = generation.summary()["usage"]
+    assert target.calls == []
+    # Each question: its generation, its style, and two verdicts (answerable, supported).
+    assert usage["calls"] == 3 * 4 and usage["prompt_tokens"] > 0 and usage["completion_tokens"] > 0
+
+
+def test_cli_without_a_usable_judge_says_what_is_missing(tmp_path):
+    result = runner.invoke(app, ["generate", str(_kb(tmp_path)), "--judge", "openai", "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2
+    assert "generate needs an LLM judge" in result.output and "--judge-base-url" in result.output
