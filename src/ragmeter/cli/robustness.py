@@ -19,7 +19,9 @@ from ragmeter.run.sync import run_sync
 def robustness_command(
     data: Annotated[Path, typer.Argument(help="RGB-format questions (JSON lines: query, answer, positive, negative).")],
     generator: Annotated[str, typer.Option(help="module:function taking (question, passages) and returning the answer.")],
-    baseline: Annotated[str | None, typer.Option(help="A second generator (module:function) to compare with, question by question.")] = None,
+    baseline: Annotated[
+        str | None, typer.Option(help="A second generator (module:function) to compare with, question by question.")
+    ] = None,
     questions: Annotated[int | None, typer.Option(min=1, help="Use only the first N questions.")] = None,
     passages: Annotated[int, typer.Option(min=3, help="Passages per question.")] = 5,
     seed: Annotated[int, typer.Option(help="Seed of the passage draws.")] = 0,
