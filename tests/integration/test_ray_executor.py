@@ -7,13 +7,15 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
+import ray_driver
 
-from ragmeter import Sample
 from ragmeter.data import as_dataset, load_dataset
 from ragmeter.run.engine import Evaluator, applicable_metrics
 from ragmeter.run.ray_executor import RayExecutor
@@ -24,14 +26,14 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 @pytest.fixture(scope="module")
 def cluster():
-    """One local Ray cluster (2 CPUs, no dashboard, no usage statistics) for the module."""
+    """One local Ray cluster (2 CPUs, no dashboard, no usage statistics) for the module; yields its address."""
     import ray_metrics
 
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
     ray.cloudpickle.register_pickle_by_value(ray_metrics)  # the workers need not import the tests
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    context = ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
-        yield
+        yield context.address_info["address"]
     finally:
         ray.shutdown()
 
@@ -60,7 +62,7 @@ def test_a_worker_killed_mid_run_loses_nothing_and_repeats_nothing(cluster, tmp_
 
     logs = tmp_path / "logs"
     logs.mkdir()
-    samples = [Sample(id=f"s{i:02d}", response="x" * (i + 1)) for i in range(12)]
+    samples = ray_driver.samples()
     metric = ray_metrics.TrapLength(log_dir=str(logs), trap="s02")
     executor = RayExecutor(workers=2, samples_per_shard=4, concurrency=1)
 
@@ -85,3 +87,37 @@ def test_a_worker_killed_mid_run_loses_nothing_and_repeats_nothing(cluster, tmp_
     assert killed not in execution["worker_pids"]
     assert not any(int(pid) == killed for key, pid in calls if key >= "s02" and key < "s04")
     assert not list((tmp_path / "run").glob("journal*"))
+
+
+def test_a_killed_driver_leaves_its_shard_journals_and_the_next_run_reuses_them(cluster, tmp_path):
+    import ray_metrics
+
+    logs, out = tmp_path / "logs", tmp_path / "run"
+    logs.mkdir()
+    driver = subprocess.Popen([sys.executable, ray_driver.__file__, cluster, str(out), str(logs)], stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        # The other worker finishes the other shards while s02 (shard 0, after s00 and s01) waits.
+        while not ((logs / "trap.pid").exists() and _calls(logs) == 10) and time.monotonic() < deadline and driver.poll() is None:
+            time.sleep(0.05)
+        assert _calls(logs) == 10, "the driver did not reach the trap"
+        driver.kill()  # SIGKILL: no clean-up of any kind
+        driver.wait(timeout=30)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+    journalled = [line for shard in out.glob("journal.shard-*.jsonl") for line in shard.read_text(encoding="utf-8").splitlines()]
+    assert len(journalled) == 10 and not (out / "results.jsonl").exists()
+    (logs / "killed").touch()  # the trap lets the next run through
+    metric = ray_metrics.TrapLength(log_dir=str(logs), trap="s02")
+    result = Evaluator([metric], out_dir=out, executor=RayExecutor(workers=2, samples_per_shard=4)).run(as_dataset(ray_driver.samples()))
+    assert result.run["pairs_resumed"] == 10 and result.run["pairs_computed"] == 2
+    assert {s.key: s.scores["trap_length"].value for s in result.samples} == {f"s{i:02d}": (i + 1) / 100 for i in range(12)}
+    keys = sorted(line.split()[0] for line in (logs / "calls.log").read_text(encoding="utf-8").splitlines())
+    assert keys == [f"s{i:02d}" for i in range(12)]  # every sample scored once over the two runs
+    assert not list(out.glob("journal*"))
+
+
+def _calls(logs: Path) -> int:
+    path = logs / "calls.log"
+    return len(path.read_text(encoding="utf-8").splitlines()) if path.exists() else 0
