@@ -253,3 +253,41 @@ def test_a_store_at_the_first_schema_is_upgraded_with_its_runs(store_url):
         assert MigrationContext.configure(connection).get_current_revision() == "0002"
     assert [r["id"] for r in upgraded.runs()] == [run_id] and len(upgraded.load(run_id).samples) == 5
     upgraded.close()
+
+
+def test_score_drift_reads_the_runs_and_the_monitor_scores(store, store_url):
+    from sqlalchemy import insert
+
+    from ragmeter.monitor.ledger import run_series, trace_values_by_day
+    from ragmeter.store.schema import trace_scores
+
+    for day in (1, 2, 3):
+        store.save(make_result(started_at=f"2026-11-0{day}T00:00:00+00:00", offset=0.1 * day), tags=["t"] if day > 1 else [])
+    assert [at[:10] for _, at, _ in run_series(store, "token_f1")] == ["2026-11-01", "2026-11-02", "2026-11-03"]
+    assert len(run_series(store, "token_f1", tag="t")) == 2 and run_series(store, "no_such_metric") == []
+    store.add_spans(
+        [
+            SpanRecord(trace_id=f"{i:032x}", span_id="0" * 16, name="rag", started_at=f"2026-11-0{1 + i % 2}T00:00:00+00:00")
+            for i in range(4)
+        ]
+    )
+    with store.engine.begin() as connection:
+        rows = [
+            {
+                "trace_id": f"{i:032x}",
+                "metric_id": "m",
+                "value": i / 10,
+                "explanation": "",
+                "failed": False,
+                "details": {},
+                "scored_at": "x",
+            }
+            for i in range(4)
+        ]
+        connection.execute(insert(trace_scores), rows)
+    assert {day: sorted(values) for day, values in trace_values_by_day(store, "m").items()} == {
+        "2026-11-01": [0.0, 0.2],
+        "2026-11-02": [0.1, 0.3],
+    }
+    done = CliRunner().invoke(app, ["drift", "scores", "-m", "token_f1", "--store", store_url, "--baseline", "2"])
+    assert done.exit_code == 0 and "token_f1: centre 0.3500" in done.output, done.output  # 5 samples a run: wide limits

@@ -8,6 +8,7 @@ import typer
 
 from ragmeter.cli.app import command, group
 from ragmeter.cli.console import fail, say
+from ragmeter.cli.runs import DEFAULT_STORE, StoreOption, open_store
 from ragmeter.data import InputError, load_dataset
 from ragmeter.data.files import write_json
 
@@ -99,3 +100,63 @@ def kb_command(
             say(f"  {label}: ", (path, "bold"))
     if change.changed:
         raise typer.Exit(CHANGED)
+
+
+@command("scores", group=drift)
+def scores_command(
+    metric: Annotated[list[str], typer.Option("--metric", "-m", help="A metric to chart (repeatable).")],
+    store: StoreOption = DEFAULT_STORE,
+    source: Annotated[str, typer.Option(help="'runs': the stored runs in time order; 'traces': the monitor's scores per day.")] = "runs",
+    baseline: Annotated[int, typer.Option(min=1, help="How many leading points (runs or days) set the centre line.")] = 5,
+    tag: Annotated[str | None, typer.Option("--tag", "-t", help="With --source runs: only runs with this tag.")] = None,
+    json_out: JsonOption = None,
+) -> None:
+    """Score drift: each metric on a control chart (limits from the bootstrap intervals); exit 1
+    when the latest point of a metric is out of control."""
+    from ragmeter.monitor.control import Point, control_chart, window_point
+    from ragmeter.monitor.ledger import run_series, trace_values_by_day
+
+    if source not in ("runs", "traces"):
+        raise fail(f"--source {source!r} is not known: choose 'runs' or 'traces'")
+    opened = open_store(store)
+    charts = []
+    try:
+        for metric_id in metric:
+            if source == "runs":
+                points = [
+                    Point(run_id, at, a["mean"], a.get("ci_low"), a.get("ci_high"), a.get("n_scored", 0))
+                    for run_id, at, a in run_series(opened, metric_id, tag)
+                    if a.get("mean") is not None
+                ]
+            else:
+                found = [window_point(day, day, values) for day, values in trace_values_by_day(opened, metric_id).items()]
+                points = [p for p in found if p is not None]
+            if len(points) <= baseline:
+                say(
+                    ("too few points", "yellow"),
+                    f": {metric_id} has {len(points)} {source} point(s); the baseline takes {baseline}, nothing is checked",
+                )
+            charts.append(control_chart(metric_id, points, baseline))
+    finally:
+        opened.close()
+    _write(json_out, {"kind": "score_drift", "source": source, "charts": [c.to_dict() for c in charts]})
+    for chart in charts:
+        _print_chart(chart)
+    if any(chart.alarm for chart in charts):
+        raise typer.Exit(CHANGED)
+
+
+def _print_chart(chart: Any) -> None:
+    """One line per checked point; the out-of-control ones marked."""
+    if chart.centre is None:
+        say(f"{chart.metric}: no point")
+        return
+    say((chart.metric, "bold"), f": centre {chart.centre:.4f}" + (" — the latest point is out of control" if chart.alarm else ""))
+    for checked in chart.points:
+        if checked.lower is None:
+            continue
+        mark = ("out of control", "bold red") if checked.out_of_control else ("ok", "green")
+        say(
+            f"  {checked.point.label} ({checked.point.at[:10]}): {checked.point.mean:.4f}, limits [{checked.lower:.4f}, {checked.upper:.4f}] ",
+            mark,
+        )

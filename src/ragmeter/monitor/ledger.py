@@ -14,7 +14,7 @@ from ragmeter.data.files import jsonable
 from ragmeter.observe.record import SpanRecord
 from ragmeter.results import SampleResult
 from ragmeter.store import RunStore
-from ragmeter.store.schema import monitor_seen, spans, trace_scores
+from ragmeter.store.schema import monitor_seen, runs, spans, trace_scores
 
 #: What the monitor decided about a trace.
 SCORED, NOT_SAMPLED, UNSCORABLE = "scored", "not_sampled", "unscorable"
@@ -107,3 +107,37 @@ def decision_counts(store: RunStore) -> dict[str, int]:
     query = select(monitor_seen.c.decision, func.count()).group_by(monitor_seen.c.decision)
     with store.engine.connect() as connection:
         return {decision: int(count) for decision, count in connection.execute(query)}
+
+
+def run_series(store: RunStore, metric_id: str, tag: str | None = None) -> list[tuple[str, str, dict[str, Any]]]:
+    """``(run id, started_at, aggregate)`` of every stored run that has the metric, oldest first.
+
+    Args:
+        store: The run store.
+        metric_id: The metric.
+        tag: Only runs with this tag.
+    """
+    query = select(runs.c.id, runs.c.started_at, runs.c.stored_at, runs.c.tags, runs.c.aggregates).order_by(
+        runs.c.started_at, runs.c.stored_at
+    )
+    with store.engine.connect() as connection:
+        rows = list(connection.execute(query))
+    return [
+        (row.id, row.started_at or row.stored_at, row.aggregates[metric_id])
+        for row in rows
+        if metric_id in (row.aggregates or {}) and (tag is None or tag in (row.tags or []))
+    ]
+
+
+def trace_values_by_day(store: RunStore, metric_id: str) -> dict[str, list[float]]:
+    """The monitor's scores of a metric grouped by the day (UTC) their request started."""
+    query = (
+        select(spans.c.started_at, trace_scores.c.value)
+        .join(spans, (spans.c.trace_id == trace_scores.c.trace_id) & spans.c.parent_id.is_(None))
+        .where(trace_scores.c.metric_id == metric_id, trace_scores.c.value.is_not(None))
+    )
+    days: dict[str, list[float]] = {}
+    with store.engine.connect() as connection:
+        for started_at, value in connection.execute(query):
+            days.setdefault(started_at[:10], []).append(float(value))
+    return dict(sorted(days.items()))

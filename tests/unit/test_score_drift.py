@@ -1,0 +1,117 @@
+"""Score drift: control limits from the bootstrap intervals, on stored runs and on the
+monitor's daily scores; ``ragmeter drift scores`` exits 1 when the latest point is out of control."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from cli_helpers import runner
+from sqlalchemy import insert
+
+from ragmeter.cli import app
+from ragmeter.data.schema import Sample
+from ragmeter.metrics import create_metric
+from ragmeter.metrics.base import Score
+from ragmeter.monitor.control import Point, control_chart, window_point
+from ragmeter.observe import SpanRecord
+from ragmeter.results import Result, SampleResult
+from ragmeter.store import RunStore
+from ragmeter.store.schema import trace_scores
+
+
+def point(label: str, mean: float, half_width: float = 0.02, n: int = 100) -> Point:
+    return Point(label, f"2026-11-{int(label[1:]) + 1:02d}", mean, mean - half_width, mean + half_width, n)
+
+
+def test_a_point_beyond_three_standard_errors_is_out_of_control():
+    base = [point(f"r{i}", m) for i, m in enumerate([0.80, 0.81, 0.79, 0.80, 0.80])]
+    chart = control_chart("faithfulness", [*base, point("r5", 0.795), point("r6", 0.70)], baseline=5)
+    assert chart.centre == pytest.approx(0.80)
+    checked = chart.points[5:]
+    se = 0.04 / 3.919928
+    assert checked[0].lower == pytest.approx(0.80 - 3 * se) and not checked[0].out_of_control
+    assert checked[1].out_of_control and chart.alarm
+    assert all(p.lower is None for p in chart.points[:5])
+    calm = control_chart("faithfulness", [*base, point("r5", 0.70), point("r6", 0.80)], baseline=5)
+    assert calm.points[5].out_of_control and not calm.alarm  # only the latest point raises the alarm
+
+
+def test_spread_between_baseline_runs_widens_the_limits():
+    base = [point(f"r{i}", m, half_width=0.005) for i, m in enumerate([0.70, 0.90, 0.75, 0.85, 0.80])]
+    chart = control_chart("m", [*base, point("r5", 0.72, half_width=0.005)], baseline=5)
+    assert not chart.alarm and chart.points[-1].lower < 0.72
+
+
+def test_window_points_take_the_bootstrap_interval_of_their_scores():
+    values = list(np.linspace(0.5, 1.0, 50))
+    made = window_point("2026-11-02", "2026-11-02", values)
+    assert made.mean == pytest.approx(0.75) and made.ci_low < 0.75 < made.ci_high and made.n == 50
+    assert window_point("d", "d", []) is None
+    with pytest.raises(ValueError, match="at least one point"):
+        control_chart("m", [made], baseline=0)
+
+
+def stored_run(store: RunStore, day: int, mean: float) -> None:
+    values = np.clip(np.random.default_rng(day).normal(mean, 0.05, 60), 0, 1)
+    samples = [
+        SampleResult(key=f"s{i}", sample=Sample(id=f"s{i}"), source="d", location=f"line {i}", scores={"token_f1": Score(float(v))})
+        for i, v in enumerate(values)
+    ]
+    store.save(
+        Result(samples=samples, metrics=[create_metric("token_f1").info()], run={"started_at": f"2026-11-{day:02d}T00:00:00+00:00"}),
+        tags=["nightly"],
+    )
+
+
+def test_the_drift_scores_command_on_stored_runs(tmp_path):
+    path = str(tmp_path / "runs.db")
+    store = RunStore.open(path)
+    for day in range(1, 7):
+        stored_run(store, day, 0.8)
+    args = ["drift", "scores", "-m", "token_f1", "--store", path, "--baseline", "5", "--json", str(tmp_path / "d.json")]
+    calm = runner.invoke(app, args)
+    assert calm.exit_code == 0, calm.output
+    stored_run(store, 7, 0.6)
+    store.close()
+    alarm = runner.invoke(app, args)
+    assert alarm.exit_code == 1 and "the latest point is out of control" in alarm.output
+    chart = json.loads((tmp_path / "d.json").read_text())["charts"][0]
+    assert chart["alarm"] is True and len(chart["points"]) == 7
+    few = runner.invoke(app, [*args[:-2], "--baseline", "10"])
+    assert few.exit_code == 0 and "too few points" in few.output
+    assert runner.invoke(app, [*args, "--source", "logs"]).exit_code == 2
+
+
+def test_the_drift_scores_command_on_the_monitor_s_daily_scores(tmp_path):
+    path = str(tmp_path / "runs.db")
+    store = RunStore.open(path)
+    spans, rows = [], []
+    generator = np.random.default_rng(0)
+    for day in range(1, 8):
+        mean = 0.5 if day == 7 else 0.85
+        for i in range(40):
+            trace_id = f"{day:04d}{i:028x}"
+            spans.append(
+                SpanRecord(trace_id=trace_id, span_id="0" * 16, name="rag", started_at=f"2026-11-{day:02d}T10:00:00+00:00", question="q")
+            )
+            value = float(np.clip(generator.normal(mean, 0.05), 0, 1))
+            rows.append(
+                {
+                    "trace_id": trace_id,
+                    "metric_id": "faithfulness",
+                    "value": value,
+                    "explanation": "",
+                    "failed": False,
+                    "details": {},
+                    "scored_at": "2026-11-30T00:00:00+00:00",
+                }
+            )
+    store.add_spans(spans)
+    with store.engine.begin() as connection:
+        connection.execute(insert(trace_scores), rows)
+    store.close()
+    done = runner.invoke(app, ["drift", "scores", "-m", "faithfulness", "--source", "traces", "--store", path, "--baseline", "5"])
+    assert done.exit_code == 1, done.output
+    assert "2026-11-06 (2026-11-06)" in done.output and "2026-11-07 (2026-11-07)" in done.output
