@@ -127,13 +127,15 @@ def test_an_unanswerable_question_whose_answer_the_knowledge_base_holds_is_rejec
     verdict = _check(_unanswerable(question), _judge(answerable=answerable), vectors, encoder)
     assert (verdict.kept, verdict.reason) == (False, "answer_in_knowledge_base")
     assert verdict.checks["searched"][:2] == ["mr#1", "mr#2"]
+    assert verdict.detail == "the judge finds the answer in mr#1 (P=0.95)"
 
 
 def test_an_unanswerable_question_the_knowledge_base_does_not_answer_is_kept():
     judge = _judge(answerable=lambda premise, q: 0.1)
     verdict = _check(_unanswerable("How much does a replacement badge cost?"), judge)
     assert verdict.kept
-    assert [c.task for c in judge.calls] == ["answerable"]  # no reference to check
+    # Each of the 3 closest chunks is judged on its own; there is no reference to check.
+    assert [(c.task, c.shared["premise"]) for c in judge.calls] == [("answerable", chunk.text) for chunk in CHUNKS]
 
 
 def test_a_misspelled_question_is_checked_in_its_original_wording():

@@ -11,7 +11,8 @@ Checks, cheapest first; the first that fails rejects the question with its reaso
   reference contexts (the ``supported`` verdict).
 - ``single_chunk_answers``: a multi-hop question that one of its chunks answers alone.
 - ``answer_in_knowledge_base``: an "unanswerable" question whose answer the judge finds in
-  the :data:`TOP_K` chunks of the whole knowledge base closest to it (embeddings).
+  one of the :data:`TOP_K` chunks of the whole knowledge base closest to it (embeddings),
+  each judged on its own.
 - ``near_duplicate`` (:func:`near_duplicates`, once all questions are written): a kept
   question whose embedding is at least :data:`DUPLICATE` close to an earlier kept one.
 
@@ -121,13 +122,11 @@ async def _check_unanswerable(asked: str, lang: str, graph: KnowledgeGraph, vect
     order = np.argsort(-(vectors @ query), kind="stable")[:TOP_K] if len(vectors) else np.zeros(0, dtype=int)
     top = [graph.chunks[int(i)] for i in order]
     checks["searched"] = [c.id for c in top]
-    if not top:
-        return Verdict(True, checks=checks)
-    p = (await judge.verdicts("answerable", {"premise": [c.text for c in top]}, [asked], lang))[0].p_yes
-    checks["answerable_from_knowledge_base"] = round(p, 4)
-    if p >= THRESHOLD:
-        ids = ", ".join(c.id for c in top)
-        return Verdict(False, "answer_in_knowledge_base", f"the judge finds the answer in the knowledge base ({ids}; P={p:.2f})", checks)
+    for chunk in top:  # one chunk at a time, so that any chunk fits the judge's window
+        p = (await judge.verdicts("answerable", {"premise": chunk.text}, [asked], lang))[0].p_yes
+        checks[f"answerable_from {chunk.id}"] = round(p, 4)
+        if p >= THRESHOLD:
+            return Verdict(False, "answer_in_knowledge_base", f"the judge finds the answer in {chunk.id} (P={p:.2f})", checks)
     return Verdict(True, checks=checks)
 
 
