@@ -20,6 +20,7 @@ from ragmeter.cli import (  # noqa: F401  (registers the commands)
     report,
     robustness,
     runs,
+    serve,
     sweep,
     traces,
 )

@@ -1,0 +1,1 @@
+"""``ragmeter serve``: the dashboard over the run store (needs ``pip install 'ragmeter[dashboard]'``)."""

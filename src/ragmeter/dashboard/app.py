@@ -1,0 +1,136 @@
+"""``ragmeter serve``'s web application (FastAPI): the runs leaderboard, one run's report, two
+runs compared with the statistics of ``ragmeter compare``, a metric's trend on its control chart,
+and the trace browser with each trace's scores and reasons.
+
+Read-only: every route is a GET and nothing is written. Pages are rendered on the server with
+Jinja2's autoescaping (data is never markup), carry a Content-Security-Policy that forbids any
+request outside the page, and load nothing from elsewhere (no CDN; works offline). When a token is
+set, every request needs it: ``Authorization: Bearer TOKEN``, or ``?token=TOKEN`` once (it is then
+kept in a cookie).
+"""
+
+from __future__ import annotations
+
+import secrets
+from functools import lru_cache
+from typing import Any
+
+import jinja2
+from fastapi import FastAPI, HTTPException, Query, Request
+from fastapi.responses import HTMLResponse, PlainTextResponse, Response
+
+from ragmeter.dashboard.queries import trace_detail, trace_page
+from ragmeter.decide.compare import compare_results
+from ragmeter.monitor.control import Point, control_chart
+from ragmeter.monitor.ledger import run_series
+from ragmeter.report import compare as compare_report
+from ragmeter.report.formatting import format_number
+from ragmeter.report.html import render_html
+from ragmeter.report.summary import build_summary
+from ragmeter.store import RunStore, StoreError
+
+COOKIE = "ragmeter_token"
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; form-action 'self'"
+
+
+@lru_cache(maxsize=1)
+def _templates() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("ragmeter", "dashboard/templates"), autoescape=True, undefined=jinja2.StrictUndefined
+    )
+    env.filters["num"] = format_number
+    return env
+
+
+def _page(template: str, **values: Any) -> HTMLResponse:
+    return HTMLResponse(_templates().get_template(template).render(**values), headers={"Content-Security-Policy": CSP})
+
+
+def create_app(store: RunStore, token: str | None = None) -> FastAPI:
+    """The application over ``store``.
+
+    Args:
+        store: The run store to show.
+        token: When set, required on every request (see the module's description).
+    """
+    app = FastAPI(title="ragmeter", docs_url=None, redoc_url=None, openapi_url=None)
+
+    @app.middleware("http")
+    async def require_token(request: Request, call_next: Any) -> Response:
+        if token is None:
+            return await call_next(request)
+        given = (
+            request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+            or request.query_params.get("token")
+            or request.cookies.get(COOKIE)
+            or ""
+        )
+        if not secrets.compare_digest(given.encode(), token.encode()):
+            return PlainTextResponse("a token is required: ?token=... or Authorization: Bearer ...", status_code=401)
+        response = await call_next(request)
+        if request.query_params.get("token"):
+            response.set_cookie(COOKIE, token, httponly=True, samesite="strict")
+        return response
+
+    @app.get("/", response_class=HTMLResponse)
+    def leaderboard() -> HTMLResponse:
+        rows = store.runs()
+        metrics = sorted({m for r in rows for m in r["means"]})
+        units = {m: u for r in rows for m, u in r["units"].items()}
+        return _page("leaderboard.html.j2", runs=rows, metrics=metrics, units=units)
+
+    @app.get("/runs/{run_id}", response_class=HTMLResponse)
+    def run_report(run_id: str) -> HTMLResponse:
+        result = _load(store, run_id)
+        return HTMLResponse(render_html(build_summary(result), result))
+
+    @app.get("/compare", response_class=HTMLResponse)
+    def compare(a: str = Query(..., max_length=64), b: str = Query(..., max_length=64)) -> HTMLResponse:
+        first, second = _load(store, a), _load(store, b)
+        comparison = compare_results(
+            first, second, label_a=store.resolve(a), label_b=store.resolve(b), n_permutations=2000, n_resamples=2000
+        )
+        return HTMLResponse(compare_report.render_html(comparison.to_dict()))
+
+    @app.get("/trends/{metric_id}", response_class=HTMLResponse)
+    def trend(metric_id: str, baseline: int = Query(5, ge=1, le=1000)) -> HTMLResponse:
+        series = run_series(store, metric_id)
+        points = [
+            Point(r, at, a["mean"], a.get("ci_low"), a.get("ci_high"), a.get("n_scored", 0))
+            for r, at, a in series
+            if a.get("mean") is not None
+        ]
+        chart = control_chart(metric_id, points, baseline)
+        return _page("trend.html.j2", chart=chart, polyline=_polyline([p.point.mean for p in chart.points]), baseline=baseline)
+
+    @app.get("/traces", response_class=HTMLResponse)
+    def traces(page: int = Query(1, ge=1)) -> HTMLResponse:
+        found = trace_page(store, page)
+        metrics = sorted({m for r in found.rows for m in r["scores"]})
+        return _page("traces.html.j2", page=found, metrics=metrics)
+
+    @app.get("/traces/{trace_id}", response_class=HTMLResponse)
+    def trace(trace_id: str) -> HTMLResponse:
+        found, scores = trace_detail(store, trace_id)
+        if not found:
+            raise HTTPException(404, "no such trace")
+        return _page("trace.html.j2", trace_id=trace_id, spans=found, scores=scores)
+
+    return app
+
+
+def _load(store: RunStore, run_id: str) -> Any:
+    try:
+        return store.load(run_id)
+    except StoreError as exc:
+        raise HTTPException(404, str(exc)) from None
+
+
+def _polyline(values: list[float], width: int = 600, height: int = 120) -> str:
+    """SVG polyline points of a series scaled into the box (numbers only, made here)."""
+    if len(values) < 2:
+        return ""
+    low, high = min(values), max(values)
+    span = (high - low) or 1.0
+    step = width / (len(values) - 1)
+    return " ".join(f"{i * step:.1f},{height - (v - low) / span * height:.1f}" for i, v in enumerate(values))

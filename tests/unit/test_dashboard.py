@@ -1,0 +1,112 @@
+"""The dashboard's pages over a store with hostile data (FastAPI's test client): every page
+answers, data stays text, the Content-Security-Policy forbids outside requests, the token
+guards every page, and ``ragmeter serve`` will not bind beyond loopback without one."""
+
+from __future__ import annotations
+
+import pytest
+from cli_helpers import runner
+from fastapi.testclient import TestClient
+
+from ragmeter.cli import app as cli
+from ragmeter.dashboard.app import create_app
+from ragmeter.data.schema import Sample
+from ragmeter.metrics import create_metric
+from ragmeter.metrics.base import Score
+from ragmeter.monitor.ledger import SCORED, Decision, record
+from ragmeter.observe import RetrievedContext, SpanRecord
+from ragmeter.results import Result, SampleResult
+from ragmeter.store import RunStore
+
+HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>'
+
+
+def make_run(day: int, mean: float) -> Result:
+    samples = [
+        SampleResult(key=f"s{i}", sample=Sample(id=f"s{i}", user_input=f"{HOSTILE} {i}", response="r"), source="d", location=f"line {i}", scores={"token_f1": Score(mean + 0.01 * (i % 3), HOSTILE)})
+        for i in range(12)
+    ]  # fmt: skip
+    return Result(samples=samples, metrics=[create_metric("token_f1").info()], run={"started_at": f"2026-11-{day:02d}T00:00:00+00:00"})
+
+
+@pytest.fixture
+def store(tmp_path):
+    opened = RunStore.open(str(tmp_path / "runs.db"))
+    opened.save(make_run(1, 0.6), tags=[HOSTILE])
+    opened.save(make_run(2, 0.7))
+    spans = []
+    for i in range(60):
+        root = SpanRecord(
+            trace_id=f"{i:032x}",
+            span_id=f"{i:016x}",
+            name="rag",
+            started_at=f"2026-11-03T00:00:{i:02d}.000+00:00",
+            question=f"{HOSTILE} q{i}",
+            response=HOSTILE,
+            latency_ms=12.5,
+        )
+        child = SpanRecord(
+            trace_id=root.trace_id,
+            span_id=f"{i + 100:016x}",
+            parent_id=root.span_id,
+            name="retrieve",
+            kind="RETRIEVER",
+            started_at=root.started_at,
+            contexts=[RetrievedContext(HOSTILE, "doc<1>", 0.5)],
+        )
+        spans += [root, child]
+    opened.add_spans(spans)
+    item = SampleResult(key="t", sample=Sample(id="t"), source="", location="", scores={"faithfulness": Score(0.25, HOSTILE)})
+    record(opened, [Decision(f"{59:032x}", SCORED, result=item)], "2026-11-03T01:00:00+00:00")
+    yield opened
+    opened.close()
+
+
+def test_every_page_answers_with_data_as_text(store):
+    client = TestClient(create_app(store))
+    run_ids = [r["id"] for r in store.runs()]
+    pages = [
+        "/",
+        f"/runs/{run_ids[0]}",
+        f"/compare?a={run_ids[1]}&b={run_ids[0]}",
+        "/trends/token_f1",
+        "/traces",
+        "/traces?page=2",
+        f"/traces/{59:032x}",
+    ]
+    for page in pages:
+        response = client.get(page)
+        assert response.status_code == 200, page
+        assert "<script>alert" not in response.text and "<img src=x" not in response.text, page
+        assert "default-src 'none'" in (response.headers.get("content-security-policy", "") + response.text), page
+    leaderboard = client.get("/").text
+    assert all(run_id in leaderboard for run_id in run_ids) and "&lt;script&gt;alert" in leaderboard
+    first = client.get("/traces").text
+    assert "120 requests" not in first and "60 requests, newest first; page 1 of 2." in first
+    assert f"/traces/{59:032x}" in first and "0.250" in first  # the newest, with its monitor score
+    detail = client.get(f"/traces/{59:032x}").text
+    assert "doc&lt;1&gt;" in detail and "RETRIEVER" in detail and "faithfulness" in detail
+    assert client.get("/compare", params={"a": run_ids[1], "b": run_ids[0]}).text.count("token_f1") >= 1
+
+
+def test_unknown_things_are_404_and_nothing_can_be_written(store):
+    client = TestClient(create_app(store))
+    assert client.get("/runs/nope").status_code == 404
+    assert client.get(f"/traces/{'9' * 32}").status_code == 404
+    assert client.post("/", data={}).status_code == 405
+    assert client.delete(f"/runs/{store.runs()[0]['id']}").status_code == 405
+
+
+def test_a_token_guards_every_page(store):
+    client = TestClient(create_app(store, token="s3cret"))
+    assert client.get("/").status_code == 401 and client.get("/traces").status_code == 401
+    assert client.get("/", headers={"Authorization": "Bearer wrong"}).status_code == 401
+    assert client.get("/", headers={"Authorization": "Bearer s3cret"}).status_code == 200
+    first = client.get("/?token=s3cret")
+    assert first.status_code == 200 and "httponly" in first.headers["set-cookie"].lower()
+    assert client.get("/traces").status_code == 200  # the cookie now carries it
+
+
+def test_serve_refuses_other_addresses_without_a_token(tmp_path):
+    done = runner.invoke(cli, ["serve", "--host", "0.0.0.0", "--store", str(tmp_path / "r.db")])
+    assert done.exit_code == 2 and "set --token" in done.output
