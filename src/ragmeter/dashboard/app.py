@@ -16,8 +16,12 @@ from functools import lru_cache
 from typing import Any
 
 import jinja2
-from fastapi import FastAPI, HTTPException, Query, Request
-from fastapi.responses import HTMLResponse, PlainTextResponse, Response
+
+try:
+    from fastapi import FastAPI, HTTPException, Query, Request
+    from fastapi.responses import HTMLResponse, PlainTextResponse, Response
+except ImportError as missing:  # the extra is not installed
+    raise ImportError("the dashboard needs FastAPI and uvicorn: pip install 'ragmeter[dashboard]'") from missing
 
 from ragmeter.dashboard.queries import trace_detail, trace_page
 from ragmeter.decide.compare import compare_results
