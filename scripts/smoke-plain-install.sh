@@ -57,9 +57,13 @@ run 0 "runs import" "$rag" runs import run_b --store runs.db --tag smoke
 run 0 "runs list" "$rag" runs list --store runs.db
 run 0 "traces export --help" "$rag" traces export --help
 run 0 "monitor --once (no trace yet)" "$rag" monitor -m latency_ms --store runs.db --once
+run 0 "drift kb (first run writes the baseline)" "$rag" drift kb "$root/examples/knowledge_base" --baseline kb.json
+run 0 "drift kb (unchanged)" "$rag" drift kb "$root/examples/knowledge_base" --baseline kb.json
+run 0 "drift scores (too few runs: nothing checked)" "$rag" drift scores -m token_f1 --store runs.db
 # Errors users cause end in one line and exit 2, without a traceback.
 run 2 "runs show of an unknown run" "$rag" runs show no-such-run --store runs.db
 run 2 "a PostgreSQL store without the postgres extra" "$rag" runs list --store postgresql://nobody@127.0.0.1:1/db
+run 2 "serve without the dashboard extra" "$rag" serve --store runs.db
 run 2 "eval of a missing file" "$rag" eval missing.jsonl -o run_c
 run 2 "eval with an unknown metric" "$rag" eval "${examples[0]}" -m no_such_metric -o run_c
 run 2 "gate of a directory that is not a run" "$rag" gate "$work" --thresholds thresholds.yaml
