@@ -143,6 +143,13 @@ def test_each_page_in_a_real_browser(server, browser, tmp_path):
     assert "out of control" in page.inner_text("#trend")  # 0.40 after 0.60 and 0.62
     page.screenshot(path=str(shots / "dashboard-trend.png"), full_page=True)
 
+    page.click("header a[href='/drift']")
+    page.wait_for_load_state("load")
+    assert "token_f1" in page.inner_text("body") and "too few points" in page.inner_text("body")  # baseline 5 of 3 runs
+    page.goto(url + "/drift?baseline=2")
+    assert "out of control" in page.inner_text("body")
+    page.screenshot(path=str(shots / "dashboard-drift.png"), full_page=True)
+
     page.goto(url + "/traces")
     assert page.locator("#traces tbody tr").count() == 30 and f"{HOSTILE} live 29" in page.inner_text("#traces")
     page.screenshot(path=str(shots / "dashboard-traces.png"), full_page=True)

@@ -70,6 +70,7 @@ def test_every_page_answers_with_data_as_text(store):
         f"/runs/{run_ids[0]}",
         f"/compare?a={run_ids[1]}&b={run_ids[0]}",
         "/trends/token_f1",
+        "/drift",
         "/traces",
         "/traces?page=2",
         f"/traces/{59:032x}",
@@ -110,3 +111,11 @@ def test_a_token_guards_every_page(store):
 def test_serve_refuses_other_addresses_without_a_token(tmp_path):
     done = runner.invoke(cli, ["serve", "--host", "0.0.0.0", "--store", str(tmp_path / "r.db")])
     assert done.exit_code == 2 and "set --token" in done.output
+
+
+def test_the_drift_panel_shows_each_metric_s_control_chart(store):
+    client = TestClient(create_app(store))
+    page = client.get("/drift?baseline=1").text
+    assert "Scores over the stored runs" in page and "token_f1" in page and "faithfulness" in page
+    assert "scored 1" in page and ("in control" in page or "out of control" in page)
+    assert "too few points" in client.get("/drift").text  # baseline 5: two runs are too few

@@ -1,5 +1,6 @@
 """``ragmeter serve``'s web application (FastAPI): the runs leaderboard, one run's report, two
 runs compared with the statistics of ``ragmeter compare``, a metric's trend on its control chart,
+the score-drift panel (every metric's control chart over the runs and over the monitor's days),
 and the trace browser with each trace's scores and reasons.
 
 Read-only: every route is a GET and nothing is written. Pages are rendered on the server with
@@ -23,10 +24,10 @@ try:
 except ImportError as missing:  # the extra is not installed
     raise ImportError("the dashboard needs FastAPI and uvicorn: pip install 'ragmeter[dashboard]'") from missing
 
-from ragmeter.dashboard.queries import trace_detail, trace_page
+from ragmeter.dashboard.queries import monitored_metrics, trace_detail, trace_page
 from ragmeter.decide.compare import compare_results
-from ragmeter.monitor.control import Point, control_chart
-from ragmeter.monitor.ledger import run_series
+from ragmeter.monitor.control import ControlChart, Point, control_chart, window_point
+from ragmeter.monitor.ledger import decision_counts, run_series, trace_values_by_day
 from ragmeter.report import compare as compare_report
 from ragmeter.report.formatting import format_number
 from ragmeter.report.html import render_html
@@ -98,14 +99,19 @@ def create_app(store: RunStore, token: str | None = None) -> FastAPI:
 
     @app.get("/trends/{metric_id}", response_class=HTMLResponse)
     def trend(metric_id: str, baseline: int = Query(5, ge=1, le=1000)) -> HTMLResponse:
-        series = run_series(store, metric_id)
-        points = [
-            Point(r, at, a["mean"], a.get("ci_low"), a.get("ci_high"), a.get("n_scored", 0))
-            for r, at, a in series
-            if a.get("mean") is not None
-        ]
-        chart = control_chart(metric_id, points, baseline)
+        chart = _run_chart(store, metric_id, baseline)
         return _page("trend.html.j2", chart=chart, polyline=_polyline([p.point.mean for p in chart.points]), baseline=baseline)
+
+    @app.get("/drift", response_class=HTMLResponse)
+    def drift(baseline: int = Query(5, ge=1, le=1000)) -> HTMLResponse:
+        run_metrics = sorted({m for r in store.runs() for m in r["means"]})
+        return _page(
+            "drift.html.j2",
+            runs=[_run_chart(store, m, baseline) for m in run_metrics],
+            days=[_day_chart(store, m, baseline) for m in monitored_metrics(store)],
+            decisions=decision_counts(store),
+            baseline=baseline,
+        )
 
     @app.get("/traces", response_class=HTMLResponse)
     def traces(page: int = Query(1, ge=1)) -> HTMLResponse:
@@ -121,6 +127,21 @@ def create_app(store: RunStore, token: str | None = None) -> FastAPI:
         return _page("trace.html.j2", trace_id=trace_id, spans=found, scores=scores)
 
     return app
+
+
+def _run_chart(store: RunStore, metric_id: str, baseline: int) -> ControlChart:
+    """A metric's control chart over the stored runs."""
+    series = run_series(store, metric_id)
+    points = [
+        Point(r, at, a["mean"], a.get("ci_low"), a.get("ci_high"), a.get("n_scored", 0)) for r, at, a in series if a.get("mean") is not None
+    ]
+    return control_chart(metric_id, points, baseline)
+
+
+def _day_chart(store: RunStore, metric_id: str, baseline: int) -> ControlChart:
+    """A metric's control chart over the days of the monitor's scores."""
+    found = [window_point(day, day, values) for day, values in trace_values_by_day(store, metric_id).items()]
+    return control_chart(metric_id, [p for p in found if p is not None], baseline)
 
 
 def _load(store: RunStore, run_id: str) -> Any:

@@ -73,3 +73,9 @@ def trace_detail(store: RunStore, trace_id: str) -> tuple[list[dict[str, Any]], 
             for s in connection.execute(select(trace_scores).where(trace_scores.c.trace_id == trace_id))
         }
     return found, scores
+
+
+def monitored_metrics(store: RunStore) -> list[str]:
+    """The metrics the monitor has scored traces with."""
+    with store.engine.connect() as connection:
+        return sorted(connection.scalars(select(trace_scores.c.metric_id).distinct()))
