@@ -24,9 +24,11 @@ a shared file system.
 (:func:`ragmeter.run.scoring.score_pair`) with judges built from the same settings, so the
 scores are those of a local run; only the seconds differ.
 
-**No telemetry.** Ray's usage statistics are switched off (``RAY_USAGE_STATS_ENABLED=0``)
-and a local cluster starts without its dashboard; nothing is sent anywhere but to the
-configured judge endpoints. Ray is imported only when a run uses this executor.
+**No telemetry.** Ray's usage statistics are switched off (``RAY_USAGE_STATS_ENABLED=0``, set
+before the cluster starts) and a local cluster starts without its dashboard
+(``include_dashboard=False``; Ray still runs its minimal head process, bound to 127.0.0.1, with
+no web interface); nothing is sent anywhere but to the configured judge endpoints. Ray is
+imported only when a run uses this executor.
 """
 
 from __future__ import annotations
