@@ -90,6 +90,7 @@ def time_pages(store: RunStore, traces: int) -> list[dict]:
         "one run's report (200 samples)": f"/runs/{runs[0]}",
         "two runs compared": f"/compare?a={runs[1]}&b={runs[0]}",
         "metric trend (100 runs)": "/trends/token_f1",
+        "drift panel (3 metrics x 100 runs, monitor days)": "/drift",
         "traces, first page": "/traces",
         "traces, last page": f"/traces?page={-(-traces // 50)}",
         "one trace": f"/traces/{traces - 1:032x}",
