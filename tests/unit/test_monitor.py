@@ -145,3 +145,26 @@ def test_the_monitor_command(tmp_path):
     ]:
         failed = runner.invoke(app, ["monitor", *args, "--store", str(tmp_path / "runs.db"), "--once"])
         assert failed.exit_code == 2 and message in failed.output, failed.output
+
+
+def test_the_budget_counts_what_the_judge_really_cost(store):
+    from test_llm_double import ScriptedJudge
+
+    from ragmeter.judges import BatchingEmbedder
+    from ragmeter.judges.metering import Usage, record
+
+    class PricedJudge(ScriptedJudge):
+        """Each verdict call costs four cents, metered as a real backend meters it."""
+
+        async def verdicts(self, task, shared, items, lang):
+            record(Usage(calls=1, prompt_tokens=100, completion_tokens=1, cost_usd=0.04))
+            return await super().verdicts(task, shared, items, lang)
+
+    store.add_spans(traces(10))
+    judges = Judges(embedder=BatchingEmbedder(), llm=PricedJudge(rule=lambda task, shared, item: 0.9))
+    settings = MonitorSettings(share=1.0, max_cost_per_hour=0.1, batch=1)
+    progress = run_monitor(store, resolve_metrics(["context_relevance"]), judges, settings, once=True)
+    rows = trace_score_rows(store)
+    assert progress.paused_by_budget and progress.scored == 3 and len(rows) == 3
+    assert sum(r["cost_usd"] for r in rows) == pytest.approx(0.12) and all(0 <= r["value"] <= 1 for r in rows)
+    assert rows[0]["usage"]["calls"] == 1 and rows[0]["usage"]["prompt_tokens"] == 100
