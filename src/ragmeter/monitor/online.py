@@ -6,7 +6,8 @@ Which traces are scored is decided by a hash of the trace id (the same trace is 
 out of the share, whichever process looks at it), and each batch's decisions are written with
 its scores in one transaction: a monitor killed at any point resumes without scoring a trace
 twice. When the judge cost of the last hour reaches the budget, scoring pauses (the traces wait)
-until the hour rolls on.
+until the hour rolls on; the budget is checked before each batch, so the hour can end above it by
+at most one batch's cost (``--batch`` bounds that).
 """
 
 from __future__ import annotations
