@@ -134,7 +134,7 @@ def test_a_shard_no_worker_finished_keeps_its_journalled_pairs_and_fails_the_oth
     outcome = ray_executor._given_up(shard, work, str(tmp_path), RuntimeError("node lost"))
     scores = {row: score for row, _, score, _, _ in outcome.finished}
     assert scores[0].value == 0.3
-    assert scores[1].failed and "Ray worker" in scores[1].reason and "RuntimeError" in scores[1].reason
+    assert scores[1].failed and "Ray worker" in scores[1].reason and "RuntimeError: node lost" in scores[1].reason
 
 
 def test_without_ray_the_error_names_the_extra(monkeypatch, tmp_path):

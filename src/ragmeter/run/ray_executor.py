@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragmeter.data.schema import Sample
+from ragmeter.data.secrets import redact
 from ragmeter.judges import BatchingEmbedder, Judges
 from ragmeter.judges.cache import EmbeddingStore
 from ragmeter.judges.config import JudgeConfig
@@ -352,7 +353,8 @@ def _given_up(shard: Shard, work: PairWork, out_dir: str | None, error: Exceptio
     outcome = ShardOutcome(shard.index, 0)
     journal = Journal(out_dir, shard_name(shard.index)) if out_dir is not None else None
     records = journal.read() if journal is not None else {}
-    reason = f"error: the Ray worker scoring this sample was lost: {type(error).__name__}"
+    cause = " ".join(str(error).split())[:300]
+    reason = redact(f"error: the Ray worker scoring this sample was lost: {type(error).__name__}: {cause}")
     for row, col in shard.pairs:
         metric_id = work.metrics[col].id
         found = journal.reusable(records, shard.keys[row], shard.fingerprints[row], metric_id, work.configs[col]) if journal else None
