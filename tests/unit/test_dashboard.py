@@ -119,3 +119,12 @@ def test_the_drift_panel_shows_each_metric_s_control_chart(store):
     assert "Scores over the stored runs" in page and "token_f1" in page and "faithfulness" in page
     assert "scored 1" in page and ("in control" in page or "out of control" in page)
     assert "too few points" in client.get("/drift").text  # baseline 5: two runs are too few
+
+
+def test_the_comparison_is_the_one_ragmeter_compare_computes(store):
+    from ragmeter.decide.compare import compare_results
+    from ragmeter.report.compare import render_html
+
+    a, b = (r["id"] for r in store.runs()[::-1])
+    expected = render_html(compare_results(store.load(a), store.load(b), label_a=a, label_b=b).to_dict())
+    assert TestClient(create_app(store)).get("/compare", params={"a": a[:6], "b": b}).text == expected

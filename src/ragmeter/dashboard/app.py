@@ -92,9 +92,7 @@ def create_app(store: RunStore, token: str | None = None) -> FastAPI:
     @app.get("/compare", response_class=HTMLResponse)
     def compare(a: str = Query(..., max_length=64), b: str = Query(..., max_length=64)) -> HTMLResponse:
         first, second = _load(store, a), _load(store, b)
-        comparison = compare_results(
-            first, second, label_a=store.resolve(a), label_b=store.resolve(b), n_permutations=2000, n_resamples=2000
-        )
+        comparison = compare_results(first, second, label_a=store.resolve(a), label_b=store.resolve(b))
         return HTMLResponse(compare_report.render_html(comparison.to_dict()))
 
     @app.get("/trends/{metric_id}", response_class=HTMLResponse)
