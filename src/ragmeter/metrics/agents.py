@@ -69,8 +69,8 @@ class ToolCallAccuracy(Metric):
     the best total match between the calls made and the calls expected, over the larger of
     the two counts, so a missing call and a needless one both cost. A call matches an
     expected one by name, then by the share of expected arguments it gives with the expected
-    value. ``strict_order`` (default) pairs calls only in the same order; the id
-    ``tool_call_accuracy(any_order)`` pairs them in any order. No call made when none was
+    value. ``strict_order`` (default) pairs calls only in the same order; ``strict_order: false``
+    (id ``tool_call_accuracy(any_order)``) pairs them in any order. No call made when none was
     expected scores 1.
     """
 
