@@ -91,12 +91,15 @@ def test_sweep_files_and_pipeline_names_give_clear_errors(tmp_path):
     path.write_text("pipeline: x:y\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"either grid: .* or configs:"):
         load_sweep_file(path)
-    with pytest.raises(ValueError, match="expected module:function"):
+    with pytest.raises(ValueError, match="give module:function"):
         import_pipeline("sweep_pipeline")
     with pytest.raises(ValueError, match="cannot import no_such_module_here"):
         import_pipeline("no_such_module_here:f")
-    with pytest.raises(ValueError, match="has no callable nothing"):
+    with pytest.raises(ValueError, match="has no function 'nothing'"):
         import_pipeline("sweep_pipeline:nothing")
+    with pytest.raises(ValueError, match="an HTTP endpoint cannot be called"):
+        import_pipeline("http://127.0.0.1:9/answer")
+    assert import_pipeline("sweep_pipeline:answer") is sweep_pipeline.answer
 
 
 def test_the_sweep_command_reports_the_front_and_the_worse(testset, tmp_path):

@@ -28,9 +28,7 @@ A/B experiment (its own run directory under ``out_dir``). Then:
 from __future__ import annotations
 
 import functools
-import importlib
 import itertools
-import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +45,7 @@ from ragmeter.report.sweep import write_sweep_report
 from ragmeter.results import Result
 from ragmeter.results.inference import holm
 from ragmeter.run.engine import DEFAULT_CONCURRENCY, default_llm_judge, resolve_metrics
+from ragmeter.run.pipeline_sources import load_pipeline
 from ragmeter.run.pipelines import DEFAULT_PIPELINE_CONCURRENCY, ConfiguredPipeline, run_pipeline
 from ragmeter.run.sync import run_sync
 
@@ -154,25 +153,16 @@ def load_sweep_file(path: str | Path) -> tuple[str | None, list[dict[str, Any]]]
 
 
 def import_pipeline(spec: str) -> Callable[..., Any]:
-    """The callable ``module:function`` names (the module imported from the current directory too).
+    """The Python callable ``spec`` names: ``module:function``, or ``module:factory()`` for
+    what a factory builds (:func:`ragmeter.run.pipeline_sources.load_pipeline`).
 
     Raises:
-        ValueError: The spec is malformed, the module cannot be imported, or the name is
-            missing or not callable.
+        ValueError: ``spec`` is a URL (an endpoint takes a question, not these arguments), or
+            the module or function cannot be found or built; the message names ``spec``.
     """
-    module_name, _, attribute = spec.partition(":")
-    if not module_name or not attribute:
-        raise ValueError(f"pipeline {spec!r}: expected module:function, e.g. my_rag:answer")
-    if "" not in sys.path:
-        sys.path.insert(0, "")
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:  # any error importing the user's module is theirs to see, in one line
-        raise ValueError(f"pipeline {spec!r}: cannot import {module_name}: {type(exc).__name__}: {exc}") from None
-    function = getattr(module, attribute, None)
-    if not callable(function):
-        raise ValueError(f"pipeline {spec!r}: {module_name} has no callable {attribute}")
-    return function
+    if spec.startswith(("http://", "https://")):
+        raise ValueError(f"'{spec}': give a Python callable as module:function; an HTTP endpoint cannot be called with these arguments")
+    return load_pipeline(spec)
 
 
 def pareto_front(points: Sequence[SweepPoint]) -> set[str]:
