@@ -30,6 +30,19 @@ from ragmeter.run.executor import ExecutorError, RemoteExecutor
 from ragmeter.run.outdir import OutputDirError, locked
 from ragmeter.run.sync import INTERRUPTED, run_sync
 
+#: Where the pairs are scored (``--executor`` and the Ray executor's settings).
+ExecutorOption = Annotated[
+    str, typer.Option(help="Where pairs are scored: 'local' (this process) or 'ray' (Ray workers; needs ragmeter[ray]).")
+]
+RayAddressOption = Annotated[
+    str | None, typer.Option(help="With --executor ray: an existing cluster (host:6379, ray://host:10001); default: start a local one.")
+]
+RayWorkersOption = Annotated[int | None, typer.Option(min=1, help="With --executor ray: worker processes (default: one per CPU).")]
+RayEndpointOption = Annotated[
+    list[str] | None,
+    typer.Option(help="With --executor ray: another endpoint serving the --judge-model (repeatable); workers are spread over all."),
+]
+
 
 @command("eval")
 @judge_options
@@ -57,17 +70,10 @@ def eval_command(
     progress: Annotated[
         bool | None, typer.Option("--progress/--no-progress", help="Progress bar (default: on when stderr is a terminal).")
     ] = None,
-    executor: Annotated[
-        str, typer.Option(help="Where pairs are scored: 'local' (this process) or 'ray' (Ray workers; needs ragmeter[ray]).")
-    ] = "local",
-    ray_address: Annotated[
-        str | None, typer.Option(help="With --executor ray: an existing cluster (host:6379, ray://host:10001); default: start a local one.")
-    ] = None,
-    ray_workers: Annotated[int | None, typer.Option(min=1, help="With --executor ray: worker processes (default: one per CPU).")] = None,
-    ray_endpoint: Annotated[
-        list[str] | None,
-        typer.Option(help="With --executor ray: another endpoint serving the --judge-model (repeatable); workers are spread over all."),
-    ] = None,
+    executor: ExecutorOption = "local",
+    ray_address: RayAddressOption = None,
+    ray_workers: RayWorkersOption = None,
+    ray_endpoint: RayEndpointOption = None,
     *,
     judge_options: JudgeOptions,
 ) -> None:
