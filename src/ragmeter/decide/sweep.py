@@ -257,13 +257,7 @@ async def arun_sweep(
         ValueError: Fewer than two configurations, a bad option, or ``quality`` not among the metrics.
     """
     chosen = resolve_metrics(metrics)
-    quality_metric = quality or (chosen[0].id if chosen else "")
-    if quality_metric not in [m.id for m in chosen]:
-        raise ValueError(f"quality metric {quality_metric!r} is not among the metrics ({', '.join(m.id for m in chosen) or 'none'})")
-    if len(configs) < 2:
-        raise ValueError("a sweep needs at least two configurations")
-    if not 0 < alpha < 1:
-        raise ValueError(f"alpha must be between 0 and 1, got {alpha}")
+    quality_metric = _checked_options(chosen, quality, configs, alpha)
     dataset = _as_dataset(testset)
     judges = judges or Judges()
     owns_llm = judges.llm is None and any(m.needs == Needs.LLM for m in chosen)
@@ -286,6 +280,18 @@ async def arun_sweep(
             await judges.llm.aclose()
             judges.llm = None
     return _finish(points, quality_metric, alpha, root, len(dataset))
+
+
+def _checked_options(chosen: list[Metric], quality: str | None, configs: Sequence[Mapping[str, Any]], alpha: float) -> str:
+    """The quality metric's id, once the options are checked (see :func:`arun_sweep`)."""
+    quality_metric = quality or (chosen[0].id if chosen else "")
+    if quality_metric not in [m.id for m in chosen]:
+        raise ValueError(f"quality metric {quality_metric!r} is not among the metrics ({', '.join(m.id for m in chosen) or 'none'})")
+    if len(configs) < 2:
+        raise ValueError("a sweep needs at least two configurations")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be between 0 and 1, got {alpha}")
+    return quality_metric
 
 
 def _finish(points: list[SweepPoint], quality_metric: str, alpha: float, root: Path | None, n_samples: int) -> Sweep:
