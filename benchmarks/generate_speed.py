@@ -114,15 +114,16 @@ def main() -> None:
     parser.add_argument("--clapnq", type=Path, default=ROOT.parent / "shared" / "data" / "clapnq_dev.jsonl")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     args = parser.parse_args()
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
+    command = "python benchmarks/generate_speed.py " + " ".join(sys.argv[1:])
+    args.out.mkdir(parents=True, exist_ok=True)
     results = {}
     for name, path in corpora(args.clapnq).items():
         print(f"{name}: {path}", file=sys.stderr)
         results[name] = asyncio.run(measure(path, args.size))
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
-    command = "python benchmarks/generate_speed.py " + " ".join(sys.argv[1:])
-    args.out.mkdir(parents=True, exist_ok=True)
-    write_json(args.out / "generate_speed.json", {"command": command, "commit": commit, "results": results})
-    write_text(args.out / "generate_speed.md", markdown(results, command.strip(), commit, args.size))
+        # Written after each corpus, so that a run stopped midway keeps what it measured.
+        write_json(args.out / "generate_speed.json", {"command": command, "commit": commit, "results": results})
+        write_text(args.out / "generate_speed.md", markdown(results, command.strip(), commit, args.size))
 
 
 if __name__ == "__main__":
