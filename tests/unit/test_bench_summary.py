@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from ragmeter.bench.runner import TaskResult
+from ragmeter.bench.suites import Task
 from ragmeter.bench.summary import best_threshold, fitted_sets, leave_one_set_out, llm_metric_names, summary_lines, task_set
+from ragmeter.data import load_dataset
 
 
 def units(pairs, group_size=1):
@@ -79,6 +82,10 @@ def test_variants_with_parameters_are_not_fitted_on_or_shown():
         ),
     ]
     text = "\n".join(summary_lines(tasks, ["answer_correctness", "faithfulness"]))
+    # The results file says which tasks ran with parameters.
+    assert TaskResult(
+        Task("t", "m", load_dataset([{"id": "a"}]), [], "binary", params={"counting": "decided"}), {}, 0, 0, {}, {}, 1
+    ).to_dict()["params"] == {"counting": "decided"}
     assert "[decided]" not in text and "0.300" not in text
     assert "| answer_correctness | ragchecker | 1 | Pearson 0.500 | – | – | 1.5 |" in text
 

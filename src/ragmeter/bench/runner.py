@@ -49,6 +49,7 @@ class TaskResult:
             "metric": self.task.metric,
             "kind": self.task.kind,
             "reference": self.task.reference,
+            "params": self.task.params,
             "n_samples": self.n_samples,
             "n_units": self.n_units,
             "n_unscored": self.n_unscored,
