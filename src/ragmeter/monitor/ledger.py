@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import exists, func, insert, select
 
 from ragmeter.data.files import jsonable
 from ragmeter.observe.record import SpanRecord
@@ -41,7 +41,7 @@ def undecided_traces(store: RunStore, limit: int) -> list[str]:
     """Up to ``limit`` traces (oldest first) with a root span and no decision yet."""
     query = (
         select(spans.c.trace_id)
-        .where(spans.c.parent_id.is_(None), spans.c.trace_id.not_in(select(monitor_seen.c.trace_id)))
+        .where(spans.c.parent_id.is_(None), ~exists().where(monitor_seen.c.trace_id == spans.c.trace_id))
         .group_by(spans.c.trace_id)
         .order_by(func.min(spans.c.started_at))
         .limit(limit)
@@ -129,15 +129,23 @@ def run_series(store: RunStore, metric_id: str, tag: str | None = None) -> list[
     ]
 
 
-def trace_values_by_day(store: RunStore, metric_id: str) -> dict[str, list[float]]:
-    """The monitor's scores of a metric grouped by the day (UTC) their request started."""
-    query = (
-        select(spans.c.started_at, trace_scores.c.value)
-        .join(spans, (spans.c.trace_id == trace_scores.c.trace_id) & spans.c.parent_id.is_(None))
-        .where(trace_scores.c.metric_id == metric_id, trace_scores.c.value.is_not(None))
+def trace_values_by_day(store: RunStore, metric_id: str, chunk: int = 1000) -> dict[str, list[float]]:
+    """The monitor's scores of a metric grouped by the day (UTC) their request started.
+
+    The scores are read first and their requests' start times looked up by trace id, a chunk at
+    a time (index lookups whatever the database's statistics; a join here was planned badly by
+    PostgreSQL before its first ANALYZE of freshly loaded tables).
+    """
+    values_query = select(trace_scores.c.trace_id, trace_scores.c.value).where(
+        trace_scores.c.metric_id == metric_id, trace_scores.c.value.is_not(None)
     )
     days: dict[str, list[float]] = {}
     with store.engine.connect() as connection:
-        for started_at, value in connection.execute(query):
-            days.setdefault(started_at[:10], []).append(float(value))
+        values = {trace_id: float(value) for trace_id, value in connection.execute(values_query)}
+        ids = list(values)
+        for start in range(0, len(ids), chunk):
+            batch = ids[start : start + chunk]
+            roots = select(spans.c.trace_id, spans.c.started_at).where(spans.c.trace_id.in_(batch), spans.c.parent_id.is_(None))
+            for trace_id, started_at in connection.execute(roots):
+                days.setdefault(started_at[:10], []).append(values[trace_id])
     return dict(sorted(days.items()))
