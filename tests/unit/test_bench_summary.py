@@ -110,6 +110,12 @@ def test_the_table_marks_sets_a_default_fit_saw_and_names_unmeasured_llm_metrics
     assert "LLM metrics no labelled set here measures: answer_relevancy, rubric_score." in text
 
 
+def test_a_task_answered_from_the_cache_says_so_instead_of_costing_nothing():
+    cached = task("clapnq/context_precision_without_reference", "context_precision_without_reference", [(0.2, 0), (0.9, 1)])
+    cached["cost_per_sample"] = {"calls": 0.0, "cached_calls": 13.0, "seconds": 0.0}
+    assert "| 0 (cached) |" in "\n".join(summary_lines([cached], ["context_precision_without_reference"]))
+
+
 def test_the_registry_knows_which_metrics_need_an_llm():
     names = llm_metric_names()
     assert {"faithfulness", "context_relevance", "answer_correctness", "rubric_score"} <= set(names)

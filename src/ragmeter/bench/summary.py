@@ -92,6 +92,14 @@ def leave_one_set_out(tasks: Sequence[Mapping[str, Any]]) -> dict[str, dict[str,
     return out
 
 
+def _seconds(cost: Mapping[str, float]) -> str:
+    """Judge seconds per sample; a task whose every call another task of the run already made
+    (the same prompt) cost nothing here, and says so."""
+    if not cost.get("calls") and cost.get("cached_calls"):
+        return "0 (cached)"
+    return f"{cost['seconds']:.1f}"
+
+
 def summary_lines(tasks: Sequence[Mapping[str, Any]], llm_metrics: Iterable[str]) -> list[str]:
     """Markdown lines: the table of every LLM metric's agreement on every set it was measured
     on, the leave-one-set-out line, and the LLM metrics no labelled set measures.
@@ -119,7 +127,7 @@ def summary_lines(tasks: Sequence[Mapping[str, Any]], llm_metrics: Iterable[str]
             set_name += " *"
         lines.append(
             f"| {task['metric']} | {set_name} | {task['n_units'] - task['n_unscored']} | {lead} | {default_ba} | "
-            f"{loso_text} | {task['cost_per_sample']['seconds']:.1f} |"
+            f"{loso_text} | {_seconds(task['cost_per_sample'])} |"
         )
     notes = [
         "",
