@@ -129,7 +129,7 @@ def run_series(store: RunStore, metric_id: str, tag: str | None = None) -> list[
     ]
 
 
-def trace_values_by_day(store: RunStore, metric_id: str, chunk: int = 1000) -> dict[str, list[float]]:
+def trace_values_by_day(store: RunStore, metric_id: str, chunk: int = 10_000) -> dict[str, list[float]]:
     """The monitor's scores of a metric grouped by the day (UTC) their request started.
 
     The scores are read first and their requests' start times looked up by trace id, a chunk at
