@@ -14,6 +14,7 @@ import pwd
 import shutil
 import subprocess
 import tempfile
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -74,3 +75,15 @@ def throwaway_cluster(durable: bool = False) -> Iterator[str]:
             run(str(binaries / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop")
     finally:
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def fresh_database(server: str) -> str:
+    """Create an empty database on the cluster at ``server`` (its ``postgres`` database's URL);
+    return the new database's URL."""
+    import psycopg
+    from psycopg import sql
+
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(server, autocommit=True) as connection:
+        connection.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    return server.rsplit("/", 1)[0] + f"/{name}"

@@ -1,6 +1,7 @@
 """A real `ragmeter monitor` process killed with SIGKILL mid-way resumes without scoring any
 trace twice: afterwards every trace has exactly one decision, and every trace in the share
-exactly one score per metric, as an uninterrupted monitor gives."""
+exactly one score per metric, as an uninterrupted monitor gives. On a SQLite file and on
+PostgreSQL."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import sys
 import time
 
 import pytest
+from postgres_server import fresh_database, throwaway_cluster
 
 from ragmeter.monitor import in_share
 from ragmeter.monitor.ledger import decision_counts, trace_score_rows
@@ -24,8 +26,23 @@ SHARE = 0.5
 METRICS = "latency_ms,total_tokens"
 
 
-def _store_with_traces(path) -> RunStore:
-    store = RunStore.open(str(path))
+@pytest.fixture(scope="module")
+def postgres_server():
+    """A throwaway PostgreSQL cluster for this module's tests."""
+    with throwaway_cluster() as url:
+        yield url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request, tmp_path):
+    """The URL of an empty database: a SQLite file, or a fresh database on the test cluster."""
+    if request.param == "sqlite":
+        return str(tmp_path / "store" / "runs.db")
+    return fresh_database(request.getfixturevalue("postgres_server"))
+
+
+def _store_with_traces(url: str) -> RunStore:
+    store = RunStore.open(url)
     spans = []
     for i in range(TRACES):
         span = SpanRecord(
@@ -59,10 +76,9 @@ def _monitor(path) -> subprocess.Popen:
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
 
 
-def test_sigkill_then_resume_scores_each_trace_once(tmp_path):
-    path = tmp_path / "runs.db"
-    store = _store_with_traces(path)
-    victim = _monitor(path)
+def test_sigkill_then_resume_scores_each_trace_once(store_url):
+    store = _store_with_traces(store_url)
+    victim = _monitor(store_url)
     try:
         deadline = time.monotonic() + 120
         while sum(decision_counts(store).values()) < 200:
@@ -76,7 +92,7 @@ def test_sigkill_then_resume_scores_each_trace_once(tmp_path):
     decided_when_killed = sum(at_kill.values())
     assert victim.returncode == -signal.SIGKILL and decided_when_killed < TRACES
 
-    resumed = _monitor(path)
+    resumed = _monitor(store_url)
     _, stderr = resumed.communicate(timeout=600)
     assert resumed.returncode == 0, stderr.decode()
     expected = {f"{i:032x}" for i in range(TRACES) if in_share(f"{i:032x}", SHARE)}

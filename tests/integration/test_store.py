@@ -4,11 +4,10 @@ with how to install it, never skip)."""
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
+from postgres_server import fresh_database, throwaway_cluster
 from typer.testing import CliRunner
 
 from ragmeter.cli import app
@@ -26,27 +25,19 @@ pytestmark = pytest.mark.integration
 HOSTILE = "'; DROP TABLE runs; -- 100% _x_ \u2028 中文 \x1b[31m"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def postgres_server():
-    from postgres_server import throwaway_cluster
-
+    """A throwaway PostgreSQL cluster for this module's tests."""
     with throwaway_cluster() as url:
         yield url
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def store_url(request, tmp_path):
-    """The URL of an empty database: a SQLite file, or a fresh database on the test server."""
+    """The URL of an empty database: a SQLite file, or a fresh database on the test cluster."""
     if request.param == "sqlite":
         return str(tmp_path / "store" / "runs.db")
-    import psycopg
-    from psycopg import sql
-
-    server = request.getfixturevalue("postgres_server")
-    name = f"t_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(server, autocommit=True) as connection:
-        connection.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    return server.rsplit("/", 1)[0] + f"/{name}"
+    return fresh_database(request.getfixturevalue("postgres_server"))
 
 
 @pytest.fixture
