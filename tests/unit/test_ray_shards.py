@@ -24,7 +24,8 @@ from ragmeter.run import ray_executor
 from ragmeter.run.engine import Evaluator
 from ragmeter.run.executor import ExecutorError, PairWork
 from ragmeter.run.journal import JOURNAL_FILE, Journal, fold_shards, make_record, shard_name, shard_paths
-from ragmeter.run.ray_executor import ShardWorker, plan_shards
+from ragmeter.run.ray_executor import ShardWorker
+from ragmeter.run.shards import plan_shards
 from ragmeter.run.survey import survey
 
 
@@ -173,3 +174,19 @@ def test_endpoints_are_spread_over_the_workers():
 def test_importing_ragmeter_does_not_import_ray():
     code = "import sys, ragmeter, ragmeter.cli, ragmeter.run.engine; print('ray' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
+
+
+def test_an_unreachable_cluster_address_fails_at_once(tmp_path):
+    import socket
+    import time
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    data = tmp_path / "s.jsonl"
+    data.write_text(json.dumps({"id": "a", "response": "x", "reference": "x"}) + "\n", encoding="utf-8")
+    began = time.monotonic()
+    args = ["eval", str(data), "-m", "token_f1", "-o", str(tmp_path / "o"), "--executor", "ray", "--ray-address", f"127.0.0.1:{port}"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2 and f"cannot reach the Ray cluster at 127.0.0.1:{port}" in result.output
+    assert time.monotonic() - began < 30 and "Traceback" not in result.output

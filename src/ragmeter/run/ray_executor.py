@@ -38,12 +38,11 @@ import importlib.util
 import logging
 import math
 import os
+import socket
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-from ragmeter.data.schema import Sample
 from ragmeter.data.secrets import redact
 from ragmeter.judges import BatchingEmbedder, Judges
 from ragmeter.judges.cache import EmbeddingStore
@@ -54,6 +53,7 @@ from ragmeter.metrics.base import Metric, Needs, Score
 from ragmeter.run.executor import ExecutorError, LocalExecutor, PairDone, PairWork, Progress
 from ragmeter.run.journal import Journal, fold_shards, make_record, shard_name
 from ragmeter.run.scoring import score_pair
+from ragmeter.run.shards import Shard, ShardOutcome, journalled, plan_shards
 
 #: Most attempts at one shard (Ray retries a worker's death itself; these are after that).
 SHARD_ATTEMPTS = 3
@@ -61,63 +61,6 @@ SHARD_ATTEMPTS = 3
 #: and load balance; larger: fewer round trips).
 SHARDS_PER_WORKER = 8
 MAX_SHARD_SAMPLES = 256
-
-#: One finished pair as a worker reports it: row, metric id, score, seconds, usage.
-Finished = tuple[int, str, Score, float, Usage]
-
-
-@dataclass(frozen=True)
-class Shard:
-    """Consecutive samples of a run, with the pairs of theirs that are still to compute.
-
-    Attributes:
-        index: The shard's number (names its journal).
-        pairs: (row, column) pairs, sample by sample.
-        samples: The sample at each row of the shard.
-        keys: Each row's sample key.
-        fingerprints: Each row's content hash.
-    """
-
-    index: int
-    pairs: list[tuple[int, int]]
-    samples: dict[int, Sample]
-    keys: dict[int, str]
-    fingerprints: dict[int, str]
-
-
-@dataclass
-class ShardOutcome:
-    """What a worker returns for a shard: its finished pairs, how many of them it took from
-    the shard journal of an earlier attempt, and which process scored it."""
-
-    index: int
-    pid: int
-    finished: list[Finished] = field(default_factory=list)
-    resumed: int = 0
-
-
-def plan_shards(work: PairWork, samples_per_shard: int) -> list[Shard]:
-    """Split ``work`` into shards of at most ``samples_per_shard`` consecutive samples; a
-    sample's pairs always stay in one shard."""
-    if samples_per_shard < 1:
-        raise ValueError("samples_per_shard must be at least 1")
-    by_row: dict[int, list[tuple[int, int]]] = {}
-    for row, col in work.pairs:
-        by_row.setdefault(row, []).append((row, col))
-    rows = list(by_row)
-    shards = []
-    for index, start in enumerate(range(0, len(rows), samples_per_shard)):
-        chosen = rows[start : start + samples_per_shard]
-        shards.append(
-            Shard(
-                index,
-                [pair for row in chosen for pair in by_row[row]],
-                {row: work.samples[row] for row in chosen},
-                {row: work.keys[row] for row in chosen},
-                {row: work.fingerprints[row] for row in chosen},
-            )
-        )
-    return shards
 
 
 def worker_judges(settings: JudgeConfig | None, metrics: Sequence[Metric], cpus: int) -> Judges:
@@ -162,18 +105,12 @@ class ShardWorker:
 
     async def score(self, shard: Shard) -> ShardOutcome:
         """Score the pairs of ``shard`` that its journal does not already hold."""
-        outcome = ShardOutcome(shard.index, os.getpid())
         journal = Journal(self.out_dir, shard_name(shard.index)) if self.out_dir is not None else None
-        records = journal.read() if journal is not None else {}
-        todo = []
-        for row, col in shard.pairs:
-            metric_id = self.metrics[col].id
-            found = journal.reusable(records, shard.keys[row], shard.fingerprints[row], metric_id, self.configs[col]) if journal else None
-            if found is None:
-                todo.append((row, col))
-            else:
-                outcome.finished.append((row, metric_id, *found))
-                outcome.resumed += 1
+        done = journalled(journal, shard, self.metrics, self.configs)
+        outcome = ShardOutcome(
+            shard.index, os.getpid(), [(row, self.metrics[col].id, *kept) for (row, col), kept in done.items()], len(done)
+        )
+        todo = [pair for pair in shard.pairs if pair not in done]
 
         async def one(pair: tuple[int, int]) -> None:
             row, col = pair
@@ -282,6 +219,8 @@ class RayExecutor:
         if ray.is_initialized():
             return False
         local = self.address is None
+        if not local:
+            _check_reachable(str(self.address))
         try:
             ray.init(
                 address=self.address,
@@ -347,19 +286,34 @@ class RayExecutor:
         return info
 
 
+def _check_reachable(address: str, timeout: float = 5.0) -> None:
+    """Fail fast when a ``host:port`` (or ``ray://host:port``) address does not answer: Ray
+    itself retries an unreachable cluster for minutes. Other forms (``auto``) are Ray's to resolve.
+
+    Raises:
+        ExecutorError: Nothing listens at the address.
+    """
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise ExecutorError(f"cannot reach the Ray cluster at {address}: {exc.strerror or exc}") from None
+
+
 def _given_up(shard: Shard, work: PairWork, out_dir: str | None, error: Exception) -> ShardOutcome:
     """A shard no worker could finish: the pairs its journal holds, and the others failed
     (a re-run computes them again)."""
-    outcome = ShardOutcome(shard.index, 0)
     journal = Journal(out_dir, shard_name(shard.index)) if out_dir is not None else None
-    records = journal.read() if journal is not None else {}
+    done = journalled(journal, shard, work.metrics, work.configs)
     cause = " ".join(str(error).split())[:300]
-    reason = redact(f"error: the Ray worker scoring this sample was lost: {type(error).__name__}: {cause}")
-    for row, col in shard.pairs:
-        metric_id = work.metrics[col].id
-        found = journal.reusable(records, shard.keys[row], shard.fingerprints[row], metric_id, work.configs[col]) if journal else None
-        outcome.finished.append((row, metric_id, *(found or (Score.unscored(reason, failed=True), 0.0, Usage()))))
-    return outcome
+    lost = (
+        Score.unscored(redact(f"error: the Ray worker scoring this sample was lost: {type(error).__name__}: {cause}"), failed=True),
+        0.0,
+        Usage(),
+    )
+    return ShardOutcome(shard.index, 0, [(row, work.metrics[col].id, *done.get((row, col), lost)) for row, col in shard.pairs])
 
 
 async def _describe(actor: Any) -> dict[str, Any] | None:
