@@ -64,6 +64,8 @@ def _store(path: Path) -> list[str]:
             latency_ms=20.0,
         )
         spans += [root, SpanRecord(trace_id=root.trace_id, span_id=f"{i + 50:016x}", parent_id=root.span_id, name="retrieve", kind="RETRIEVER", started_at=root.started_at, contexts=[RetrievedContext(HOSTILE, "doc-1", 0.7)])]  # fmt: skip
+    for i in range(40):  # the week before: other questions, so query drift has a reference window
+        spans.append(SpanRecord(trace_id=f"{i + 100:032x}", span_id=f"{i + 100:016x}", name="rag", started_at=f"2026-10-25T00:00:{i:02d}.000+00:00", question=f"How do I reset my password, case {i}?"))  # fmt: skip
     store.add_spans(spans)
     item = SampleResult(
         key="t", sample=Sample(id="t"), source="", location="", scores={"faithfulness": Score(None, reason=f"judge said {HOSTILE}")}
@@ -78,8 +80,16 @@ def _store(path: Path) -> list[str]:
 def server(tmp_path_factory):
     folder = tmp_path_factory.mktemp("dashboard")
     run_ids = _store(folder / "runs.db")
+    kb, baseline, report = folder / "kb", folder / "kb-baseline.json", folder / "kb-change.json"
+    kb.mkdir()
+    (kb / "refunds.md").write_text("30 days")
+    subprocess.run([sys.executable, "-m", "ragmeter", "drift", "kb", str(kb), "--baseline", str(baseline)], check=True)
+    (kb / "<img src=x onerror=alert(1)>.md").write_text("new")  # the real command writes the report the panel shows
+    changed = subprocess.run([sys.executable, "-m", "ragmeter", "drift", "kb", str(kb), "--baseline", str(baseline), "--json", str(report)])
+    assert changed.returncode == 1
     port = free_port()
     command = [sys.executable, "-m", "ragmeter", "serve", "--store", str(folder / "runs.db"), "--port", str(port), "--token", TOKEN]
+    command += ["--kb-report", str(report)]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -148,10 +158,19 @@ def test_each_page_in_a_real_browser(server, browser, tmp_path):
     assert "token_f1" in page.inner_text("body") and "too few points" in page.inner_text("body")  # baseline 5 of 3 runs
     page.goto(url + "/drift?baseline=2")
     assert "out of control" in page.inner_text("body")
+    kb = page.inner_text("#kb")
+    assert "1 added, 0 removed, 0 edited, 1 unchanged" in kb and "<img src=x onerror=alert(1)>.md" in kb
     page.screenshot(path=str(shots / "dashboard-drift.png"), full_page=True)
 
+    page.click("a[href='/drift/queries']")  # the packaged encoder embeds the 40 + 30 stored questions
+    page.wait_for_load_state("load")
+    drift = page.inner_text("#query-drift")
+    assert "(30 questions)" in drift and "(40 questions)" in drift and "no drift" not in drift and "drift: p = 0.0" in drift
+    assert f"{HOSTILE} live" in drift  # the grown topic's examples, as text
+    page.screenshot(path=str(shots / "dashboard-query-drift.png"), full_page=True)
+
     page.goto(url + "/traces")
-    assert page.locator("#traces tbody tr").count() == 30 and f"{HOSTILE} live 29" in page.inner_text("#traces")
+    assert page.locator("#traces tbody tr").count() == 50 and f"{HOSTILE} live 29" in page.inner_text("#traces")
     page.screenshot(path=str(shots / "dashboard-traces.png"), full_page=True)
     page.click(f"a[href='/traces/{29:032x}']")
     page.wait_for_load_state("load")

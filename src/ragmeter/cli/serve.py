@@ -1,5 +1,6 @@
 """``ragmeter serve``: the dashboard over the run store (FastAPI + uvicorn, ``ragmeter[dashboard]``)."""
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -19,9 +20,12 @@ def serve_command(
     token: Annotated[
         str | None, typer.Option(envvar="RAGMETER_DASHBOARD_TOKEN", help="Required on every request when set (Bearer header or ?token=).")
     ] = None,
+    kb_report: Annotated[
+        Path | None, typer.Option(help="The JSON file `ragmeter drift kb --json` writes: its last report is shown on the drift panel.")
+    ] = None,
 ) -> None:
-    """Serve the dashboard (read-only): runs leaderboard, run reports, comparisons, metric trends
-    and the trace browser with each trace's scores."""
+    """Serve the dashboard (read-only): runs leaderboard, run reports, comparisons, metric trends,
+    the trace browser with each trace's scores, and the drift panels."""
     if host not in LOOPBACK and not token:
         raise fail(f"binding to {host} shows the runs to other machines: set --token (or RAGMETER_DASHBOARD_TOKEN)")
     try:
@@ -34,6 +38,6 @@ def serve_command(
     shown = f"[{host}]" if ":" in host else host
     say(f"Dashboard on http://{shown}:{port}/" + (" (add ?token=YOUR_TOKEN once)" if token else "") + "; Ctrl-C stops.")
     try:
-        uvicorn.run(create_app(opened, token), host=host, port=port, log_level="warning")
+        uvicorn.run(create_app(opened, token, kb_report=kb_report), host=host, port=port, log_level="warning")
     finally:
         opened.close()

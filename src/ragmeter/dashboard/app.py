@@ -1,7 +1,7 @@
 """``ragmeter serve``'s web application (FastAPI): the runs leaderboard, one run's report, two
 runs compared with the statistics of ``ragmeter compare``, a metric's trend on its control chart,
-the score-drift panel (every metric's control chart over the runs and over the monitor's days),
-and the trace browser with each trace's scores and reasons.
+the drift panels (every metric's control chart over the runs and over the monitor's days, the
+last knowledge-base change report, and query drift of the stored requests), and the trace browser with each trace's scores and reasons.
 
 Read-only: every route is a GET and nothing is written. Pages are rendered on the server with
 Jinja2's autoescaping (data is never markup), carry a Content-Security-Policy that forbids any
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import secrets
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import jinja2
@@ -24,6 +25,7 @@ try:
 except ImportError as missing:  # the extra is not installed
     raise ImportError("the dashboard needs FastAPI and uvicorn: pip install 'ragmeter[dashboard]'") from missing
 
+from ragmeter.dashboard.drift_panels import CachedEncoder, Encoder, query_drift_panel, read_kb_report
 from ragmeter.dashboard.queries import monitored_metrics, trace_detail, trace_page
 from ragmeter.decide.compare import compare_results
 from ragmeter.monitor.control import ControlChart, Point, control_chart, window_point
@@ -51,31 +53,19 @@ def _page(template: str, **values: Any) -> HTMLResponse:
     return HTMLResponse(_templates().get_template(template).render(**values), headers={"Content-Security-Policy": CSP})
 
 
-def create_app(store: RunStore, token: str | None = None) -> FastAPI:
+def create_app(store: RunStore, token: str | None = None, *, kb_report: Path | None = None, encode: Encoder | None = None) -> FastAPI:
     """The application over ``store``.
 
     Args:
         store: The run store to show.
         token: When set, required on every request (see the module's description).
+        kb_report: The JSON file ``ragmeter drift kb --json`` writes, shown on the drift panel.
+        encode: Turns questions into L2-normalised vectors for query drift (default: the packaged
+            multilingual encoder of ``ragmeter drift queries``, loaded on first use).
     """
     app = FastAPI(title="ragmeter", docs_url=None, redoc_url=None, openapi_url=None)
-
-    @app.middleware("http")
-    async def require_token(request: Request, call_next: Any) -> Response:
-        if token is None:
-            return await call_next(request)
-        given = (
-            request.headers.get("authorization", "").removeprefix("Bearer ").strip()
-            or request.query_params.get("token")
-            or request.cookies.get(COOKIE)
-            or ""
-        )
-        if not secrets.compare_digest(given.encode(), token.encode()):
-            return PlainTextResponse("a token is required: ?token=... or Authorization: Bearer ...", status_code=401)
-        response = await call_next(request)
-        if request.query_params.get("token"):
-            response.set_cookie(COOKIE, token, httponly=True, samesite="strict")
-        return response
+    _require_token(app, token)
+    _drift_routes(app, store, kb_report, CachedEncoder(encode or _packaged_encoder()))
 
     @app.get("/", response_class=HTMLResponse)
     def leaderboard() -> HTMLResponse:
@@ -100,17 +90,6 @@ def create_app(store: RunStore, token: str | None = None) -> FastAPI:
         chart = _run_chart(store, metric_id, baseline)
         return _page("trend.html.j2", chart=chart, polyline=_polyline([p.point.mean for p in chart.points]), baseline=baseline)
 
-    @app.get("/drift", response_class=HTMLResponse)
-    def drift(baseline: int = Query(5, ge=1, le=1000)) -> HTMLResponse:
-        run_metrics = sorted({m for r in store.runs() for m in r["means"]})
-        return _page(
-            "drift.html.j2",
-            runs=[_run_chart(store, m, baseline) for m in run_metrics],
-            days=[_day_chart(store, m, baseline) for m in monitored_metrics(store)],
-            decisions=decision_counts(store),
-            baseline=baseline,
-        )
-
     @app.get("/traces", response_class=HTMLResponse)
     def traces(page: int = Query(1, ge=1)) -> HTMLResponse:
         found = trace_page(store, page)
@@ -125,6 +104,55 @@ def create_app(store: RunStore, token: str | None = None) -> FastAPI:
         return _page("trace.html.j2", trace_id=trace_id, spans=found, scores=scores)
 
     return app
+
+
+def _require_token(app: FastAPI, token: str | None) -> None:
+    """Ask ``token`` on every request of ``app`` (nothing when it is ``None``)."""
+
+    @app.middleware("http")
+    async def require_token(request: Request, call_next: Any) -> Response:
+        if token is None:
+            return await call_next(request)
+        given = (
+            request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+            or request.query_params.get("token")
+            or request.cookies.get(COOKIE)
+            or ""
+        )
+        if not secrets.compare_digest(given.encode(), token.encode()):
+            return PlainTextResponse("a token is required: ?token=... or Authorization: Bearer ...", status_code=401)
+        response = await call_next(request)
+        if request.query_params.get("token"):
+            response.set_cookie(COOKIE, token, httponly=True, samesite="strict")
+        return response
+
+
+def _drift_routes(app: FastAPI, store: RunStore, kb_report: Path | None, encoder: Encoder) -> None:
+    """The drift panels of ``app``: score drift and the knowledge-base report (``/drift``), and
+    query drift of the stored requests (``/drift/queries``), encoded by ``encoder``."""
+
+    @app.get("/drift", response_class=HTMLResponse)
+    def drift(baseline: int = Query(5, ge=1, le=1000)) -> HTMLResponse:
+        run_metrics = sorted({m for r in store.runs() for m in r["means"]})
+        return _page(
+            "drift.html.j2",
+            runs=[_run_chart(store, m, baseline) for m in run_metrics],
+            days=[_day_chart(store, m, baseline) for m in monitored_metrics(store)],
+            decisions=decision_counts(store),
+            baseline=baseline,
+            kb=read_kb_report(kb_report) if kb_report is not None else None,
+        )
+
+    @app.get("/drift/queries", response_class=HTMLResponse)
+    def queries_drift(days: int = Query(7, ge=1, le=366), limit: int = Query(100, ge=10, le=1000)) -> HTMLResponse:
+        return _page("query_drift.html.j2", panel=query_drift_panel(store, encoder, days, limit))
+
+
+def _packaged_encoder() -> Encoder:
+    """The encoder of ``ragmeter drift queries`` (its model loads on the first question)."""
+    from ragmeter.judges.embeddings import USEEncoder
+
+    return USEEncoder().encode
 
 
 def _run_chart(store: RunStore, metric_id: str, baseline: int) -> ControlChart:
