@@ -69,6 +69,8 @@ def test_a_good_question_is_kept_with_what_the_checks_measured():
         "In the given context, who approves a merge?",
         "根据文中内容，合并需要几个审批？",
         "上下文里提到的审批人数是多少？",
+        "What's the main difference between the two?",
+        "这两段提到的审批有什么不同？",
     ],
 )
 def test_a_question_that_points_at_its_source_is_rejected_without_asking_the_judge(question):
@@ -78,8 +80,21 @@ def test_a_question_that_points_at_its_source_is_rejected_without_asking_the_jud
     assert judge.calls == []
 
 
+def test_a_reference_that_points_at_its_source_is_rejected():
+    reference = "The main difference between the two contexts is the lunch invitation."
+    verdict = _check(_draft(question="How do the two Coen films differ?", reference=reference), _judge())
+    assert (verdict.kept, verdict.reason) == (False, "source_leak")
+    assert verdict.detail == "the reference points at its source: 'the two contexts'"
+
+
 def test_leak_leaves_ordinary_questions_alone():
-    for question in ("How does context switching work in Linux?", "Which documents must a new joiner sign?", "合并请求需要几个审批？"):
+    ordinary = (
+        "How does context switching work in Linux?",
+        "Which documents must a new joiner sign?",
+        "Which of the two branches is protected?",
+        "合并请求需要几个审批？",
+    )
+    for question in ordinary:
         assert leak(question) is None
 
 

@@ -2,8 +2,9 @@
 
 Checks, cheapest first; the first that fails rejects the question with its reason:
 
-- ``source_leak``: the question points at its source ("according to the passage",
-  "in the text above", "根据文中", "上下文"...): a user of the system never saw it.
+- ``source_leak``: the question, or its reference, points at its source ("according to the
+  passage", "the two contexts", "what is the difference between the two?", "根据文中",
+  "上下文"...): a user of the system never saw it.
 - ``unanswerable_from_contexts``: the judge does not find the answer to the question in
   its reference contexts (the packaged ``answerable`` verdict, P(yes) below
   :data:`THRESHOLD`).
@@ -45,11 +46,12 @@ _LEAKS = {
         r"(?:given |provided |above |following )?(?:passages?|contexts?|texts?|documents?|excerpts?|articles?|snippets?|paragraphs?)\b"
         r"|\b(?:the|this) (?:passage|context|text|excerpt|snippet|paragraph) (?:says|states|mentions|describes)\b"
         r"|\b(?:does|do) the (?:passage|context|text|excerpt|snippet|paragraph) (?:say|state|mention|describe)\b"
-        r"|\b(?:provided|given|above) (?:passage|context|text|excerpt|information)\b|\binformation (?:provided|given)\b",
+        r"|\b(?:provided|given|above) (?:passage|context|text|excerpt|information)\b|\binformation (?:provided|given)\b"
+        r"|\b(?:the|these|both|two) (?:two )?(?:contexts|passages|excerpts|snippets)\b|\b(?:between|of) (?:the|these) two\s*\?\s*$",
         re.IGNORECASE,
     ),
     "zh": re.compile(
-        r"根据(?:上文|本文|原文|文中|文章|材料|段落|上下文|这段|该段|该文|以上)|文中|上下文|上文|原文|这段文字|该文档|本段|以上内容|材料中"
+        r"根据(?:上文|本文|原文|文中|文章|材料|段落|上下文|这段|该段|该文|以上)|文中|上下文|上文|原文|这段文字|该文档|本段|以上内容|材料中|这两段|两段(?:文字|材料|内容)"
     ),
 }
 
@@ -92,10 +94,11 @@ async def check(draft: Draft, graph: KnowledgeGraph, vectors: np.ndarray, judge:
     """
     checks: dict[str, Any] = {}
     asked = draft.original if draft.slot.style == "misspelled" else draft.question
-    for text in dict.fromkeys((draft.question, draft.original)):
+    for text in dict.fromkeys((draft.question, draft.original, draft.reference)):
         found = leak(text)
         if found:
-            return Verdict(False, "source_leak", f"the question points at its source: {found!r}", checks)
+            where = "reference" if text == draft.reference else "question"
+            return Verdict(False, "source_leak", f"the {where} points at its source: {found!r}", checks)
     lang = draft.slot.lang
     if not draft.answerable:
         return await _check_unanswerable(asked, lang, graph, vectors, judge, embed, checks)
