@@ -168,3 +168,46 @@ def test_the_budget_counts_what_the_judge_really_cost(store):
     assert progress.paused_by_budget and progress.scored == 3 and len(rows) == 3
     assert sum(r["cost_usd"] for r in rows) == pytest.approx(0.12) and all(0 <= r["value"] <= 1 for r in rows)
     assert rows[0]["usage"]["calls"] == 1 and rows[0]["usage"]["prompt_tokens"] == 100
+
+
+def test_a_free_judge_is_bounded_by_its_calls_per_hour(store):
+    from test_llm_double import ScriptedJudge
+
+    from ragmeter.judges import BatchingEmbedder
+    from ragmeter.judges.metering import Usage, record
+
+    class FreeJudge(ScriptedJudge):
+        """Metered as the local judge meters itself: one call per verdict, no cost."""
+
+        async def verdicts(self, task, shared, items, lang):
+            record(Usage(calls=1, prompt_tokens=100))
+            return await super().verdicts(task, shared, items, lang)
+
+    store.add_spans(traces(10))
+    judges = Judges(embedder=BatchingEmbedder(), llm=FreeJudge(rule=lambda task, shared, item: 0.9))
+    metrics = resolve_metrics(["context_relevance"])
+    capped = MonitorSettings(share=1.0, max_cost_per_hour=0.01, max_calls_per_hour=4, batch=1)
+    progress = run_monitor(store, metrics, judges, capped, once=True)
+    rows = trace_score_rows(store)
+    assert progress.paused_by_budget and progress.scored == 4 and len(rows) == 4  # the cost cap alone never stops it
+    assert all(r["cost_usd"] == 0 and r["usage"]["calls"] == 1 for r in rows)
+    more = run_monitor(store, metrics, judges, MonitorSettings(share=1.0, max_calls_per_hour=6, batch=2), once=True)
+    assert more.paused_by_budget and more.scored == 2 and len(trace_score_rows(store)) == 6
+    rest = run_monitor(store, metrics, judges, MonitorSettings(share=1.0, max_cost_per_hour=0.01), once=True)
+    assert not rest.paused_by_budget and rest.scored == 4 and decision_counts(store) == {"scored": 10}
+
+
+def test_the_monitor_command_s_call_budget(tmp_path):
+    store = RunStore.open(str(tmp_path / "runs.db"))
+    store.add_spans(traces(5))
+    store.close()
+    args = ["monitor", "-m", "latency_ms", "--store", str(tmp_path / "runs.db"), "--share", "1", "--once"]
+    paused = runner.invoke(app, [*args, "--max-calls-per-hour", "0"])
+    assert paused.exit_code == 0, paused.output
+    assert "the last hour reached its budget (0 judge calls)" in paused.output and "Done: 0 trace(s) scored" in paused.output
+    refused = runner.invoke(app, [*args, "--max-calls-per-hour", "-1"])
+    assert refused.exit_code == 2 and "--max-calls-per-hour" in refused.output and "greater than or equal to 0" in refused.output
+    with pytest.raises(ValueError, match="judge calls per hour cannot be negative"):
+        MonitorSettings(max_calls_per_hour=-1)
+    done = runner.invoke(app, [*args, "--max-calls-per-hour", "100"])
+    assert done.exit_code == 0 and "Done: 5 trace(s) scored" in done.output  # latency_ms calls no judge

@@ -1,7 +1,7 @@
 """``ragmeter monitor``: score a share of the live traces in the run store, in the background,
-resumably, within a judge budget per hour (see :mod:`ragmeter.monitor.online`)."""
+resumably, within judge budgets per hour in dollars and in calls (see :mod:`ragmeter.monitor.online`)."""
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -16,6 +16,9 @@ from ragmeter.judges.embeddings import USEEncoder
 from ragmeter.metrics import Metric, Needs
 from ragmeter.run.engine import resolve_metrics
 from ragmeter.run.sync import run_sync
+
+if TYPE_CHECKING:
+    from ragmeter.monitor import Progress
 
 #: Sample fields traces never have: metrics that require them cannot score live traffic.
 REFERENCE_FIELDS = ("reference", "reference_contexts", "reference_context_ids")
@@ -32,6 +35,12 @@ def monitor_command(
     max_cost_per_hour: Annotated[
         float | None, typer.Option(min=0.0, help="Most judge cost in US dollars per rolling hour; scoring pauses beyond it.")
     ] = None,
+    max_calls_per_hour: Annotated[
+        int | None,
+        typer.Option(
+            min=0, help="Most judge model calls per rolling hour, for any judge (the local one costs nothing); scoring pauses beyond it."
+        ),
+    ] = None,
     batch: Annotated[int, typer.Option(min=1, help="Traces decided per transaction.")] = 20,
     interval: Annotated[float, typer.Option(min=0.0, help="Seconds to wait when there is no new trace.")] = 10.0,
     once: Annotated[bool, typer.Option(help="Stop when every trace is decided instead of waiting for new ones.")] = False,
@@ -45,7 +54,9 @@ def monitor_command(
     try:
         _, settings = judge_options.resolve()
         chosen = resolve_metrics([name.strip() for name in metrics.split(",") if name.strip()])
-        limits = MonitorSettings(share=share, max_cost_per_hour=max_cost_per_hour, batch=batch, concurrency=concurrency)
+        limits = MonitorSettings(
+            share=share, max_cost_per_hour=max_cost_per_hour, max_calls_per_hour=max_calls_per_hour, batch=batch, concurrency=concurrency
+        )
     except ValueError as exc:
         raise fail(str(exc)) from None
     if not chosen:
@@ -70,8 +81,15 @@ def monitor_command(
         opened.close()
         if judges.llm is not None:
             run_sync(judges.llm.aclose())
+    _report(progress, max_cost_per_hour, max_calls_per_hour)
+
+
+def _report(progress: "Progress", max_cost_per_hour: float | None, max_calls_per_hour: int | None) -> None:
+    """What the monitor did (``progress``), and which of the budgets given paused it."""
     if progress.paused_by_budget:
-        say(("budget", "yellow"), f": the judge cost of the last hour reached ${max_cost_per_hour}; the remaining traces wait.")
+        budgets = [f"${max_cost_per_hour} of judge cost"] if max_cost_per_hour is not None else []
+        budgets += [f"{max_calls_per_hour} judge calls"] if max_calls_per_hour is not None else []
+        say(("budget", "yellow"), f": the last hour reached its budget ({' or '.join(budgets)}); the remaining traces wait.")
     for reason, count in progress.reasons.items():
         say(f"{count} trace(s) unscorable: {reason}")
     say(f"Done: {progress.scored} trace(s) scored, {progress.not_sampled} not sampled, {progress.unscorable} unscorable.")

@@ -64,6 +64,14 @@ def cost_since(store: RunStore, since: str) -> float:
         return float(connection.scalar(query) or 0.0)
 
 
+def calls_since(store: RunStore, since: str) -> int:
+    """Judge model calls (every judge, the local one and unpriced ones included; cache hits not
+    counted) of the scores written since ``since`` (ISO time)."""
+    query = select(trace_scores.c.usage).where(trace_scores.c.scored_at >= since, trace_scores.c.usage.is_not(None))
+    with store.engine.connect() as connection:
+        return sum(int(u.get("calls") or 0) for u in connection.scalars(query) if isinstance(u, dict))
+
+
 def record(store: RunStore, decisions: Sequence[Decision], at: str) -> None:
     """Write a batch's decisions and scores in one transaction: all of it, or none (a kill in
     between leaves the batch undecided, to be scored again, never twice)."""

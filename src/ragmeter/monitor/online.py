@@ -1,13 +1,14 @@
 """Online evaluation: score a share of the live traces in the run store with reference-free
 metrics, in a process of its own (the application never waits for it), resumable, and within a
-judge budget per hour.
+judge budget per hour (in dollars, and in judge calls for judges without a price).
 
 Which traces are scored is decided by a hash of the trace id (the same trace is always in or
 out of the share, whichever process looks at it), and each batch's decisions are written with
 its scores in one transaction: a monitor killed at any point resumes without scoring a trace
-twice. When the judge cost of the last hour reaches the budget, scoring pauses (the traces wait)
-until the hour rolls on; the budget is checked before each batch, so the hour can end above it by
-at most one batch's cost (``--batch`` bounds that).
+twice. When the judge cost of the last hour, or the number of judge calls in it, reaches its
+budget, scoring pauses (the traces wait) until the hour rolls on; the budgets are checked before
+each batch, so the hour can end above one by at most one batch's cost or calls (``--batch``
+bounds that). The call budget is what bounds the local judge, whose calls cost nothing.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from datetime import datetime, timedelta, timezone
 from ragmeter.data import load_dataset
 from ragmeter.judges import Judges
 from ragmeter.metrics import Metric
-from ragmeter.monitor.ledger import NOT_SAMPLED, SCORED, UNSCORABLE, Decision, cost_since, record, spans_of, undecided_traces
+from ragmeter.monitor.ledger import NOT_SAMPLED, SCORED, UNSCORABLE, Decision, calls_since, cost_since, record, spans_of, undecided_traces
 from ragmeter.observe.export import spans_to_samples
 from ragmeter.run.engine import Evaluator
 from ragmeter.run.sync import run_sync
@@ -36,12 +37,15 @@ class MonitorSettings:
         share: The share of traces to score, in (0, 1].
         max_cost_per_hour: Most judge cost (US dollars, known prices) per rolling hour;
             ``None``: no limit.
+        max_calls_per_hour: Most judge model calls per rolling hour, whatever the judge (the
+            local one too); ``None``: no limit.
         batch: Traces decided per transaction.
         concurrency: Most (sample, metric) pairs scored at once.
     """
 
     share: float = 0.1
     max_cost_per_hour: float | None = None
+    max_calls_per_hour: int | None = None
     batch: int = 20
     concurrency: int = 4
 
@@ -50,6 +54,8 @@ class MonitorSettings:
             raise ValueError(f"the share of traces to score must be in (0, 1], got {self.share}")
         if self.max_cost_per_hour is not None and self.max_cost_per_hour < 0:
             raise ValueError("the cost budget per hour cannot be negative")
+        if self.max_calls_per_hour is not None and self.max_calls_per_hour < 0:
+            raise ValueError("the judge calls per hour cannot be negative")
         if self.batch < 1:
             raise ValueError("the batch size must be at least 1")
 
@@ -90,7 +96,7 @@ def monitor_pass(store: RunStore, metrics: Sequence[Metric], judges: Judges, set
     """Decide about one batch of undecided traces; return whether there was anything to do.
 
     Traces outside the share are marked as such at once; those inside are joined into samples
-    and scored, unless the budget of the last hour is spent (then nothing is written and
+    and scored, unless a budget of the last hour is spent (then nothing is written and
     ``progress.paused_by_budget`` is set).
     """
     trace_ids = undecided_traces(store, settings.batch)
@@ -98,18 +104,26 @@ def monitor_pass(store: RunStore, metrics: Sequence[Metric], judges: Judges, set
         return False
     decisions = [Decision(t, NOT_SAMPLED) for t in trace_ids if not in_share(t, settings.share)]
     wanted = [t for t in trace_ids if in_share(t, settings.share)]
-    if wanted and settings.max_cost_per_hour is not None:
-        hour_ago = (datetime.now(timezone.utc) - timedelta(hours=1)).isoformat(timespec="milliseconds")
-        if cost_since(store, hour_ago) >= settings.max_cost_per_hour:
-            progress.paused_by_budget = True
-            record(store, decisions, _now())
-            progress.add(decisions)
-            return bool(decisions)
+    if wanted and _budget_spent(store, settings):
+        progress.paused_by_budget = True
+        record(store, decisions, _now())
+        progress.add(decisions)
+        return bool(decisions)
     if wanted:
         decisions += _score(store, wanted, metrics, judges, settings)
     record(store, decisions, _now())
     progress.add(decisions)
     return True
+
+
+def _budget_spent(store: RunStore, settings: MonitorSettings) -> bool:
+    """Whether the judge cost or the judge calls of the last hour reached their budget."""
+    if settings.max_cost_per_hour is None and settings.max_calls_per_hour is None:
+        return False
+    hour_ago = (datetime.now(timezone.utc) - timedelta(hours=1)).isoformat(timespec="milliseconds")
+    if settings.max_cost_per_hour is not None and cost_since(store, hour_ago) >= settings.max_cost_per_hour:
+        return True
+    return settings.max_calls_per_hour is not None and calls_since(store, hour_ago) >= settings.max_calls_per_hour
 
 
 def _score(store: RunStore, trace_ids: list[str], metrics: Sequence[Metric], judges: Judges, settings: MonitorSettings) -> list[Decision]:
