@@ -121,3 +121,25 @@ def test_a_killed_driver_leaves_its_shard_journals_and_the_next_run_reuses_them(
 def _calls(logs: Path) -> int:
     path = logs / "calls.log"
     return len(path.read_text(encoding="utf-8").splitlines()) if path.exists() else 0
+
+
+def test_workers_judge_through_an_endpoint_as_the_local_engine_does(cluster, llama_server, tmp_path):
+    from llama_server import MODEL
+
+    from ragmeter.judges import Judges
+    from ragmeter.judges.config import JudgeConfig
+
+    dataset = load_dataset(EXAMPLES / "dev_platform_en.jsonl")
+    dataset = as_dataset([loaded.sample for loaded in list(dataset)[:2]])
+    settings = JudgeConfig(base_url=f"{llama_server}/v1", model=MODEL, verdict_mode="single", cache=False, concurrency=1)
+    local_judge = settings.build()
+    local = Evaluator(["faithfulness"], judges=Judges(llm=local_judge), concurrency=1, out_dir=tmp_path / "local").run(dataset)
+    executor = RayExecutor(workers=2, judge=settings, concurrency=1, samples_per_shard=1)
+    remote = Evaluator(["faithfulness"], judges=Judges(llm=settings.build()), out_dir=tmp_path / "ray", executor=executor).run(dataset)
+    execution = remote.run["execution"]
+    assert execution["workers"] == 2 and execution["judge"]["backend"] == "openai" and execution["judge"]["model"] == MODEL
+    for a, b in zip(local.samples, remote.samples, strict=True):
+        score_a, score_b = a.scores["faithfulness"], b.scores["faithfulness"]
+        assert score_a.value is not None and score_b.value is not None and not score_b.failed
+        assert score_b.value == pytest.approx(score_a.value, abs=0.02)  # the server's prompt-prefix reuse moves P(yes) slightly
+        assert b.usage["faithfulness"].calls == a.usage["faithfulness"].calls > 0
