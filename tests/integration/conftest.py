@@ -1,5 +1,6 @@
-"""Real components shared by the integration tests: llama-cpp-python's OpenAI-compatible
-server on the packaged model, started once per test session."""
+"""Real components shared by the integration tests, each started once per test session:
+llama-cpp-python's OpenAI-compatible server on the packaged model, and a PostgreSQL cluster
+for the run store's tests (with ``store_url``: the same test on SQLite and PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 from llama_server import N_CTX, free_port
+from postgres_server import fresh_database, throwaway_cluster
 
 
 @pytest.fixture(scope="session")
@@ -64,3 +66,18 @@ def llama_server(tmp_path_factory):
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait(10)
         log.close()
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A throwaway PostgreSQL cluster, started once for the session's store tests; yields its URL."""
+    with throwaway_cluster() as url:
+        yield url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request, tmp_path):
+    """The URL of an empty database: a SQLite file, or a fresh database on the test cluster."""
+    if request.param == "sqlite":
+        return str(tmp_path / "store" / "runs.db")
+    return fresh_database(request.getfixturevalue("postgres_server"))

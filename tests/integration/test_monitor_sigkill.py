@@ -12,7 +12,6 @@ import sys
 import time
 
 import pytest
-from postgres_server import fresh_database, throwaway_cluster
 
 from ragmeter.monitor import in_share
 from ragmeter.monitor.ledger import decision_counts, trace_score_rows
@@ -24,21 +23,6 @@ pytestmark = pytest.mark.integration
 TRACES = 3000
 SHARE = 0.5
 METRICS = "latency_ms,total_tokens"
-
-
-@pytest.fixture(scope="module")
-def postgres_server():
-    """A throwaway PostgreSQL cluster for this module's tests."""
-    with throwaway_cluster() as url:
-        yield url
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store_url(request, tmp_path):
-    """The URL of an empty database: a SQLite file, or a fresh database on the test cluster."""
-    if request.param == "sqlite":
-        return str(tmp_path / "store" / "runs.db")
-    return fresh_database(request.getfixturevalue("postgres_server"))
 
 
 def _store_with_traces(url: str) -> RunStore:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from postgres_server import fresh_database, throwaway_cluster
 from typer.testing import CliRunner
 
 from ragmeter.cli import app
@@ -23,21 +22,6 @@ from ragmeter.store.schema import metadata
 pytestmark = pytest.mark.integration
 
 HOSTILE = "'; DROP TABLE runs; -- 100% _x_ \u2028 中文 \x1b[31m"
-
-
-@pytest.fixture(scope="module")
-def postgres_server():
-    """A throwaway PostgreSQL cluster for this module's tests."""
-    with throwaway_cluster() as url:
-        yield url
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store_url(request, tmp_path):
-    """The URL of an empty database: a SQLite file, or a fresh database on the test cluster."""
-    if request.param == "sqlite":
-        return str(tmp_path / "store" / "runs.db")
-    return fresh_database(request.getfixturevalue("postgres_server"))
 
 
 @pytest.fixture
