@@ -35,7 +35,21 @@ def test_generate_writes_checked_questions_in_each_documents_language(tmp_path, 
     (kb / "mr.md").write_text(EN, encoding="utf-8")
     (kb / "db-zh.md").write_text(ZH, encoding="utf-8")
     out = tmp_path / "out"
-    command = ["generate", str(kb), "--out", str(out), "--size", "2", "--mix", "single_fact=1", "--styles", "plain=1", "--no-progress"]
+    command = [
+        "generate",
+        str(kb),
+        "--out",
+        str(out),
+        "--size",
+        "2",
+        "--mix",
+        "single_fact=1",
+        "--styles",
+        "plain=1",
+        "--no-progress",
+        "--top-up-rounds",
+        "0",
+    ]
     result = CliRunner().invoke(app, command)
     assert result.exit_code == 0, result.output
     summary = json.loads((out / "summary.json").read_text())

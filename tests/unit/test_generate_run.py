@@ -94,7 +94,7 @@ def test_outputs_and_the_summary_of_the_mix(tmp_path):
     chunks = [json.loads(line) for line in (out / "chunks.jsonl").read_text().splitlines()]
     assert summary == json.loads((out / "summary.json").read_text())
     assert summary["asked"] == 6 and summary["by_type"]["single_fact"]["asked"] == 4 and summary["by_type"]["multi_hop"]["asked"] == 2
-    assert summary["kept"] == len(testset) and summary["asked"] == len(testset) + len(rejects)
+    assert summary["kept"] == len(testset) and summary["attempted"] == len(testset) + len(rejects)
     # The stand-in says every single chunk answers everything: multi-hop questions are rejected.
     assert summary["by_type"]["multi_hop"]["kept"] == 0
     assert {r["reject_reason"] for r in rejects} <= {"single_chunk_answers", "near_duplicate", "generation_failed"}
@@ -107,7 +107,7 @@ def test_a_failing_question_is_reported_and_the_others_are_kept(tmp_path):
         text = shared.get("context") or ""
         return JudgeError("the server is down") if kind == "generate" and "frozen" in str(text) else None
 
-    generation = _generate(tmp_path, _judge(fail=fail), size=3, mix={"single_fact": 1.0}, styles={"plain": 1.0})
+    generation = _generate(tmp_path, _judge(fail=fail), size=3, mix={"single_fact": 1.0}, styles={"plain": 1.0}, top_up_rounds=0)
     summary = generation.summary()
     assert summary["by_type"]["single_fact"] == {"asked": 3, "generated": 2, "kept": 2}
     failed = [r for r in generation.rejected() if r["reject_reason"] == "generation_failed"]
@@ -129,7 +129,7 @@ def test_a_killed_run_resumes_from_its_journal_without_asking_the_judge_again(tm
         )
     )
     assert second_judge.count("generate") == 0
-    assert second.kept() == first.kept() and second.summary()["resumed"] == 4
+    assert second.kept() == first.kept() and second.summary()["resumed"] == first.summary()["attempted"] > 4  # top-ups too
 
 
 def test_graph_links_chunks_that_share_key_phrases_and_not_across_languages():
@@ -190,7 +190,7 @@ def test_cli_with_no_readable_document_names_the_files_and_exits_2(tmp_path):
 def test_dry_run_counts_every_call_and_asks_the_judge_nothing(tmp_path):
     target = _judge(fail=lambda *args: JudgeError("must not be called"))
     dry = stand_in(target, "single", PriceTable())
-    generation = _generate(tmp_path, dry, size=3, mix={"single_fact": 1}, styles={"colloquial": 1})
+    generation = _generate(tmp_path, dry, size=3, mix={"single_fact": 1}, styles={"colloquial": 1}, top_up_rounds=0)
     usage = generation.summary()["usage"]
     assert target.calls == []
     # Each question: its generation, its style, and two verdicts (answerable, supported).

@@ -32,7 +32,9 @@ def generate_command(
     out: Annotated[
         Path, typer.Option("--out", "-o", help="Output directory: testset.jsonl, rejects.jsonl, chunks.jsonl, summary.json.")
     ] = Path("testset"),
-    size: Annotated[int, typer.Option(min=1, help="Questions to generate (the filter then keeps the good ones).")] = 20,
+    size: Annotated[
+        int, typer.Option(min=1, help="Questions asked for; those the filter rejects are replaced (see --top-up-rounds).")
+    ] = 20,
     mix: Annotated[str | None, typer.Option(help=f"Weights of the question types; default {_MIX_HELP}.")] = None,
     styles: Annotated[str | None, typer.Option(help=f"Weights of the query styles; default {_STYLES_HELP}.")] = None,
     chunk_size: Annotated[int, typer.Option(help="Most characters per chunk.")] = DEFAULT_CHUNK_SIZE,
@@ -41,6 +43,9 @@ def generate_command(
     ] = DEFAULT_CHUNK_OVERLAP,
     seed: Annotated[int, typer.Option(help="Seed of the random choices (chunks, styles, personas).")] = 0,
     concurrency: Annotated[int, typer.Option(min=1, help="Most questions written at once.")] = 4,
+    top_up_rounds: Annotated[
+        int, typer.Option(min=0, max=5, help="Most extra rounds that replace, type by type, the questions the filter rejected (0: none).")
+    ] = 2,
     dry_run: Annotated[bool, typer.Option(help="Estimate the judge's calls, tokens and cost; call no model and write nothing.")] = False,
     fresh: Annotated[bool, typer.Option(help="Ignore the questions journalled by an interrupted run in --out.")] = False,
     progress: Annotated[
@@ -56,7 +61,7 @@ def generate_command(
     journalled in --out are reused.
     """
     try:
-        options = _options(size, mix, styles, chunk_size, chunk_overlap, seed, concurrency, progress)
+        options = _options(size, mix, styles, chunk_size, chunk_overlap, seed, concurrency, progress, top_up_rounds)
         _, settings = judge_options.resolve()
     except ValueError as exc:
         raise fail(str(exc)) from None
@@ -68,7 +73,8 @@ def generate_command(
     embedder = BatchingEmbedder(store=EmbeddingStore(cache, USEEncoder.model_name) if cache is not None else None)
     if dry_run:
         dry = stand_in(judge, settings.verdict_mode, PriceTable(settings.prices))
-        _print_estimate(_run(docs, dry, embedder, GenerateOptions(**{**options.__dict__, "progress": False}), None, False))
+        estimate = GenerateOptions(**{**options.__dict__, "progress": False, "top_up_rounds": 0})
+        _print_estimate(_run(docs, dry, embedder, estimate, None, False), top_up_rounds)
         return
     try:
         with locked(out):
@@ -83,9 +89,18 @@ def generate_command(
 
 
 def _options(
-    size: int, mix: str | None, styles: str | None, chunk_size: int, chunk_overlap: int, seed: int, concurrency: int, progress: bool | None
+    size: int,
+    mix: str | None,
+    styles: str | None,
+    chunk_size: int,
+    chunk_overlap: int,
+    seed: int,
+    concurrency: int,
+    progress: bool | None,
+    top_up_rounds: int,
 ) -> GenerateOptions:
-    """The run's settings from the options.
+    """The run's settings from the command's options of the same names (``progress``
+    ``None``: on when the console is a terminal).
 
     Raises:
         ValueError: A mix names an unknown type or style, or the chunking is out of range.
@@ -99,6 +114,7 @@ def _options(
         chunk_overlap=chunk_overlap,
         seed=seed,
         concurrency=concurrency,
+        top_up_rounds=top_up_rounds,
         progress=console.is_terminal if progress is None else progress,
     )
 
@@ -133,11 +149,16 @@ def _print_issues(issues: list[InputIssue]) -> None:
 def _print_summary(generation: Generation, summary: dict[str, Any], out: Path) -> None:
     for key, title in (("by_type", "question type"), ("by_style", "query style")):
         rows = [
-            (name, row["asked"], row["generated"], row["kept"], f"{row['kept'] / row['asked']:.0%}") for name, row in summary[key].items()
+            (name, row["asked"], row["generated"], row["kept"], f"{row['kept'] / row['asked']:.0%}" if row["asked"] else "-")
+            for name, row in summary[key].items()
         ]
         rows.append(("total", summary["asked"], summary["generated"], summary["kept"], f"{summary['kept'] / max(1, summary['asked']):.0%}"))
         columns = [title, ("asked", "right"), ("generated", "right"), ("kept", "right"), ("kept share", "right")]
         console.print(table(f"Mix by {title}", columns, rows))
+    if summary["rounds"]:
+        say(
+            f"{summary['rounds']} top-up round(s) replaced rejected questions: {summary['attempted']} written for {summary['asked']} asked."
+        )
     if summary["reasons"]:
         say("Rejected or not generated: " + ", ".join(f"{reason} {n}" for reason, n in summary["reasons"].items()))
     graph = summary["graph"]
@@ -151,7 +172,7 @@ def _print_summary(generation: Generation, summary: dict[str, Any], out: Path) -
     say(f"Wrote {out / TESTSET_FILE} ({summary['kept']} questions) and {out / REJECTS_FILE} (with the reasons).")
 
 
-def _print_estimate(generation: Generation) -> None:
+def _print_estimate(generation: Generation, top_up_rounds: int) -> None:
     summary = generation.summary()
     usage = Usage.from_dict(summary["usage"])
     local = generation.settings["judge"].get("backend") == "local"
@@ -163,3 +184,5 @@ def _print_estimate(generation: Generation) -> None:
         say("  no price known for the judge's model: pass --prices to get a cost")
     else:
         say(f"  cost about ${usage.cost_usd:.4f}")
+    if top_up_rounds:
+        say(f"  plus up to {top_up_rounds} top-up round(s) for the questions the filter rejects (each at most the same again)")

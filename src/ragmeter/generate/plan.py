@@ -9,6 +9,10 @@ Single-chunk types (single fact, reasoning, conditional, unanswerable) take the 
 seeded random order, cycling when there are more questions than chunks. Two-chunk types
 (multi-hop, comparison) take the graph's links, strongest first, each link once before any
 is reused; with no link, such a slot has no chunks and is reported as not generated.
+
+:func:`top_up` plans the extra slots of a top-up round (questions the filter rejected are
+replaced): the same rules, with a seed derived from the round so other chunks come first,
+numbered after the slots already planned; chunks (and links) no earlier slot used come first.
 """
 
 from __future__ import annotations
@@ -16,8 +20,8 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
 
@@ -55,6 +59,7 @@ class Slot:
         chunks: Indexes of its chunks in the graph (two for multi-hop and comparison;
             none when no link was available).
         lang: The chunks' language.
+        round: 0 for the slots asked for, ``n`` for those of the ``n``-th top-up round.
     """
 
     id: str
@@ -63,6 +68,7 @@ class Slot:
     persona: str | None
     chunks: tuple[int, ...]
     lang: str
+    round: int = 0
 
     def fingerprint(self, graph: KnowledgeGraph, settings: Mapping[str, object]) -> str:
         """A hash of what the slot's question depends on: its spec, its chunks' texts and
@@ -130,7 +136,14 @@ def personas(lang: str) -> tuple[str, ...]:
     return tuple(data[lang])
 
 
-def plan(graph: KnowledgeGraph, size: int, mix: Mapping[str, float], styles: Mapping[str, float], seed: int = 0) -> list[Slot]:
+def plan(
+    graph: KnowledgeGraph,
+    size: int,
+    mix: Mapping[str, float],
+    styles: Mapping[str, float],
+    seed: int = 0,
+    used: Collection[tuple[int, ...]] = (),
+) -> list[Slot]:
     """The slots of a test set of ``size`` questions.
 
     Args:
@@ -139,6 +152,7 @@ def plan(graph: KnowledgeGraph, size: int, mix: Mapping[str, float], styles: Map
         mix: Weight of each question type.
         styles: Weight of each query style.
         seed: Seed of every random choice (chunk order, styles, personas).
+        used: Chunks (one index, or a linked pair) of earlier slots: taken after the others.
     """
     rng = random.Random(seed)
     types = [t for t, n in allocate(size, mix).items() for _ in range(n)]
@@ -147,18 +161,40 @@ def plan(graph: KnowledgeGraph, size: int, mix: Mapping[str, float], styles: Map
     rng.shuffle(chosen_styles)
     singles = list(range(len(graph.chunks)))
     rng.shuffle(singles)
-    links = list(graph.links)
-    used = {"single": 0, "link": 0}
+    used = set(used)
+    singles.sort(key=lambda i: (i,) in used)
+    links = sorted(graph.links, key=lambda link: (link.a, link.b) in used)
+    taken = {"single": 0, "link": 0}
     slots = []
     for number, (kind, style) in enumerate(zip(types, chosen_styles, strict=True), start=1):
         if kind in TWO_CHUNK_TYPES:
             chunks: tuple[int, ...] = ()
             if links:
-                link = links[used["link"] % len(links)]
-                chunks, used["link"] = (link.a, link.b), used["link"] + 1
+                link = links[taken["link"] % len(links)]
+                chunks, taken["link"] = (link.a, link.b), taken["link"] + 1
         else:
-            chunks, used["single"] = (singles[used["single"] % len(singles)],), used["single"] + 1
+            chunks, taken["single"] = (singles[taken["single"] % len(singles)],), taken["single"] + 1
         lang = graph.chunks[chunks[0]].lang if chunks else "en"
         persona = rng.choice(personas(lang)) if style == "persona" else None
         slots.append(Slot(f"q{number:04d}", kind, style, persona, chunks, lang))
     return slots
+
+
+def top_up(
+    graph: KnowledgeGraph, missing: Mapping[str, int], styles: Mapping[str, float], seed: int, earlier: Sequence[Slot]
+) -> list[Slot]:
+    """The slots of the next top-up round: ``missing[type]`` more questions of each type.
+
+    Args:
+        graph: The knowledge graph.
+        missing: Questions still missing, by type (types with 0 get none).
+        styles: Weight of each query style.
+        seed: The run's seed (the round's seed is derived from it and the round's number).
+        earlier: The slots planned so far (numbering goes on after them; their chunks come last).
+    """
+    counts = {kind: n for kind, n in missing.items() if n > 0}
+    if not counts:
+        return []
+    round_ = max((s.round for s in earlier), default=0) + 1
+    slots = plan(graph, sum(counts.values()), counts, styles, seed + 7919 * round_, {s.chunks for s in earlier})
+    return [replace(slot, id=f"q{len(earlier) + 1 + i:04d}", round=round_) for i, slot in enumerate(slots)]

@@ -26,7 +26,7 @@ from ragmeter.generate.chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
 from ragmeter.generate.documents import ingest
 from ragmeter.generate.filters import check, near_duplicates
 from ragmeter.generate.graph import KnowledgeGraph, build_graph
-from ragmeter.generate.plan import DEFAULT_MIX, DEFAULT_STYLES, STYLES, TYPES, Slot, plan
+from ragmeter.generate.plan import DEFAULT_MIX, DEFAULT_STYLES, STYLES, TWO_CHUNK_TYPES, TYPES, Slot, plan, top_up
 from ragmeter.generate.synthesize import SynthesisError, synthesize
 from ragmeter.judges.base import JudgeError, LLMJudge
 from ragmeter.judges.embeddings import BatchingEmbedder
@@ -50,13 +50,16 @@ class GenerateOptions:
     """Settings of a generation run.
 
     Attributes:
-        size: Questions to generate (before the filter).
+        size: Questions asked for: the filter's rejects are replaced, type by type, in up
+            to ``top_up_rounds`` further rounds, so that up to ``size`` are kept.
         mix: Weight of each question type (:data:`~ragmeter.generate.plan.TYPES`).
         styles: Weight of each query style (:data:`~ragmeter.generate.plan.STYLES`).
         chunk_size: Most characters per chunk.
         chunk_overlap: Characters repeated between consecutive pieces of a section.
         seed: Seed of the plan's random choices.
         concurrency: Most questions written at once.
+        top_up_rounds: Most rounds that replace the questions not kept (0: none); each
+            round asks for exactly the questions still missing of each type.
         progress: Show a progress bar with ETA.
     """
 
@@ -67,6 +70,7 @@ class GenerateOptions:
     chunk_overlap: int = DEFAULT_CHUNK_OVERLAP
     seed: int = 0
     concurrency: int = 4
+    top_up_rounds: int = 2
     progress: bool = False
 
 
@@ -112,13 +116,15 @@ class Outcome:
 
 @dataclass
 class Generation:
-    """The outcome of a generation run: the knowledge base, the slots and what became of each."""
+    """The outcome of a generation run: the knowledge base, the slots (top-up rounds
+    included), what became of each, the seconds taken, the settings, and the top-up rounds run."""
 
     knowledge_base: KnowledgeBase
     slots: list[Slot]
     outcomes: dict[str, Outcome]
     seconds: float
     settings: dict[str, Any]
+    rounds: int = 0
 
     def kept(self) -> list[dict[str, Any]]:
         """The kept samples, in slot order."""
@@ -135,8 +141,9 @@ class Generation:
         return rows
 
     def summary(self) -> dict[str, Any]:
-        """The mix asked for, generated and kept (per type and per style), rejection reasons,
-        the judge's usage, questions per minute and the knowledge base's shape."""
+        """The mix asked for (round 0), generated and kept (all rounds; kept by the type kept
+        as), per type and per style; the top-up rounds run; rejection reasons; the judge's
+        usage; questions per minute and the knowledge base's shape."""
         tallies: dict[str, dict[str, Counter[str]]] = {
             key: {"asked": Counter(), "generated": Counter(), "kept": Counter()} for key in ("type", "style")
         }
@@ -146,19 +153,24 @@ class Generation:
             usage.add(outcome.usage)
             resumed += outcome.resumed
             for key, value in (("type", slot.type), ("style", slot.style)):
-                tallies[key]["asked"][value] += 1
+                tallies[key]["asked"][value] += slot.round == 0
                 tallies[key]["generated"][value] += outcome.status != "failed"
-                tallies[key]["kept"][value] += outcome.status == "kept"
+            tallies["type"]["kept"][kept_type(outcome)] += outcome.status == "kept"
+            tallies["style"]["kept"][slot.style] += outcome.status == "kept"
         names = {"type": TYPES, "style": STYLES}
         mix = {
-            key: {n: {k: tallies[key][k][n] for k in ("asked", "generated", "kept")} for n in names[key] if tallies[key]["asked"][n]}
+            key: {
+                n: {k: tallies[key][k][n] for k in ("asked", "generated", "kept")}
+                for n in names[key]
+                if tallies[key]["asked"][n] or tallies[key]["generated"][n] or tallies[key]["kept"][n]
+            }
             for key in names
         }
         generated = sum(tallies["type"]["generated"].values())
-        kept = sum(tallies["type"]["kept"].values())
         minutes = self.seconds / 60
         return {
-            "asked": len(self.slots), "generated": generated, "kept": kept, "resumed": resumed,
+            "asked": sum(tallies["type"]["asked"].values()), "attempted": len(self.slots), "rounds": self.rounds,
+            "generated": generated, "kept": sum(tallies["type"]["kept"].values()), "resumed": resumed,
             "by_type": mix["type"], "by_style": mix["style"],
             "reasons": dict(Counter(o.reason for o in self.outcomes.values() if o.reason).most_common()),
             "seconds": round(self.seconds, 3),
@@ -219,38 +231,86 @@ async def agenerate(
     out_dir: str | Path | None = None,
     resume: bool = True,
 ) -> Generation:
-    """Generate a test set from the documents at ``paths``.
+    """Generate a test set from the documents at ``paths``: the planned questions, then up to
+    ``options.top_up_rounds`` rounds that replace, type by type, the questions not kept.
 
     Args:
         paths: Files and folders of the knowledge base.
         judge: The LLM judge that writes and checks the questions.
         embedder: The sentence embedder.
-        options: Size, mixes, chunking, seed, concurrency, progress.
+        options: Size, mixes, chunking, seed, concurrency, top-up rounds, progress.
         out_dir: Where the journal goes (``None``: no journal, nothing resumed).
         resume: Reuse the questions an earlier run in ``out_dir`` journalled.
     """
     started = time.perf_counter()
     kb = await build_knowledge_base(paths, embedder, options.chunk_size, options.chunk_overlap)
     slots = plan(kb.graph, options.size, options.mix, options.styles, options.seed) if kb.graph.chunks else []
-    identity = {"judge": judge.identity()}
     journal = Journal(out_dir) if out_dir is not None else None
-    outcomes = _resumed(journal, slots, kb.graph, identity) if journal is not None and resume else {}
-    todo = [slot for slot in slots if slot.id not in outcomes]
-
-    async def job(slot: Slot) -> None:
-        outcome = await generate_slot(slot, kb, judge, embedder)
-        outcomes[slot.id] = outcome
-        if journal is not None:
-            journal.append(_record(outcome, slot.fingerprint(kb.graph, identity)))
-
+    run = _Run(kb, judge, embedder, options, journal, journal.read() if journal is not None and resume else {})
+    rounds = 0
     try:
-        await LocalExecutor(options.concurrency, options.progress, "generating").run(todo, len(todo), job)
+        await run.round(slots, "generating")
+        for number in range(1, options.top_up_rounds + 1):
+            extra = top_up(kb.graph, missing(kb.graph, slots, run.outcomes), options.styles, options.seed, slots)
+            if not extra:
+                break
+            slots, rounds = slots + extra, number
+            await run.round(slots, f"top-up {number}")
     finally:
         if journal is not None:
             journal.close()
-    await _drop_near_duplicates(slots, outcomes, embedder)
     settings = {"options": _jsonable_options(options), "judge": judge.describe(), "paths": [str(p) for p in paths]}
-    return Generation(kb, slots, outcomes, time.perf_counter() - started, settings)
+    return Generation(kb, slots, run.outcomes, time.perf_counter() - started, settings, rounds)
+
+
+def missing(graph: KnowledgeGraph, slots: Sequence[Slot], outcomes: Mapping[str, Outcome]) -> dict[str, int]:
+    """Questions still missing per type: asked for (round 0) minus kept (by the type kept as).
+    Two-chunk types are not topped up when the graph has no link (they cannot be written).
+
+    Args:
+        graph: The knowledge graph.
+        slots: Every slot so far, each with its outcome in ``outcomes``.
+        outcomes: What became of each slot, by id.
+    """
+    asked = Counter(s.type for s in slots if s.round == 0)
+    kept = Counter(kept_type(outcomes[s.id]) for s in slots if outcomes[s.id].status == "kept")
+    return {t: asked[t] - kept[t] for t in asked if asked[t] > kept[t] and (graph.links or t not in TWO_CHUNK_TYPES)}
+
+
+def kept_type(outcome: Outcome) -> str:
+    """The type a question is kept as (its sample's, which the type check may relabel)."""
+    sample = outcome.sample or {}
+    return str(sample.get("metadata", {}).get("type", outcome.slot.type))
+
+
+@dataclass
+class _Run:
+    """What every round of a run shares: the knowledge base, the judge, the journal (and the
+    records an earlier run left in it) and the outcomes so far."""
+
+    kb: KnowledgeBase
+    judge: LLMJudge
+    embedder: BatchingEmbedder
+    options: GenerateOptions
+    journal: Journal | None
+    records: dict[tuple[str, str], dict[str, Any]]
+    outcomes: dict[str, Outcome] = field(default_factory=dict)
+
+    async def round(self, slots: list[Slot], label: str) -> None:
+        """Write the slots without an outcome (journalled ones are resumed), then reject the
+        near-duplicates among all kept questions (the earliest stays)."""
+        identity = {"judge": self.judge.identity()}
+        self.outcomes.update(_resumed(self.records, [s for s in slots if s.id not in self.outcomes], self.kb.graph, identity))
+        todo = [slot for slot in slots if slot.id not in self.outcomes]
+
+        async def job(slot: Slot) -> None:
+            outcome = await generate_slot(slot, self.kb, self.judge, self.embedder)
+            self.outcomes[slot.id] = outcome
+            if self.journal is not None:
+                self.journal.append(_record(outcome, slot.fingerprint(self.kb.graph, identity)))
+
+        await LocalExecutor(self.options.concurrency, self.options.progress, label).run(todo, len(todo), job)
+        await _drop_near_duplicates(slots, self.outcomes, self.embedder)
 
 
 def _jsonable_options(options: GenerateOptions) -> dict[str, Any]:
@@ -264,9 +324,10 @@ def _record(outcome: Outcome, fingerprint: str) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _resumed(journal: Journal, slots: list[Slot], graph: KnowledgeGraph, identity: dict[str, Any]) -> dict[str, Outcome]:
+def _resumed(
+    records: Mapping[tuple[str, str], dict[str, Any]], slots: list[Slot], graph: KnowledgeGraph, identity: dict[str, Any]
+) -> dict[str, Outcome]:
     """The slots an earlier run journalled with the same fingerprint (failed ones are retried)."""
-    records = journal.read()
     found: dict[str, Outcome] = {}
     for slot in slots:
         record = records.get((slot.id, _JOURNAL_TAG))

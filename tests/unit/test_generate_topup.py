@@ -1,0 +1,99 @@
+"""ragmeter generate's top-up rounds with a stand-in judge: questions the filter rejects are
+replaced type by type, from chunks not used yet, in at most ``top_up_rounds`` rounds; the
+summary says what was asked, generated and kept, and a re-run resumes every round."""
+
+from __future__ import annotations
+
+import asyncio
+
+from test_llm_double import FixedVectors, ScriptedJudge
+
+from ragmeter.generate import GenerateOptions, agenerate
+from ragmeter.generate.chunking import Chunk
+from ragmeter.generate.graph import KnowledgeGraph
+from ragmeter.generate.plan import TYPES, Slot
+from ragmeter.generate.runner import Outcome, missing
+from ragmeter.judges.base import JudgeError
+from ragmeter.judges.embeddings import BatchingEmbedder
+
+RULES = {
+    "access": "Production access is granted for eight hours.",
+    "backup": "Backups are kept for thirty days.",
+    "oncall": "The on-call engineer answers a page within five minutes.",
+    "badone": "REJECT Lunch is served at noon.",
+    "badtwo": "REJECT Parking is free on Sundays.",
+}
+
+
+def _kb(tmp_path):
+    folder = tmp_path / "kb"
+    folder.mkdir(exist_ok=True)
+    for name, text in RULES.items():
+        (folder / f"{name}.md").write_text(f"## {name}\n\n{text}", encoding="utf-8")
+    return folder
+
+
+def _rejecting_judge(rejected=lambda premise: "REJECT" in premise, **extra) -> ScriptedJudge:
+    """Writes a question per chunk; finds no answer in the chunks ``rejected`` picks out."""
+
+    def writer(fields):
+        return {"question": f"What does the rule {fields['context'][3:9]} say?", "answer": fields["context"][-25:]}
+
+    def rule(task, shared, item):
+        premise = shared["premise"]
+        return 0.1 if rejected(" ".join(premise) if isinstance(premise, list) else premise) else 0.9
+
+    return ScriptedJudge(rule=rule, generated={f"testset_{t}": writer for t in TYPES}, **extra)
+
+
+def _generate(tmp_path, judge, out=None, **options):
+    settings = GenerateOptions(chunk_size=200, chunk_overlap=0, concurrency=2, mix={"single_fact": 1.0}, styles={"plain": 1.0}, **options)
+    return asyncio.run(agenerate([_kb(tmp_path)], judge, BatchingEmbedder(FixedVectors({})), settings, out))
+
+
+def test_rejected_questions_are_replaced_from_unused_chunks_until_the_size_is_kept(tmp_path):
+    for seed in range(4):  # whichever chunks round 0 draws, the unused good ones fill the gap
+        generation = _generate(tmp_path, _rejecting_judge(), size=3, seed=seed)
+        summary = generation.summary()
+        kept = generation.kept()
+        assert len(kept) == 3 and all("REJECT" not in s["reference_contexts"][0] for s in kept)
+        asked_bad = sum("REJECT" in (s.get("reference_contexts") or [""])[0] for s in generation.rejected())
+        assert summary["asked"] == 3 and summary["attempted"] == 3 + asked_bad
+        assert summary["by_type"]["single_fact"] == {"asked": 3, "generated": 3 + asked_bad, "kept": 3}
+        assert summary["rounds"] == max(s.round for s in generation.slots) and (summary["rounds"] >= 1) == (asked_bad > 0)
+
+
+def test_top_up_is_bounded_by_its_rounds_and_can_be_turned_off(tmp_path):
+    everything = _generate(tmp_path, _rejecting_judge(rejected=lambda premise: True), size=2, top_up_rounds=2)
+    summary = everything.summary()
+    assert summary["rounds"] == 2 and summary["attempted"] == 6 and summary["kept"] == 0
+    assert summary["by_type"]["single_fact"] == {"asked": 2, "generated": 6, "kept": 0}
+    assert [s.id for s in everything.slots] == [f"q000{n}" for n in range(1, 7)]
+    off = _generate(tmp_path, _rejecting_judge(rejected=lambda premise: True), size=2, top_up_rounds=0)
+    assert off.summary()["rounds"] == 0 and off.summary()["attempted"] == 2
+
+
+def test_missing_counts_per_type_by_the_type_kept_as_and_skips_two_chunk_types_without_links():
+    chunks = (Chunk("a#1", "a", "one", "en"), Chunk("b#1", "b", "two", "en"))
+    graph = KnowledgeGraph(chunks, ((), ()), ())
+    slots = [Slot("q0001", "single_fact", "plain", None, (0,), "en"), Slot("q0002", "reasoning", "plain", None, (1,), "en")]
+    slots.append(Slot("q0003", "multi_hop", "plain", None, (), "en"))
+    relabelled = {"metadata": {"type": "single_fact", "original_type": "reasoning"}}
+    outcomes = {
+        "q0001": Outcome(slots[0], "rejected", {"metadata": {"type": "single_fact"}}, "source_leak"),
+        "q0002": Outcome(slots[1], "kept", relabelled),
+        "q0003": Outcome(slots[2], "failed", reason="generation_failed"),
+    }
+    # The reasoning question kept as a single fact fills the single fact; reasoning is missing.
+    assert missing(graph, slots, outcomes) == {"reasoning": 1}
+
+
+def test_a_rerun_resumes_the_top_up_rounds_from_the_journal(tmp_path):
+    out = tmp_path / "out"
+    first = _generate(tmp_path, _rejecting_judge(), out=out, size=4, seed=0)
+    assert first.summary()["rounds"] >= 1  # 4 of 5 chunks: at least one rejected one is drawn
+    again = _rejecting_judge(fail=lambda *args: JudgeError("must not be called"))
+    second = _generate(tmp_path, again, out=out, size=4, seed=0)
+    assert again.count("generate") == 0 and again.calls == []
+    assert second.kept() == first.kept() and second.summary()["resumed"] == first.summary()["attempted"]
+    assert second.summary()["by_type"] == first.summary()["by_type"]
