@@ -9,7 +9,7 @@ import pytest
 from test_llm_double import FixedVectors, ScriptedJudge
 
 from ragmeter.generate.chunking import Chunk
-from ragmeter.generate.filters import check, leak, near_duplicates
+from ragmeter.generate.filters import check, content_words, leak, near_duplicates, restates
 from ragmeter.generate.graph import KnowledgeGraph
 from ragmeter.generate.plan import Slot
 from ragmeter.generate.synthesize import NO_ANSWER, Draft
@@ -166,3 +166,47 @@ def test_near_duplicates_keep_the_first_and_name_it():
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     assert near_duplicates(["q1", "q2", "q3"], vectors) == {"q2": ("q1", pytest.approx(0.99, abs=0.001))}
     assert near_duplicates(["q1", "q2", "q3"], vectors, threshold=0.999) == {}
+
+
+@pytest.mark.parametrize(
+    ("question", "reference"),
+    [
+        # ClapNQ q0003 of generate_review.md: the reference names no party, it repeats the question.
+        (
+            "What is the name of the major political party that opposes the President's party?",
+            "The major political party opposing the President's party.",
+        ),
+        ("What does the freeze cover?", "The freeze covers it."),
+        ("数据库变更需要谁审批？", "数据库变更需要审批。"),
+    ],
+)
+def test_a_reference_that_only_restates_the_question_is_rejected_after_the_judge_passed_it(question, reference):
+    judge = _judge()
+    verdict = _check(_draft(question=question, reference=reference), judge)
+    assert (verdict.kept, verdict.reason) == (False, "reference_restates_question")
+    assert "repeats words of the question" in (verdict.detail or "")
+    assert verdict.checks == {"answerable_from_contexts": 0.9, "reference_supported": 0.9}
+
+
+@pytest.mark.parametrize(
+    ("question", "reference"),
+    [
+        ("How many approvals does a merge request need?", "Two approvals."),
+        ("数据库变更需要谁审批？", "需要 DBA 审批。"),
+        ("Is a merge request approved by its author?", "No."),
+        ("Does the freeze cover hotfixes?", "Yes"),
+        ("Which party opposes the President's party?", "The Democratic Party opposes the President's party."),
+    ],
+)
+def test_a_reference_with_a_word_of_its_own_is_not_a_restatement(question, reference):
+    assert not restates(reference, question)
+    assert _check(_draft(question=question, reference=reference), _judge()).kept
+
+
+def test_content_words_drop_stop_words_and_stem_english_only():
+    assert content_words("The President's party is opposing it.") == {"president", "party", "oppos"}
+    assert content_words("什么是数据库变更？") == {"数据库", "变更"}
+    # The wording before the style counts too: a misspelled question is matched in its original.
+    assert restates(
+        "Approvals of the merge request.", "How mny aprovals does a mrege request need?", "How many approvals does a merge request need?"
+    )

@@ -1,6 +1,6 @@
 """The quality filter: which generated questions are kept, and why the others are not.
 
-Checks, cheapest first; the first that fails rejects the question with its reason:
+Checks, in this order (cheapest first, but for ``reference_restates_question``); the first that fails rejects the question with its reason:
 
 - ``source_leak``: the question, or its reference, points at its source ("according to the
   passage", "the two contexts", "what is the difference between the two?", "根据文中",
@@ -11,6 +11,13 @@ Checks, cheapest first; the first that fails rejects the question with its reaso
 - ``reference_unsupported``: the judge does not find the reference answer supported by the
   reference contexts (the ``supported`` verdict).
 - ``single_chunk_answers``: a multi-hop question that one of its chunks answers alone.
+- ``reference_restates_question`` (no model, :func:`restates`): the reference adds no
+  content word to the question, as in "What is the name of the party that opposes the
+  President's party?" answered "The major political party opposing the President's party"
+  (ClapNQ q0003 of ``benchmarks/results/generate_review.md``, which the ``supported`` verdict
+  passes because the words are the passage's). Checked after the judge's
+  checks, though it needs no model, so that ``--dry-run``'s stand-in, whose reference is its
+  question, still counts every judge call.
 - ``answer_in_knowledge_base``: an "unanswerable" question whose answer the judge finds in
   one of the :data:`TOP_K` chunks of the whole knowledge base closest to it (embeddings),
   each judged on its own.
@@ -29,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from ragmeter.data.text import tokenize
 from ragmeter.generate.graph import KnowledgeGraph
 from ragmeter.generate.synthesize import Draft
 from ragmeter.judges.base import LLMJudge
@@ -55,6 +63,15 @@ _LEAKS = {
     ),
 }
 
+_STOP_WORDS = frozenset(
+    """a an the and or but if of at by for from in into on to with about as is are was were be been being it its this that
+    these those there their they them he she his her we our you your i my me do does did done have has had can could will
+    would should may might must shall what which who whom whose when where why how not no yes so than then also only just
+    any all some each other such very more most many much name called known one ones kind type""".split()  # noqa: SIM905
+    + "的 了 是 在 和 与 及 或 也 都 就 而 但 并 把 被 对 于 为 以 从 到 这 那 其 之 个 有 要 会 可 能 将 等 中 什么 哪些 哪个 哪 谁 吗 呢 么 如何 怎么 怎样 多少 几 是否 名字 名称 叫".split()  # noqa: SIM905
+)
+_SUFFIXES = ("'s", "’s", "ing", "ed", "es", "s")
+
 
 @dataclass
 class Verdict:
@@ -80,6 +97,39 @@ def leak(text: str) -> str | None:
         if found:
             return found.group(0)
     return None
+
+
+def content_words(text: str) -> set[str]:
+    """The words of ``text`` that carry content: tokens (Chinese segmented, see
+    :func:`~ragmeter.data.text.tokenize`) less stop words and question words, English ones
+    reduced to a crude stem (a final 's, -ing, -ed, -es or -s dropped when 3 letters remain)."""
+    words = set()
+    for token in tokenize(text):
+        if token in _STOP_WORDS:
+            continue
+        for suffix in _SUFFIXES:
+            if token.isascii() and token.endswith(suffix) and len(token) - len(suffix) >= 3:
+                token = token[: -len(suffix)]
+                break
+        words.add(token)
+    return words
+
+
+def restates(reference: str, *questions: str) -> bool:
+    """The reference only restates the question: it has content words (:func:`content_words`)
+    and each of them is in one of ``questions`` (the question as asked, before its style).
+
+    An answer with any word of its own ("Two approvals", "需要 DBA 审批", a name, a number) is
+    not a restatement; nor is a bare "Yes" or "No" (a yes/no question's answer), nor a
+    reference of stop words only.
+
+    Args:
+        reference: The reference answer.
+        questions: The question's wordings.
+    """
+    words = content_words(reference)
+    asked = set().union(*(content_words(q) for q in questions))
+    return bool(words) and words <= asked
 
 
 async def check(draft: Draft, graph: KnowledgeGraph, vectors: np.ndarray, judge: LLMJudge, embed) -> Verdict:
@@ -117,6 +167,8 @@ async def check(draft: Draft, graph: KnowledgeGraph, vectors: np.ndarray, judge:
             checks[f"answerable_from {chunk_id}"] = round(p, 4)
             if p >= THRESHOLD:
                 return Verdict(False, "single_chunk_answers", f"{chunk_id} alone answers it (P={p:.2f})", checks)
+    if restates(draft.reference, draft.question, draft.original):
+        return Verdict(False, "reference_restates_question", "the reference only repeats words of the question: it answers nothing", checks)
     return Verdict(True, checks=checks)
 
 
