@@ -11,7 +11,9 @@ passages (``../shared/data/clapnq_dev.jsonl``, read by path; a corpus nobody her
 Usage:
     python benchmarks/generate_speed.py [--size 6] [--clapnq ../shared/data/clapnq_dev.jsonl] [--out benchmarks/results]
 
-Writes ``generate_speed.json`` and ``generate_speed.md`` into --out.
+Writes ``generate_speed.json`` and ``generate_speed.md`` into --out; for ClapNQ they keep ids,
+types and reasons only (its text stays out of the repository), the full samples go to
+--samples-dir.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import argparse
 import asyncio
 import subprocess
 import sys
+import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -36,8 +39,23 @@ def corpora(clapnq: Path) -> dict[str, Path]:
     return {
         "example KB, English": ROOT / "examples" / "knowledge_base" / "en",
         "example KB, Chinese": ROOT / "examples" / "knowledge_base" / "zh",
-        "ClapNQ dev passages": clapnq,
+        CLAPNQ: clapnq,
     }
+
+
+#: The corpus nobody here wrote: its text (and questions and references drawn from it) stays out
+#: of the repository's results; the full samples go to --samples-dir.
+CLAPNQ = "ClapNQ dev passages"
+
+
+def without_text(sample: dict[str, Any]) -> dict[str, Any]:
+    """A generated sample reduced to what may be kept in the repository: id, type, style,
+    language and the rejection reason's name; no question, reference or context text."""
+    meta = sample.get("metadata", {})
+    kept = {"id": sample.get("id"), "metadata": {k: meta[k] for k in ("type", "style", "language", "difficulty") if k in meta}}
+    if "reject_reason" in sample:
+        kept["reject_reason"] = sample["reject_reason"]
+    return kept
 
 
 async def measure(path: Path, size: int) -> dict[str, Any]:
@@ -55,8 +73,9 @@ async def measure(path: Path, size: int) -> dict[str, Any]:
 
 def _row(sample: dict[str, Any], reason: str | None = None) -> str:
     meta = sample.get("metadata", {})
-    question = str(sample.get("user_input", "")).replace("|", "\\|").replace("\n", " ")
-    reference = str(sample.get("reference", "")).replace("|", "\\|").replace("\n", " ")[:160]
+    not_copied = "(not copied)" if "user_input" not in sample else None
+    question = not_copied or str(sample.get("user_input", "")).replace("|", "\\|").replace("\n", " ")
+    reference = not_copied or str(sample.get("reference", "")).replace("|", "\\|").replace("\n", " ")[:160]
     cells = [sample.get("id", ""), meta.get("type", ""), meta.get("style", ""), question, reference]
     return "| " + " | ".join(str(c) for c in cells) + (f" | {reason} |" if reason is not None else " |")
 
@@ -100,7 +119,10 @@ def markdown(results: dict[str, dict[str, Any]], command: str, commit: str, size
         ]
         lines += [_row(s) for s in result["kept"]]
         lines += ["", "Rejected:", "", "| id | type | style | question | reference | reason |", "|---|---|---|---|---|---|"]
-        lines += [_row(s, f"{s['reject_reason']}: {s['reject_detail']}".replace("|", "\\|")) for s in result["rejected"]]
+        lines += [
+            _row(s, (s["reject_reason"] + (f": {s['reject_detail']}" if s.get("reject_detail") else "")).replace("|", "\\|"))
+            for s in result["rejected"]
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -113,6 +135,12 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=6, help="Questions per corpus.")
     parser.add_argument("--clapnq", type=Path, default=ROOT.parent / "shared" / "data" / "clapnq_dev.jsonl")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    parser.add_argument(
+        "--samples-dir",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "ragmeter-generate-speed",
+        help="Where the full ClapNQ samples go.",
+    )
     args = parser.parse_args()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
     command = "python benchmarks/generate_speed.py " + " ".join(sys.argv[1:])
@@ -121,6 +149,11 @@ def main() -> None:
     for name, path in corpora(args.clapnq).items():
         print(f"{name}: {path}", file=sys.stderr)
         results[name] = asyncio.run(measure(path, args.size))
+        if name == CLAPNQ:
+            args.samples_dir.mkdir(parents=True, exist_ok=True)
+            write_json(args.samples_dir / "clapnq_samples.json", results[name])
+            print(f"full ClapNQ samples: {args.samples_dir / 'clapnq_samples.json'}", file=sys.stderr)
+            results[name] = {**results[name], **{k: [without_text(x) for x in results[name][k]] for k in ("kept", "rejected")}}
         # Written after each corpus, so that a run stopped midway keeps what it measured.
         write_json(args.out / "generate_speed.json", {"command": command, "commit": commit, "results": results})
         write_text(args.out / "generate_speed.md", markdown(results, command.strip(), commit, args.size))
