@@ -9,7 +9,7 @@ import pytest
 from test_llm_double import FixedVectors, ScriptedJudge
 
 from ragmeter.generate.chunking import Chunk
-from ragmeter.generate.filters import check, content_words, leak, near_duplicates, restates
+from ragmeter.generate.filters import check, content_words, copied_span, leak, near_duplicates, restates
 from ragmeter.generate.graph import KnowledgeGraph
 from ragmeter.generate.plan import Slot
 from ragmeter.generate.synthesize import NO_ANSWER, Draft
@@ -113,7 +113,8 @@ def test_a_multi_hop_question_that_one_chunk_answers_alone_is_rejected():
     def answerable(premise, question):
         return 0.9 if "approvals" in premise else 0.1  # mr#1 alone holds the answer
 
-    verdict = _check(_draft("multi_hop", chunks=(1, 0)), _judge(answerable=answerable))
+    draft = _draft("multi_hop", chunks=(1, 0), reference="Two, one of them a code owner's.")  # not copied from one sentence
+    verdict = _check(draft, _judge(answerable=answerable))
     assert (verdict.kept, verdict.reason) == (False, "single_chunk_answers")
     assert verdict.detail.startswith("mr#1 alone answers it")
     assert verdict.checks["answerable_from mr#2"] == 0.1
@@ -210,3 +211,39 @@ def test_content_words_drop_stop_words_and_stem_english_only():
     assert restates(
         "Approvals of the merge request.", "How mny aprovals does a mrege request need?", "How many approvals does a merge request need?"
     )
+
+
+def test_a_reasoning_question_whose_answer_is_copied_from_one_sentence_is_kept_as_a_single_fact():
+    verdict = _check(_draft("reasoning", question="How many approvals must a merge get?", reference="two approvals"), _judge())
+    assert verdict.kept and verdict.relabel == "single_fact" and verdict.checks["copied_from"] == "mr#1"
+    inferred = _check(_draft("reasoning", question="Can the author approve alone?", reference="No, two approvals are needed."), _judge())
+    assert inferred.kept and inferred.relabel is None and "copied_from" not in inferred.checks
+
+
+def test_a_multi_hop_question_is_relabelled_only_when_the_chunk_that_answers_it_alone_holds_its_answer():
+    def answerable(premise, question):
+        return 0.9 if "approvals" in premise else 0.1  # mr#1 alone answers it
+
+    verdict = _check(_draft("multi_hop", chunks=(1, 0), reference="Two approvals."), _judge(answerable=answerable))
+    assert verdict.kept and verdict.relabel == "single_fact" and verdict.checks["copied_from"] == "mr#1"
+    # A bridge question: the answer is copied from mr#1, but neither chunk answers it alone.
+    bridge = _check(
+        _draft("multi_hop", chunks=(1, 0), reference="Two approvals."),
+        _judge(answerable=lambda p, q: 0.9 if "owners" in p and "merge" in p else 0.1),
+    )
+    assert bridge.kept and bridge.relabel is None and bridge.checks["copied_from"] == "mr#1"
+
+
+@pytest.mark.parametrize(
+    ("reference", "contexts", "lang", "expected"),
+    [
+        ("8 hours", ["Access lasts 8 hours. Then it expires."], "en", "c#1"),
+        ("8", ["Access lasts 18 hours."], "en", None),  # whole words only
+        ("Access lasts 8 hours. Then it expires.", ["Access lasts 8 hours. Then it expires."], "en", None),  # two sentences
+        ("Yes", ["Yes, access lasts 8 hours."], "en", None),  # no content word
+        ("10分钟内", ["事故指挥官需在10分钟内到位。其余人员随后加入。"], "zh", "c#1"),
+        ("20 + 40 = 60", ["冻结期为 40 天。"], "zh", None),
+    ],
+)
+def test_copied_span_is_a_run_of_words_of_one_sentence(reference, contexts, lang, expected):
+    assert copied_span(reference, contexts, ["c#1"], lang) == expected

@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 
 from test_llm_double import FixedVectors, ScriptedJudge
+from typer.testing import CliRunner
 
+from ragmeter.cli import app
 from ragmeter.generate import GenerateOptions, agenerate
 from ragmeter.generate.chunking import Chunk
 from ragmeter.generate.graph import KnowledgeGraph
@@ -47,7 +49,8 @@ def _rejecting_judge(rejected=lambda premise: "REJECT" in premise, **extra) -> S
 
 
 def _generate(tmp_path, judge, out=None, **options):
-    settings = GenerateOptions(chunk_size=200, chunk_overlap=0, concurrency=2, mix={"single_fact": 1.0}, styles={"plain": 1.0}, **options)
+    options = {"mix": {"single_fact": 1.0}, **options}
+    settings = GenerateOptions(chunk_size=200, chunk_overlap=0, concurrency=2, styles={"plain": 1.0}, **options)
     return asyncio.run(agenerate([_kb(tmp_path)], judge, BatchingEmbedder(FixedVectors({})), settings, out))
 
 
@@ -97,3 +100,31 @@ def test_a_rerun_resumes_the_top_up_rounds_from_the_journal(tmp_path):
     assert again.count("generate") == 0 and again.calls == []
     assert second.kept() == first.kept() and second.summary()["resumed"] == first.summary()["attempted"]
     assert second.summary()["by_type"] == first.summary()["by_type"]
+
+
+def test_a_relabelled_question_is_kept_as_a_single_fact_and_its_type_is_topped_up(tmp_path):
+    def copying(fields):  # a "reasoning" answer that is the chunk's sentence, word for word
+        return {"question": f"Why does the rule {fields['context'][3:9]} matter?", "answer": fields["context"].split("\n\n")[-1]}
+
+    def judge():
+        return ScriptedJudge(
+            rule=lambda task, shared, item: 0.1 if "REJECT" in str(shared["premise"]) else 0.9, generated={"testset_reasoning": copying}
+        )
+
+    generation = _generate(tmp_path, judge(), size=2, mix={"reasoning": 1.0}, top_up_rounds=0)
+    kept = generation.kept()
+    assert len(kept) == 2
+    for sample in kept:
+        assert sample["metadata"]["type"] == "single_fact" and sample["metadata"]["original_type"] == "reasoning"
+        assert sample["metadata"]["difficulty"] == "easy" and sample["metadata"]["checks"]["copied_from"] in sample["reference_context_ids"]
+    summary = generation.summary()
+    assert summary["by_type"]["reasoning"] == {"asked": 2, "generated": 2, "kept": 0}
+    assert summary["by_type"]["single_fact"] == {"asked": 0, "generated": 0, "kept": 2}
+    assert summary["relabelled"] == {"reasoning -> single_fact": 2}
+    topped = _generate(tmp_path, judge(), size=2, mix={"reasoning": 1.0}, top_up_rounds=1)
+    assert topped.summary()["rounds"] == 1 and topped.summary()["by_type"]["reasoning"]["generated"] == 4
+
+
+def test_cli_refuses_a_negative_number_of_top_up_rounds(tmp_path):
+    result = CliRunner().invoke(app, ["generate", str(_kb(tmp_path)), "--top-up-rounds", "-1", "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2 and "--top-up-rounds" in result.output and "Traceback" not in result.output

@@ -43,9 +43,7 @@ def generate_command(
     ] = DEFAULT_CHUNK_OVERLAP,
     seed: Annotated[int, typer.Option(help="Seed of the random choices (chunks, styles, personas).")] = 0,
     concurrency: Annotated[int, typer.Option(min=1, help="Most questions written at once.")] = 4,
-    top_up_rounds: Annotated[
-        int, typer.Option(min=0, max=5, help="Most extra rounds that replace, type by type, the questions the filter rejected (0: none).")
-    ] = 2,
+    top_up_rounds: Annotated[int, typer.Option(min=0, max=5, help="Most extra rounds replacing rejected questions (0: none).")] = 2,
     dry_run: Annotated[bool, typer.Option(help="Estimate the judge's calls, tokens and cost; call no model and write nothing.")] = False,
     fresh: Annotated[bool, typer.Option(help="Ignore the questions journalled by an interrupted run in --out.")] = False,
     progress: Annotated[
@@ -158,6 +156,11 @@ def _print_summary(generation: Generation, summary: dict[str, Any], out: Path) -
     if summary["rounds"]:
         say(
             f"{summary['rounds']} top-up round(s) replaced rejected questions: {summary['attempted']} written for {summary['asked']} asked."
+        )
+    if summary["relabelled"]:
+        say(
+            "Kept under another type (the answer is copied from one sentence): "
+            + ", ".join(f"{k} {n}" for k, n in summary["relabelled"].items())
         )
     if summary["reasons"]:
         say("Rejected or not generated: " + ", ".join(f"{reason} {n}" for reason, n in summary["reasons"].items()))

@@ -24,6 +24,19 @@ Checks, in this order (cheapest first, but for ``reference_restates_question``);
 - ``near_duplicate`` (:func:`near_duplicates`, once all questions are written): a kept
   question whose embedding is at least :data:`DUPLICATE` close to an earlier kept one.
 
+A question that passes may be relabelled (:attr:`Verdict.relabel`) by the type check
+(:func:`copied_span`, no model), and is then kept as a ``single_fact`` question (its sample's
+``metadata.original_type`` keeps the type asked for, ``metadata.checks.copied_from`` the chunk):
+
+- a ``reasoning`` question whose reference is copied word for word from one sentence of one
+  of its chunks: the answer is stated, no inference is needed ("8 hours", stated outright,
+  for en q0002, and ClapNQ q0002 of ``benchmarks/results/generate_review.md``);
+- a ``multi_hop`` question that one chunk answers alone (``single_chunk_answers``) when its
+  reference is also copied from a sentence of that very chunk: a good single-fact question,
+  rather than a reject. A copied reference alone does not relabel a multi-hop question: a
+  bridge question ("the team that owns X freezes when?") has its answer in one chunk yet
+  needs the other to find it.
+
 A question whose style hides words (misspelled) is checked in its original wording.
 """
 
@@ -36,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from ragmeter.data.text import tokenize
+from ragmeter.data.text import split_sentences, tokenize
 from ragmeter.generate.graph import KnowledgeGraph
 from ragmeter.generate.synthesize import Draft
 from ragmeter.judges.base import LLMJudge
@@ -71,6 +84,7 @@ _STOP_WORDS = frozenset(
     + "的 了 是 在 和 与 及 或 也 都 就 而 但 并 把 被 对 于 为 以 从 到 这 那 其 之 个 有 要 会 可 能 将 等 中 什么 哪些 哪个 哪 谁 吗 呢 么 如何 怎么 怎样 多少 几 是否 名字 名称 叫".split()  # noqa: SIM905
 )
 _SUFFIXES = ("'s", "’s", "ing", "ed", "es", "s")
+_RELABELLED = ("reasoning", "multi_hop")
 
 
 @dataclass
@@ -82,12 +96,15 @@ class Verdict:
         reason: Which check rejected it (``source_leak``...), or ``None``.
         detail: The rejection in words.
         checks: What each check measured (P(yes) of the verdicts, chunks searched).
+        relabel: The type a kept question really is, when not the one asked for
+            (``single_fact`` for a copied answer), else ``None``.
     """
 
     kept: bool
     reason: str | None = None
     detail: str | None = None
     checks: dict[str, Any] = field(default_factory=dict)
+    relabel: str | None = None
 
 
 def leak(text: str) -> str | None:
@@ -132,6 +149,35 @@ def restates(reference: str, *questions: str) -> bool:
     return bool(words) and words <= asked
 
 
+def copied_span(reference: str, contexts: Sequence[str], ids: Sequence[str], lang: str) -> str | None:
+    """The id of the chunk one of whose sentences holds ``reference`` word for word, or ``None``.
+
+    Words are compared as :func:`~ragmeter.data.text.tokenize` gives them (lower-cased, no
+    punctuation): in English the reference's words must be a run of whole words of the
+    sentence ("8 hours" in "... for 8 hours.", not "8" in "18"); in Chinese its characters a
+    run of the sentence's characters. A reference without a content word (:func:`content_words`:
+    "Yes", "是") is never a copied span.
+
+    Args:
+        reference: The reference answer.
+        contexts: The texts of the question's chunks.
+        ids: Their ids, in the same order.
+        lang: The question's language (``"en"`` or ``"zh"``).
+    """
+    if not content_words(reference):
+        return None
+    glue = "" if lang == "zh" else " "
+
+    def joined(text: str) -> str:
+        return glue + glue.join(tokenize(text)) + glue
+
+    span = joined(reference)
+    for chunk_id, text in zip(ids, contexts, strict=True):
+        if any(span in joined(sentence) for sentence in split_sentences(text)):
+            return chunk_id
+    return None
+
+
 async def check(draft: Draft, graph: KnowledgeGraph, vectors: np.ndarray, judge: LLMJudge, embed) -> Verdict:
     """Run the per-question checks on ``draft``, cheapest first, stopping at the first failure.
 
@@ -161,15 +207,22 @@ async def check(draft: Draft, graph: KnowledgeGraph, vectors: np.ndarray, judge:
     checks["reference_supported"] = round(p, 4)
     if p < THRESHOLD:
         return Verdict(False, "reference_unsupported", f"the reference is not supported by the reference contexts (P={p:.2f})", checks)
+    copied = copied_span(draft.reference, draft.contexts, draft.context_ids, lang) if draft.slot.type in _RELABELLED else None
+    if copied is not None:
+        checks["copied_from"] = copied
+    relabel = "single_fact" if draft.slot.type == "reasoning" and copied else None
     if draft.slot.type == "multi_hop":
         for chunk_id, text in zip(draft.context_ids, draft.contexts, strict=True):
             p = (await judge.verdicts("answerable", {"premise": text}, [asked], lang))[0].p_yes
             checks[f"answerable_from {chunk_id}"] = round(p, 4)
+            if p >= THRESHOLD and chunk_id == copied:
+                relabel = "single_fact"  # a good question, of one chunk: kept as what it is
+                break
             if p >= THRESHOLD:
                 return Verdict(False, "single_chunk_answers", f"{chunk_id} alone answers it (P={p:.2f})", checks)
     if restates(draft.reference, draft.question, draft.original):
         return Verdict(False, "reference_restates_question", "the reference only repeats words of the question: it answers nothing", checks)
-    return Verdict(True, checks=checks)
+    return Verdict(True, checks=checks, relabel=relabel)
 
 
 async def _check_unanswerable(asked: str, lang: str, graph: KnowledgeGraph, vectors: np.ndarray, judge: LLMJudge, embed, checks) -> Verdict:

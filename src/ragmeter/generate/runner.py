@@ -26,7 +26,7 @@ from ragmeter.generate.chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
 from ragmeter.generate.documents import ingest
 from ragmeter.generate.filters import check, near_duplicates
 from ragmeter.generate.graph import KnowledgeGraph, build_graph
-from ragmeter.generate.plan import DEFAULT_MIX, DEFAULT_STYLES, STYLES, TWO_CHUNK_TYPES, TYPES, Slot, plan, top_up
+from ragmeter.generate.plan import DEFAULT_MIX, DEFAULT_STYLES, DIFFICULTY, STYLES, TWO_CHUNK_TYPES, TYPES, Slot, plan, top_up
 from ragmeter.generate.synthesize import SynthesisError, synthesize
 from ragmeter.judges.base import JudgeError, LLMJudge
 from ragmeter.judges.embeddings import BatchingEmbedder
@@ -140,6 +140,13 @@ class Generation:
                 rows.append({**base, "reject_reason": outcome.reason, "reject_detail": outcome.detail})
         return rows
 
+    def _relabelled(self) -> dict[str, int]:
+        """Kept questions the type check relabelled, by ``"<type asked> -> <type kept as>"``."""
+        counts = Counter(
+            f"{o.slot.type} -> {kept_type(o)}" for o in self.outcomes.values() if o.status == "kept" and kept_type(o) != o.slot.type
+        )
+        return dict(sorted(counts.items()))
+
     def summary(self) -> dict[str, Any]:
         """The mix asked for (round 0), generated and kept (all rounds; kept by the type kept
         as), per type and per style; the top-up rounds run; rejection reasons; the judge's
@@ -171,7 +178,7 @@ class Generation:
         return {
             "asked": sum(tallies["type"]["asked"].values()), "attempted": len(self.slots), "rounds": self.rounds,
             "generated": generated, "kept": sum(tallies["type"]["kept"].values()), "resumed": resumed,
-            "by_type": mix["type"], "by_style": mix["style"],
+            "by_type": mix["type"], "by_style": mix["style"], "relabelled": self._relabelled(),
             "reasons": dict(Counter(o.reason for o in self.outcomes.values() if o.reason).most_common()),
             "seconds": round(self.seconds, 3),
             "generated_per_minute": round((generated - resumed) / minutes, 3) if minutes > 0 else None,
@@ -201,7 +208,8 @@ async def build_knowledge_base(
 
 
 async def generate_slot(slot: Slot, kb: KnowledgeBase, judge: LLMJudge, embedder: BatchingEmbedder) -> Outcome:
-    """Write, then check, the question of ``slot``; a failure is an outcome, never raised.
+    """Write, then check, the question of ``slot`` (relabelled when the type check says it is
+    of another type); a failure is an outcome, never raised.
 
     Args:
         slot: The question to write.
@@ -220,6 +228,8 @@ async def generate_slot(slot: Slot, kb: KnowledgeBase, judge: LLMJudge, embedder
             sample = draft.sample(kb.graph, {})
             return Outcome(slot, "rejected", sample, "check_failed", f"the judge could not check it: {exc}", usage)
     sample = draft.sample(kb.graph, verdict.checks)
+    if verdict.relabel is not None:
+        sample["metadata"].update(type=verdict.relabel, original_type=slot.type, difficulty=DIFFICULTY[verdict.relabel])
     return Outcome(slot, "kept" if verdict.kept else "rejected", sample, verdict.reason, verdict.detail, usage)
 
 
