@@ -53,6 +53,22 @@ def test_a_number_absent_from_the_premise_is_detected():
     assert lexical_evidence("The library opens at 9:00.", premise).novel_numbers == 0.0
 
 
+def test_citation_markers_are_sources_not_numbers_or_names_the_claim_states():
+    # Found in the demo: "[ci-resources#1]" counted as a novel number, so every cited claim of a
+    # RAG answer lost about 1.2 in logit and clearly supported answers scored near 0.2.
+    premise = "Every job that does not set runner_size gets small (2 vCPU, 4 GB RAM)."
+    plain = lexical_evidence("A job without runner_size runs on small (2 vCPU, 4 GB RAM).", premise)
+    for cited in (
+        "A job without runner_size runs on small (2 vCPU, 4 GB RAM) [ci-resources#1].",
+        "A job without runner_size runs on small (2 vCPU, 4 GB RAM) [3].",
+        "A job without runner_size runs on small (2 vCPU, 4 GB RAM)【Forge-CI#7】.",
+    ):
+        evidence = lexical_evidence(cited, premise)
+        assert (evidence.novel_numbers, evidence.novel_names) == (plain.novel_numbers, plain.novel_names) == (0.0, 0.0)
+    # A number in the text itself still counts.
+    assert lexical_evidence("A job without runner_size gets 8 GB RAM [ci-resources#1].", premise).novel_numbers == 1.0
+
+
 def test_a_chinese_number_absent_from_the_premise_is_detected():
     premise = "读者一次最多可借 12 本书，借期三周。"
     assert lexical_evidence("读者最多可借 20 本书。", premise).novel_numbers == 1.0

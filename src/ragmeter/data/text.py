@@ -35,6 +35,17 @@ _RUNS_ON = re.compile(
 )
 
 
+# [1], [1, 3], [^2], [doc-id#2], 【1】, ［1］ : a bracket holding ids without spaces. Not an
+# index (array[0]: a Latin letter or digit right before) and not a Markdown link ([text](url)).
+CITATION = re.compile(r"(?<![A-Za-z0-9_])[\[【［]\^?\s*([\w\-#./:@|]+(?:\s*[,，;；]\s*[\w\-#./:@|]+)*)\s*[\]】］](?!\()")
+
+
+def without_citations(text: str) -> str:
+    """``text`` without its bracketed citations (``[1]``, ``[runbook#2]``, ``【1】``): they name
+    sources, they are not part of what the text states."""
+    return CITATION.sub("", text)
+
+
 def normalize(text: str) -> str:
     """NFKC-normalise (full-width to half-width), lower-case and collapse whitespace."""
     return " ".join(unicodedata.normalize("NFKC", text).lower().split())

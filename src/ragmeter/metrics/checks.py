@@ -16,12 +16,10 @@ from importlib import resources
 from typing import Any
 
 from ragmeter.data.schema import Sample
+from ragmeter.data.text import CITATION
 from ragmeter.metrics.base import Metric, Score
 from ragmeter.metrics.registry import register
 
-# [1], [1, 3], [^2], [doc-id#2], 【1】, ［1］ : a bracket holding ids without spaces. Not an
-# index (array[0]: a Latin letter or digit right before) and not a Markdown link ([text](url)).
-_CITATION = re.compile(r"(?<![A-Za-z0-9_])[\[【［]\^?\s*([\w\-#./:@|]+(?:\s*[,，;；]\s*[\w\-#./:@|]+)*)\s*[\]】］](?!\()")
 # Separators between a document id and a chunk number: "runbook#3", "runbook:3"...
 _CHUNK_SEPARATORS = "#:/@|"
 
@@ -29,7 +27,7 @@ _CHUNK_SEPARATORS = "#:/@|"
 def find_citations(response: str) -> list[str]:
     """Every id cited in bracket form in ``response``, in order of appearance."""
     cited: list[str] = []
-    for match in _CITATION.finditer(response):
+    for match in CITATION.finditer(response):
         cited.extend(part.strip() for part in re.split(r"[,，;；]", match.group(1)) if part.strip())
     return cited
 

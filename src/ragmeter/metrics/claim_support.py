@@ -29,7 +29,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from ragmeter.data.text import HAN, split_sentences, tokenize
+from ragmeter.data.text import HAN, split_sentences, tokenize, without_citations
 from ragmeter.judges.base import Verdict
 from ragmeter.metrics.evidence import SCREENED
 
@@ -187,12 +187,13 @@ def lexical_evidence(claim: str, premise: str | Sequence[str], evidence: str | S
     """Model-free evidence that ``claim`` says more than ``premise``.
 
     Args:
-        claim: One statement (a sentence of a response).
+        claim: One statement (a sentence of a response); its bracketed citations are ignored.
         premise: What it should be supported by: a text or several (retrieved contexts).
         evidence: The premise sentences the judge was shown (the closest ones); default
             the whole premise. Only the negation check uses it: a whole premise almost
             always has a negation somewhere.
     """
+    claim = without_citations(claim)  # "[runbook#2]" is a source, not a number or a name the claim states
     premise_text = premise if isinstance(premise, str) else "\n".join(premise)
     evidence_text = premise_text if evidence is None else (evidence if isinstance(evidence, str) else "\n".join(evidence))
     premise_norm = unicodedata.normalize("NFKC", premise_text).lower()
