@@ -94,7 +94,7 @@ def time_pages(store: RunStore, traces: int) -> list[dict]:
         "traces, first page": "/traces",
         "traces, last page": f"/traces?page={-(-traces // 50)}",
         "one trace": f"/traces/{traces - 1:032x}",
-        "query drift (100 + 100 questions, packaged encoder)": "/drift/queries",
+        "query drift (last day against the day before, 100 + 100 questions)": "/drift/queries?days=1",
     }
     rows = []
     for label, path in pages.items():
