@@ -5,6 +5,9 @@ plainly and with ``@ragmeter.trace`` plus one nested ``ragmeter.span`` that reco
 retrieved contexts, tokens and cost: with the JSON-lines file sink and OpenTelemetry off, then
 with OpenTelemetry's API and no SDK configured (what an application without a collector pays).
 Each variant is timed call by call; the overhead is the traced p50 minus the plain p50.
+OpenTelemetry here is the user's own tracing export (spans of their application, for their
+collector, off unless they install the [otel] extra), not telemetry: ragmeter sends nothing
+anywhere, and the benchmark exports to no collector.
 
 Store: a run of N scored samples (3 metrics each, with explanations, details and usage) saved
 with ``RunStore.save`` into a fresh SQLite file and into a fresh PostgreSQL database (a
