@@ -6,14 +6,5 @@ set -euo pipefail
 if compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || command -v initdb >/dev/null 2>&1; then
   exit 0
 fi
-if [ "$(id -u)" -eq 0 ]; then
-  sudo=""
-elif command -v sudo >/dev/null 2>&1; then
-  sudo="sudo"
-else
-  echo "PostgreSQL is missing and this user cannot install it: run 'apt-get install -y postgresql' as root." >&2
-  exit 1
-fi
-$sudo apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq postgresql >/dev/null
+"$(dirname "$0")/apt-install.sh" postgresql PostgreSQL
 ls /usr/lib/postgresql/*/bin/initdb
