@@ -19,7 +19,6 @@ from ragmeter import evaluate
 from ragmeter.cli import app
 
 # The modules (ragmeter.cli.app is also the name of the Typer application).
-app_module = importlib.import_module("ragmeter.cli.app")
 report_command_module = importlib.import_module("ragmeter.cli.report")
 
 runner = CliRunner()
@@ -313,9 +312,8 @@ def test_input_errors_end_with_one_error_line_after_the_issues(tmp_path):
 
 @pytest.fixture
 def failing_report(monkeypatch):
-    """`ragmeter report` hits an unexpected error; --debug is reset afterwards (it is
-    process-wide state)."""
-    monkeypatch.setitem(app_module._state, "debug", False)
+    """`ragmeter report` hits an unexpected error (RAGMETER_DEBUG unset)."""
+    monkeypatch.delenv("RAGMETER_DEBUG", raising=False)
 
     def boom(result, directory):
         raise RuntimeError("unexpected failure inside the renderer")
@@ -339,3 +337,19 @@ def test_debug_shows_the_traceback(tmp_path, failing_report):
     assert result.exit_code == 2
     assert "Traceback (most recent call last)" in result.output
     assert "in boom" in result.output and "RuntimeError: unexpected failure inside the renderer" in result.output
+
+
+def test_debug_does_not_outlive_its_invocation(tmp_path, failing_report):
+    """One in-process call with --debug, then one without: the second shows no traceback."""
+    run = tmp_path / "run"
+    assert run_eval(write_jsonl(tmp_path / "data.jsonl", GOOD), "-m", "token_f1", "-o", run).exit_code == 0
+    assert "Traceback" in runner.invoke(app, ["--debug", "report", str(run)]).output
+    _one_line_error(runner.invoke(app, ["report", str(run)]), "unexpected error: RuntimeError", "--debug")
+
+
+def test_ragmeter_debug_in_the_environment_shows_the_traceback(tmp_path, failing_report, monkeypatch):
+    """RAGMETER_DEBUG=1 does what --debug does, for every invocation while it is set."""
+    run = tmp_path / "run"
+    assert run_eval(write_jsonl(tmp_path / "data.jsonl", GOOD), "-m", "token_f1", "-o", run).exit_code == 0
+    monkeypatch.setenv("RAGMETER_DEBUG", "1")
+    assert "Traceback (most recent call last)" in runner.invoke(app, ["report", str(run)]).output

@@ -26,7 +26,7 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-_state = {"debug": bool(os.environ.get("RAGMETER_DEBUG"))}
+_state = {"debug": False}
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -37,8 +37,8 @@ def _main(
 ) -> None:
     """Evaluate retrieval-augmented generation systems: retrieval, generation, and both together."""
     route_logs()
-    if debug:
-        _state["debug"] = True
+    # Set on every invocation: one in-process call with --debug must not leave it on for the next.
+    _state["debug"] = debug or bool(os.environ.get("RAGMETER_DEBUG"))
 
 
 def group(name: str, help: str) -> typer.Typer:
