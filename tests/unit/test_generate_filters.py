@@ -12,6 +12,7 @@ from ragmeter.generate.chunking import Chunk
 from ragmeter.generate.filters import check, content_words, copied_span, leak, near_duplicates, restates
 from ragmeter.generate.graph import KnowledgeGraph
 from ragmeter.generate.plan import Slot
+from ragmeter.generate.runner import KnowledgeBase, generate_slot
 from ragmeter.generate.synthesize import NO_ANSWER, Draft
 from ragmeter.judges.embeddings import BatchingEmbedder
 
@@ -232,6 +233,37 @@ def test_a_multi_hop_question_is_relabelled_only_when_the_chunk_that_answers_it_
         _judge(answerable=lambda p, q: 0.9 if "owners" in p and "merge" in p else 0.1),
     )
     assert bridge.kept and bridge.relabel is None and bridge.checks["copied_from"] == "mr#1"
+
+
+def test_a_relabelled_question_keeps_only_the_chunk_it_needs_as_its_reference_context():
+    def answerable(premise, question):
+        return 0.9 if "approvals" in premise else 0.1  # mr#1 alone answers it
+
+    # Written from mr#2 then mr#1; mr#1 answers it alone and holds the copied reference.
+    writer = {"testset_multi_hop": {"question": "How many approvals does a merge request need?", "answer": "two approvals"}}
+    judge = ScriptedJudge(rule=lambda task, shared, item: answerable(_premise(shared), item), generated=writer)
+    kb = KnowledgeBase(2, [], GRAPH, np.eye(64, dtype=np.float32)[: len(CHUNKS)])
+    slot = Slot("q0001", "multi_hop", "plain", None, (1, 0), "en")
+    outcome = asyncio.run(generate_slot(slot, kb, judge, BatchingEmbedder(FixedVectors({}))))
+    sample = outcome.sample
+    assert outcome.status == "kept" and sample["metadata"]["type"] == "single_fact"
+    assert sample["metadata"]["original_type"] == "multi_hop"
+    assert sample["reference_context_ids"] == ["mr#1"] and sample["reference_contexts"] == [CHUNKS[0].text]
+    assert sample["metadata"]["dropped_context_ids"] == ["mr#2"] and sample["metadata"]["source_documents"] == ["mr"]
+    # A question left multi-hop (a bridge: no chunk answers it alone) keeps both chunks.
+    bridge = _draft("multi_hop", chunks=(1, 0), reference="Two approvals.")
+    verdict = _check(bridge, _judge(answerable=lambda p, q: 0.9 if "owners" in p and "merge" in p else 0.1))
+    kept = bridge.sample(GRAPH, verdict.checks, verdict.needs)
+    assert verdict.needs is None and kept["reference_context_ids"] == ["mr#2", "mr#1"] and "dropped_context_ids" not in kept["metadata"]
+
+
+def test_a_reasoning_question_relabelled_needs_the_chunk_its_answer_is_copied_from():
+    draft = _draft("reasoning", question="How many approvals must a merge get?", reference="two approvals", chunks=(1, 0))
+    verdict = _check(draft, _judge())
+    assert verdict.relabel == "single_fact" and verdict.needs == ("mr#1",)
+    assert draft.sample(GRAPH, verdict.checks, verdict.needs)["reference_context_ids"] == ["mr#1"]
+    with pytest.raises(ValueError, match="none of the chunks"):
+        draft.sample(GRAPH, {}, ("freeze#1",))
 
 
 @pytest.mark.parametrize(

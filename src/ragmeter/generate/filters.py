@@ -26,7 +26,9 @@ Checks, in this order (cheapest first, but for ``reference_restates_question``);
 
 A question that passes may be relabelled (:attr:`Verdict.relabel`) by the type check
 (:func:`copied_span`, no model), and is then kept as a ``single_fact`` question (its sample's
-``metadata.original_type`` keeps the type asked for, ``metadata.checks.copied_from`` the chunk):
+``metadata.original_type`` keeps the type asked for, ``metadata.checks.copied_from`` the chunk),
+whose reference contexts are then that one chunk alone (:attr:`Verdict.needs`; the others
+are named in ``metadata.dropped_context_ids``):
 
 - a ``reasoning`` question whose reference is copied word for word from one sentence of one
   of its chunks: the answer is stated, no inference is needed ("8 hours", stated outright,
@@ -98,6 +100,9 @@ class Verdict:
         checks: What each check measured (P(yes) of the verdicts, chunks searched).
         relabel: The type a kept question really is, when not the one asked for
             (``single_fact`` for a copied answer), else ``None``.
+        needs: The ids of the only chunks a relabelled question needs (the chunk its
+            reference is copied from, which for a multi-hop question is also the chunk the
+            judge finds answers it alone), else ``None`` (all of its chunks).
     """
 
     kept: bool
@@ -105,6 +110,7 @@ class Verdict:
     detail: str | None = None
     checks: dict[str, Any] = field(default_factory=dict)
     relabel: str | None = None
+    needs: tuple[str, ...] | None = None
 
 
 def leak(text: str) -> str | None:
@@ -222,7 +228,7 @@ async def check(draft: Draft, graph: KnowledgeGraph, vectors: np.ndarray, judge:
                 return Verdict(False, "single_chunk_answers", f"{chunk_id} alone answers it (P={p:.2f})", checks)
     if restates(draft.reference, draft.question, draft.original):
         return Verdict(False, "reference_restates_question", "the reference only repeats words of the question: it answers nothing", checks)
-    return Verdict(True, checks=checks, relabel=relabel)
+    return Verdict(True, checks=checks, relabel=relabel, needs=(copied,) if relabel and copied else None)
 
 
 async def _check_unanswerable(asked: str, lang: str, graph: KnowledgeGraph, vectors: np.ndarray, judge: LLMJudge, embed, checks) -> Verdict:

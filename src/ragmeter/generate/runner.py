@@ -227,7 +227,7 @@ async def generate_slot(slot: Slot, kb: KnowledgeBase, judge: LLMJudge, embedder
         except JudgeError as exc:
             sample = draft.sample(kb.graph, {})
             return Outcome(slot, "rejected", sample, "check_failed", f"the judge could not check it: {exc}", usage)
-    sample = draft.sample(kb.graph, verdict.checks)
+    sample = draft.sample(kb.graph, verdict.checks, verdict.needs)
     if verdict.relabel is not None:
         sample["metadata"].update(type=verdict.relabel, original_type=slot.type, difficulty=DIFFICULTY[verdict.relabel])
     return Outcome(slot, "kept" if verdict.kept else "rejected", sample, verdict.reason, verdict.detail, usage)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,14 +68,22 @@ class Draft:
     def answerable(self) -> bool:
         return self.slot.type != "unanswerable"
 
-    def sample(self, graph: KnowledgeGraph, checks: dict[str, Any]) -> dict[str, Any]:
+    def sample(self, graph: KnowledgeGraph, checks: dict[str, Any], needs: Sequence[str] | None = None) -> dict[str, Any]:
         """The test-set sample (RAGAS ``SingleTurnSample`` fields), with its metadata.
 
         Args:
             graph: The knowledge graph the slot's chunks index into.
             checks: What the quality filter measured (kept in ``metadata.checks``).
+            needs: The ids of the only chunks the question needs (the filter's type check
+                found that one chunk answers it), or ``None`` for all of the slot's chunks.
+                The others are left out of the reference contexts and named in
+                ``metadata.dropped_context_ids``.
         """
-        documents = sorted({graph.chunks[i].document for i in self.slot.chunks})
+        keep = [i for i, chunk_id in enumerate(self.context_ids) if needs is None or chunk_id in needs]
+        if not keep:
+            raise ValueError(f"{self.slot.id}: none of the chunks {list(needs or [])} is one of its contexts {list(self.context_ids)}")
+        contexts, context_ids = [self.contexts[i] for i in keep], [self.context_ids[i] for i in keep]
+        documents = sorted({graph.chunks[i].document for i in self.slot.chunks if graph.chunks[i].id in context_ids})
         metadata: dict[str, Any] = {
             "type": self.slot.type,
             "style": self.slot.style,
@@ -89,12 +98,14 @@ class Draft:
             metadata["original_question"] = self.original
         if not self.answerable:
             metadata["seed_context_ids"] = list(self.context_ids)
+        if len(context_ids) < len(self.context_ids):
+            metadata["dropped_context_ids"] = [c for c in self.context_ids if c not in context_ids]
         return {
             "id": self.slot.id,
             "user_input": self.question,
             "reference": self.reference,
-            "reference_contexts": list(self.contexts) if self.answerable else [],
-            "reference_context_ids": list(self.context_ids) if self.answerable else [],
+            "reference_contexts": contexts if self.answerable else [],
+            "reference_context_ids": context_ids if self.answerable else [],
             "metadata": metadata,
         }
 
