@@ -9,17 +9,22 @@ Corpora: the example knowledge base (English, then Chinese) and the ClapNQ devel
 passages (``../shared/data/clapnq_dev.jsonl``, read by path; a corpus nobody here wrote).
 
 Usage:
-    python benchmarks/generate_speed.py [--size 6] [--clapnq ../shared/data/clapnq_dev.jsonl] [--out benchmarks/results]
+    python benchmarks/generate_speed.py [--size 6] [--corpora en zh clapnq] [--clapnq ../shared/data/clapnq_dev.jsonl]
+        [--out benchmarks/results] [--samples-dir DIR]
 
 Writes ``generate_speed.json`` and ``generate_speed.md`` into --out; for ClapNQ they keep ids,
-types and reasons only (its text stays out of the repository), the full samples go to
---samples-dir.
+types and reasons only (its text stays out of the repository). The full kept and rejected
+samples of every corpus go to --samples-dir (``<corpus>/kept.json``, ``rejected.json``), with
+each corpus's journal: a run stopped midway and started again resumes the questions written.
+``--corpora`` runs some corpora only (so that model time can be split into several jobs); the
+corpora measured by an earlier invocation stay in the report, each with its own command.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import subprocess
 import sys
 import tempfile
@@ -35,11 +40,12 @@ from ragmeter.judges.local import LocalJudge
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def corpora(clapnq: Path) -> dict[str, Path]:
+def corpora(clapnq: Path) -> dict[str, tuple[str, Path]]:
+    """Corpus name -> (its short key for --corpora, its path)."""
     return {
-        "example KB, English": ROOT / "examples" / "knowledge_base" / "en",
-        "example KB, Chinese": ROOT / "examples" / "knowledge_base" / "zh",
-        CLAPNQ: clapnq,
+        "example KB, English": ("en", ROOT / "examples" / "knowledge_base" / "en"),
+        "example KB, Chinese": ("zh", ROOT / "examples" / "knowledge_base" / "zh"),
+        CLAPNQ: ("clapnq", clapnq),
     }
 
 
@@ -58,11 +64,12 @@ def without_text(sample: dict[str, Any]) -> dict[str, Any]:
     return kept
 
 
-async def measure(path: Path, size: int) -> dict[str, Any]:
-    """One generation run on ``path``: its summary, and the kept and rejected questions."""
+async def measure(path: Path, size: int, work: Path) -> dict[str, Any]:
+    """One generation run on ``path`` of ``size`` kept questions, journalled in ``work``: its
+    summary, and the kept and rejected questions."""
     judge = LocalJudge(threads=2)
     try:
-        generation = await agenerate([path], judge, BatchingEmbedder(), GenerateOptions(size=size, concurrency=1))
+        generation = await agenerate([path], judge, BatchingEmbedder(), GenerateOptions(size=size, concurrency=1), work)
     finally:
         await judge.aclose()
     summary = generation.summary()
@@ -80,39 +87,47 @@ def _row(sample: dict[str, Any], reason: str | None = None) -> str:
     return "| " + " | ".join(str(c) for c in cells) + (f" | {reason} |" if reason is not None else " |")
 
 
-def markdown(results: dict[str, dict[str, Any]], command: str, commit: str, size: int) -> str:
+def markdown(results: dict[str, dict[str, Any]]) -> str:
     """The results as a Markdown page."""
-    when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
         "# ragmeter generate: speed and yield with the embedded judge",
         "",
-        f"Command: `{command}`  ",
-        f"Date: {when}; commit {commit}; packaged Qwen2.5-Coder-1.5B-Instruct Q4_K_M, 2 threads, no answer cache, "
-        f"{size} questions per corpus, default mix and styles, seed 0. The machine's 2 cores were shared with other work, "
-        "so the speeds are lower bounds.",
+        "Packaged Qwen2.5-Coder-1.5B-Instruct Q4_K_M, 2 threads, no answer cache, default mix and styles, seed 0, "
+        "top-up rounds 2 (the default). The machine's 2 cores were shared with other work, so the speeds are lower bounds. "
+        "`generated` counts every question written (top-up rounds included), `kept` those the filter kept.",
         "",
-        "| corpus | asked | generated | kept | seconds | generated / min | kept / min | judge calls |",
-        "|---|---|---|---|---|---|---|---|",
+        "| corpus | command | commit | date | asked | generated | kept | rejected | seconds | generated / min | kept / min | judge calls |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, result in results.items():
         s = result["summary"]
         lines.append(
-            f"| {name} | {s['asked']} | {s['generated']} | {s['kept']} | {s['seconds']:.0f} | {s['generated_per_minute']} | "
+            f"| {name} | `{result.get('command', '')}` | {result.get('commit', '')} | {result.get('date', '')} | {s['asked']} | "
+            f"{s['generated']} | {s['kept']} | {len(result['rejected'])} | {s['seconds']:.0f} | {s['generated_per_minute']} | "
             f"{s['kept_per_minute']} | {s['usage']['calls']} |"
         )
-    lines += ["", "Kept / asked per question type:", "", "| corpus | " + " | ".join(_types(results)) + " |"]
-    lines.append("|---|" + "---|" * len(_types(results)))
+    lines += ["", "Asked / generated / kept per question type (kept counted by the type kept as):", ""]
+    lines += ["| corpus | " + " | ".join(_types(results)) + " | relabelled |", "|---|" + "---|" * (len(_types(results)) + 1)]
     for name, result in results.items():
         by_type = result["summary"]["by_type"]
-        cells = [f"{by_type[t]['kept']}/{by_type[t]['asked']}" if t in by_type else "–" for t in _types(results)]
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        cells = [
+            f"{by_type[t]['asked']} / {by_type[t]['generated']} / {by_type[t]['kept']}" if t in by_type else "–" for t in _types(results)
+        ]
+        relabelled = ", ".join(f"{k} {v}" for k, v in result["summary"].get("relabelled", {}).items()) or "none"
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {relabelled} |")
+    lines += ["", "Rejected per filter reason (count, and share of the questions generated):", ""]
+    reasons = list(dict.fromkeys(k for r in results.values() for k in r["summary"]["reasons"]))
+    lines += ["| corpus | " + " | ".join(reasons) + " |", "|---|" + "---|" * len(reasons)]
     for name, result in results.items():
-        reasons = ", ".join(f"{k} {v}" for k, v in result["summary"]["reasons"].items()) or "none"
+        counts, generated = result["summary"]["reasons"], max(result["summary"]["generated"], 1)
+        lines.append(f"| {name} | " + " | ".join(f"{counts.get(k, 0)} ({counts.get(k, 0) / generated:.0%})" for k in reasons) + " |")
+    for name, result in results.items():
+        reasons_text = ", ".join(f"{k} {v}" for k, v in result["summary"]["reasons"].items()) or "none"
         lines += [
             "",
             f"## {name}",
             "",
-            f"Rejection reasons: {reasons}.",
+            f"Rejection reasons: {reasons_text}.",
             "",
             "| id | type | style | question | reference |",
             "|---|---|---|---|---|",
@@ -132,31 +147,41 @@ def _types(results: dict[str, dict[str, Any]]) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--size", type=int, default=6, help="Questions per corpus.")
+    parser.add_argument("--size", type=int, default=6, help="Questions kept per corpus (top-up rounds replace rejects).")
+    parser.add_argument(
+        "--corpora", nargs="+", choices=("en", "zh", "clapnq"), default=["en", "zh", "clapnq"], help="Which corpora to run."
+    )
     parser.add_argument("--clapnq", type=Path, default=ROOT.parent / "shared" / "data" / "clapnq_dev.jsonl")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     parser.add_argument(
         "--samples-dir",
         type=Path,
         default=Path(tempfile.gettempdir()) / "ragmeter-generate-speed",
-        help="Where the full ClapNQ samples go.",
+        help="Where the full samples and the journals go (outside the repository).",
     )
     args = parser.parse_args()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
-    command = "python benchmarks/generate_speed.py " + " ".join(sys.argv[1:])
+    command = ("python benchmarks/generate_speed.py " + " ".join(sys.argv[1:])).strip()
     args.out.mkdir(parents=True, exist_ok=True)
-    results = {}
-    for name, path in corpora(args.clapnq).items():
+    report = args.out / "generate_speed.json"
+    earlier = json.loads(report.read_text(encoding="utf-8")).get("results", {}) if report.exists() else {}
+    results = {name: r for name, r in earlier.items() if "command" in r}  # older reports had one command for all
+    for name, (key, path) in corpora(args.clapnq).items():
+        if key not in args.corpora:
+            continue
         print(f"{name}: {path}", file=sys.stderr)
-        results[name] = asyncio.run(measure(path, args.size))
+        work = args.samples_dir / key
+        result = asyncio.run(measure(path, args.size, work))
+        write_json(work / "kept.json", result["kept"])
+        write_json(work / "rejected.json", result["rejected"])
+        print(f"full samples: {work}", file=sys.stderr)
         if name == CLAPNQ:
-            args.samples_dir.mkdir(parents=True, exist_ok=True)
-            write_json(args.samples_dir / "clapnq_samples.json", results[name])
-            print(f"full ClapNQ samples: {args.samples_dir / 'clapnq_samples.json'}", file=sys.stderr)
-            results[name] = {**results[name], **{k: [without_text(x) for x in results[name][k]] for k in ("kept", "rejected")}}
+            result = {**result, **{k: [without_text(x) for x in result[k]] for k in ("kept", "rejected")}}
+        when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        results[name] = {"command": command, "commit": commit, "date": when, **result}
         # Written after each corpus, so that a run stopped midway keeps what it measured.
-        write_json(args.out / "generate_speed.json", {"command": command, "commit": commit, "results": results})
-        write_text(args.out / "generate_speed.md", markdown(results, command.strip(), commit, args.size))
+        write_json(report, {"results": results})
+        write_text(args.out / "generate_speed.md", markdown(results))
 
 
 if __name__ == "__main__":
