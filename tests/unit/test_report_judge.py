@@ -94,3 +94,14 @@ def test_the_run_and_its_reports_say_how_the_judge_gave_its_verdicts(tmp_path):
 
 def test_a_run_without_an_llm_judge_has_no_judge_line():
     assert judge_line(None) is None
+
+
+def test_a_model_free_run_names_no_judge_even_when_one_was_configured(tmp_path):
+    """The CLI always builds a judge; a run whose metrics never used it must not claim one."""
+    samples = [{"id": "s1", "user_input": "When?", "response": "At nine.", "reference": "At nine."}]
+    judges = Judges(embedder=BatchingEmbedder(FixedVectors({})), llm=TallyingJudge())
+    result = Evaluator(["token_f1"], judges=judges, progress=False).run(load_dataset(samples))
+    assert result.run["judge"] is None
+    write_reports(result, tmp_path)
+    assert "Judge" not in (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert "Judge" not in (tmp_path / "report.html").read_text(encoding="utf-8")
