@@ -176,8 +176,8 @@ class Evaluator:
             recorder.close()
             # Described after the run: what the judge found out (the verdict mode it chose, warnings) belongs in run.json.
             # Only a judge that judged something is the run's judge: a model-free run names none.
-            judged = self.judges.llm is not None and any(m.needs == Needs.LLM for m in self.metrics)
-            judge_settings = self.judges.llm.describe() if judged else None
+            judged = any(m.needs == Needs.LLM for m in self.metrics)
+            judge_settings = self.judges.llm.describe() if judged and self.judges.llm is not None else None
             if owns_llm and self.judges.llm is not None:
                 await self.judges.llm.aclose()
                 self.judges.llm = None
