@@ -97,6 +97,9 @@ def run_ragas(python: Path, docs: Path, size: int, timeout: float, record: Path)
             os.killpg(runner.pid, signal.SIGKILL)
             _, stderr = runner.communicate()
             timed_out = True
+        finally:
+            if runner.poll() is None:  # stopped from outside (SIGTERM): leave nothing holding the model
+                os.killpg(runner.pid, signal.SIGKILL)
     finally:
         server.terminate()
         server.wait(timeout=60)
@@ -293,6 +296,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=HERE / "results")
     parser.add_argument("--report-only", action="store_true", help="Run no model: read ragmeter's side again and rewrite the report.")
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that the server and RAGAS are stopped too
     if not args.docs.is_dir():
         parser.error(f"--docs: {args.docs} is not a folder")
     report = args.out / "generate_ragas_side_by_side.json"
