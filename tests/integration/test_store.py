@@ -266,3 +266,25 @@ def test_score_drift_reads_the_runs_and_the_monitor_scores(store, store_url):
     }
     done = CliRunner().invoke(app, ["drift", "scores", "-m", "token_f1", "--store", store_url, "--baseline", "2"])
     assert done.exit_code == 0 and "token_f1: centre 0.3500" in done.output, done.output  # 5 samples a run: wide limits
+
+
+def _requests(n: int, day: int, start: int = 0) -> list[SpanRecord]:
+    """``n`` requests on a November day, each a root span with a question and a retrieval span."""
+    spans = []
+    for i in range(start, start + n):
+        root = SpanRecord(trace_id=f"{i:032x}", span_id=f"{i:016x}", name="rag", started_at=f"2026-11-{day:02d}T{i % 24:02d}:00:00.000+00:00", question=f"How do I renew licence {i}? {HOSTILE}", response="r")  # fmt: skip
+        child = SpanRecord(trace_id=root.trace_id, span_id="f" * 16, parent_id=root.span_id, name="retrieve", started_at=root.started_at, question="a step")  # fmt: skip
+        spans += [root, child]
+    return spans
+
+
+def test_traces_are_exported_from_the_store_in_a_time_window(store, store_url, tmp_path):
+    import json
+
+    store.add_spans([*_requests(3, 2), *_requests(2, 5, start=10)])
+    out = tmp_path / "samples.jsonl"
+    done = CliRunner().invoke(app, ["traces", "export", "--store", store_url, "--since", "2026-11-03", "-o", str(out)])
+    assert done.exit_code == 0, done.output
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [r["id"] for r in rows] == [f"{10:032x}", f"{11:032x}"] and rows[0]["user_input"].endswith(HOSTILE)
+    assert len(store.trace_spans(until="2026-11-03T00:00:00.000+00:00")) == 6

@@ -115,6 +115,54 @@ def test_traced_requests_are_exported_scored_and_stored(tmp_path):
     assert "0 span(s) stored, 4 were stored already" in again.output
 
 
+def _day_traces(path):
+    """Three requests (a root and a retrieval each), on 1, 2 and 3 November (UTC); the 2nd failed."""
+    sink = observe.JsonlSink(path)
+    for day in (1, 2, 3):
+        trace_id = f"{day:032x}"
+        root = observe.SpanRecord(trace_id=trace_id, span_id=f"{day:016x}", name="rag", started_at=f"2026-11-0{day}T10:00:00.000+00:00", question=f"q{day}?", response="a")  # fmt: skip
+        root.error = "TimeoutError: slow" if day == 2 else None
+        child = observe.SpanRecord(trace_id=trace_id, span_id="f" * 16, parent_id=root.span_id, name="retrieve", started_at=root.started_at)  # fmt: skip
+        child.contexts = [observe.RetrievedContext(f"context {day}", f"d{day}")]
+        sink(root)
+        sink(child)
+    sink.close()
+    return path
+
+
+def _questions(path):
+    return [json.loads(line)["user_input"] for line in path.read_text().splitlines()]
+
+
+def test_traces_export_reads_files_or_a_store_in_the_same_time_window(tmp_path):
+    traces = _day_traces(tmp_path / "traces.jsonl")
+    store = str(tmp_path / "r.db")
+    assert runner.invoke(app, ["traces", "import", str(traces), "--store", store]).exit_code == 0
+    for window, expected in [
+        ([], ["q1?", "q3?"]),
+        (["--since", "2026-11-02"], ["q3?"]),
+        (["--until", "2026-11-03T10:00:00Z"], ["q1?"]),  # --until is exclusive
+        (["--since", "2026-11-01T11:00:00+01:00", "--include-errors"], ["q1?", "q2?", "q3?"]),  # 10:00 UTC is inside
+        (["--since", "2026-11-02", "--until", "2026-11-03", "--include-errors"], ["q2?"]),
+    ]:
+        for source in ([str(traces)], ["--store", store]):
+            out = tmp_path / "samples.jsonl"
+            done = runner.invoke(app, ["traces", "export", *source, *window, "-o", str(out)])
+            assert done.exit_code == 0 and _questions(out) == expected, (source, window, done.output)
+            out.unlink()
+    assert runner.invoke(app, ["traces", "export", "--store", store, "-o", str(tmp_path / "s.jsonl")]).exit_code == 0
+    rows = [json.loads(line) for line in (tmp_path / "s.jsonl").read_text().splitlines()]
+    assert rows[0]["retrieved_contexts"] == ["context 1"] and rows[0]["metadata"]["trace_id"] == f"{1:032x}"
+    for args, message in [
+        ([], "give trace files or --store, one of the two"),
+        ([str(traces), "--store", store], "give trace files or --store, one of the two"),
+        (["--store", store, "--since", "yesterday"], "--since: 'yesterday' is not an ISO 8601 date or time"),
+        (["--store", store, "--since", "2030-01-01"], "no sample to write"),
+    ]:
+        failed = runner.invoke(app, ["traces", "export", *args, "-o", str(tmp_path / "x.jsonl")])
+        assert failed.exit_code == 2 and message in failed.output and "Traceback" not in failed.output, failed.output
+
+
 def test_traces_and_transcripts_commands_name_the_bad_line(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"trace_id": "t"}\n')

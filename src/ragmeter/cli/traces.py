@@ -13,11 +13,17 @@ from ragmeter.cli.console import fail, say
 from ragmeter.cli.runs import DEFAULT_STORE, StoreOption, open_store
 from ragmeter.data.files import write_json_lines
 from ragmeter.data.schema import Sample
-from ragmeter.observe import TraceFileError, TranscriptError, read_spans, read_transcripts, spans_to_samples
+from ragmeter.observe import SpanRecord, TraceFileError, TranscriptError, read_spans, read_transcripts, spans_to_samples
+from ragmeter.observe.export import traces_between, utc_time
 
 traces = group("traces", "Traces of a live application and agent transcripts: to samples, into the store.")
 
 OutOption = Annotated[Path, typer.Option("--out", "-o", help="The samples file to write (JSON lines), for `ragmeter eval`.")]
+SinceOption = Annotated[
+    str | None,
+    typer.Option(help="Only requests that started at or after this time (ISO 8601: 2026-11-01 or 2026-11-01T12:00; UTC unless given)."),
+]
+UntilOption = Annotated[str | None, typer.Option(help="Only requests that started before this time (ISO 8601, as --since).")]
 
 
 def _write_samples(samples: list[Sample], out: Path) -> None:
@@ -32,22 +38,52 @@ def _write_samples(samples: list[Sample], out: Path) -> None:
 
 @command("export", group=traces)
 def export_command(
-    files: Annotated[list[Path], typer.Argument(help="Trace files written by ragmeter's tracing (JSON lines).")],
+    files: Annotated[list[Path] | None, typer.Argument(help="Trace files written by ragmeter's tracing (JSON lines).")] = None,
+    store: Annotated[
+        str | None, typer.Option(help="Read the traces from this store (a SQLite file or postgresql://...) instead of files.")
+    ] = None,
     out: OutOption = Path("traces-samples.jsonl"),
+    since: SinceOption = None,
+    until: UntilOption = None,
     include_errors: Annotated[bool, typer.Option(help="Keep requests that ended with an exception.")] = False,
 ) -> None:
     """Join each traced request's spans into one sample (question, retrieved contexts, response,
-    latency, tokens, cost)."""
-    spans = []
-    try:
-        for path in files:
-            spans += list(read_spans(path))
-    except TraceFileError as exc:
-        raise fail(str(exc)) from None
+    latency, tokens, cost), from trace files or from a store."""
+    if bool(files) == (store is not None):
+        raise fail("give trace files or --store, one of the two")
+    bounds = []
+    for option, value in (("--since", since), ("--until", until)):
+        try:
+            bounds.append(utc_time(value) if value is not None else None)
+        except ValueError as exc:
+            raise fail(f"{option}: {exc}") from None
+    spans = _stored_spans(store, bounds[0], bounds[1]) if store is not None else _file_spans(files or [], bounds[0], bounds[1])
     exported = spans_to_samples(spans, include_errors=include_errors)
     if exported.skipped:
         say((f"{len(exported.skipped)} trace(s) left out", "yellow"), f", e.g. {exported.skipped[0][0]}: {exported.skipped[0][1]}")
     _write_samples(exported.samples, out)
+
+
+def _file_spans(files: list[Path], since: str | None, until: str | None) -> list[SpanRecord]:
+    """The spans of the trace files whose request started in [since, until)."""
+    spans: list[SpanRecord] = []
+    try:
+        for path in files:
+            spans += list(read_spans(path))
+        return traces_between(spans, since, until) if since is not None or until is not None else spans
+    except TraceFileError as exc:
+        raise fail(str(exc)) from None
+    except ValueError as exc:
+        raise fail(f"{', '.join(map(str, files))}: {exc}") from None
+
+
+def _stored_spans(store: str, since: str | None, until: str | None) -> list[SpanRecord]:
+    """The spans of the stored traces whose request started in [since, until)."""
+    opened = open_store(store)
+    try:
+        return opened.trace_spans(since=since, until=until)
+    finally:
+        opened.close()
 
 
 @command("transcripts", group=traces)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,43 @@ def read_spans(path: str | Path) -> Iterator[SpanRecord]:
         raise TraceFileError(f"{path} not found") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise TraceFileError(f"{path}: cannot read: {exc}") from None
+
+
+def utc_time(text: str) -> str:
+    """An ISO 8601 date or time in the form spans record times: UTC, milliseconds
+    (``2026-11-01`` is ``2026-11-01T00:00:00.000+00:00``; a time without an offset is UTC).
+
+    Raises:
+        ValueError: ``text`` is not an ISO 8601 date or time.
+    """
+    try:
+        parsed = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"{text!r} is not an ISO 8601 date or time (e.g. 2026-11-01 or 2026-11-01T12:00:00+00:00)") from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    return parsed.astimezone(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def traces_between(spans: Iterable[SpanRecord], since: str | None = None, until: str | None = None) -> list[SpanRecord]:
+    """The spans of the traces whose request started at or after ``since`` and before ``until``
+    (both as :func:`utc_time` gives them; ``None``: no bound). A trace's start is its earliest span's.
+
+    Raises:
+        ValueError: A span's ``started_at`` is not an ISO 8601 time (the message names its trace).
+    """
+    traces: dict[str, list[SpanRecord]] = {}
+    for record in spans:
+        traces.setdefault(record.trace_id, []).append(record)
+    kept = []
+    for trace_id, records in traces.items():
+        try:
+            started = min(utc_time(r.started_at) for r in records)
+        except ValueError as exc:
+            raise ValueError(f"trace {trace_id}: started_at {exc}") from None
+        if (since is None or started >= since) and (until is None or started < until):
+            kept += records
+    return kept
 
 
 @dataclass

@@ -225,6 +225,24 @@ class RunStore:
         with self.engine.connect() as connection:
             return [SpanRecord.from_dict({k: v for k, v in r._mapping.items() if v is not None}) for r in connection.execute(query)]
 
+    def trace_spans(self, *, since: str | None = None, until: str | None = None) -> list[SpanRecord]:
+        """Every span of the traces whose request (root span) started at or after ``since`` and
+        before ``until`` (ISO 8601 in UTC with milliseconds, as spans record times; ``None``: no
+        bound), oldest request first."""
+        columns = schema.spans.c
+        query = select(columns.trace_id).where(columns.parent_id.is_(None)).order_by(columns.started_at, columns.trace_id)
+        if since is not None:
+            query = query.where(columns.started_at >= since)
+        if until is not None:
+            query = query.where(columns.started_at < until)
+        found: list[SpanRecord] = []
+        with self.engine.connect() as connection:
+            trace_ids = list(dict.fromkeys(connection.scalars(query)))
+            for start in range(0, len(trace_ids), BATCH):
+                rows = connection.execute(select(schema.spans).where(columns.trace_id.in_(trace_ids[start : start + BATCH])))
+                found += [SpanRecord.from_dict({k: v for k, v in r._mapping.items() if v is not None}) for r in rows]
+        return found
+
     def count(self, table: str) -> int:
         """Rows in one of the tables (``runs``, ``samples``, ``scores``, ``spans``)."""
         with self.engine.connect() as connection:
