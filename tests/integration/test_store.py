@@ -139,10 +139,11 @@ def test_eval_and_runs_commands_on_the_store(store_url, tmp_path):
     data = tmp_path / "data.jsonl"
     data.write_text('{"id": "a", "question": "q?", "answer": "blue sky", "ground_truth": "the sky is blue"}\n')
     evaluated = runner.invoke(
-        app, ["eval", str(data), "-m", "token_f1", "-o", str(tmp_path / "run"), "--no-progress", "--store", store_url]
-    )
+        app, ["eval", str(data), "-m", "token_f1", "-o", str(tmp_path / "run"), "--no-progress", "--store", store_url, "-t", "nightly", "-t", HOSTILE]
+    )  # fmt: skip
     assert evaluated.exit_code == 0, evaluated.output
     assert "Stored run" in evaluated.output
+    assert [r["tags"] for r in RunStore.open(store_url).runs(tag=HOSTILE)] == [["nightly", HOSTILE]]
     imported = runner.invoke(app, ["runs", "import", str(tmp_path / "run"), "--store", store_url, "--tag", "again"])
     assert imported.exit_code == 2 and "stored already" in imported.output
     listed = runner.invoke(app, ["runs", "list", "--store", store_url])

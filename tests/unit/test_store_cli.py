@@ -163,6 +163,26 @@ def test_traces_export_reads_files_or_a_store_in_the_same_time_window(tmp_path):
         assert failed.exit_code == 2 and message in failed.output and "Traceback" not in failed.output, failed.output
 
 
+def test_eval_keeps_its_tags_with_the_stored_run(tmp_path):
+    data = write_jsonl(tmp_path / "d.jsonl", [{"id": "a", "question": "q", "answer": "x", "ground_truth": "x"}])
+    store = str(tmp_path / "r.db")
+    done = run_eval(data, "-m", "token_f1", "-o", tmp_path / "run", "--no-progress", "--store", store, "--tag", "nightly", "-t", "model=m1")
+    assert done.exit_code == 0, done.output
+    untagged = run_eval(data, "-m", "exact_match", "-o", tmp_path / "run2", "--no-progress", "--store", store)
+    assert untagged.exit_code == 0, untagged.output
+    opened = RunStore.open(store)
+    (tagged,) = opened.runs(tag="nightly")
+    assert tagged["tags"] == ["nightly", "model=m1"] and len(opened.runs()) == 2
+    opened.close()
+    listed = runner.invoke(app, ["runs", "list", "--store", store, "--tag", "model=m1"])
+    assert "1 stored run(s)" in listed.output and "nightly," in listed.output and "model=m1" in listed.output
+    shown = runner.invoke(app, ["runs", "show", tagged["id"], "--store", store])
+    assert "tags: nightly, model=m1" in shown.output
+    refused = run_eval(data, "-m", "token_f1", "-o", tmp_path / "run3", "--no-progress", "--tag", "nightly")
+    assert refused.exit_code == 2 and "--tag labels the run in a store: give --store too" in refused.output
+    assert not (tmp_path / "run3").exists()
+
+
 def test_traces_and_transcripts_commands_name_the_bad_line(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"trace_id": "t"}\n')

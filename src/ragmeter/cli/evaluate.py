@@ -67,6 +67,10 @@ def eval_command(
     store: Annotated[
         str | None, typer.Option(help="Also keep the run in this store: a SQLite file or postgresql://... (see `ragmeter runs`).")
     ] = None,
+    tag: Annotated[
+        list[str] | None,
+        typer.Option("--tag", "-t", help="With --store: a label kept with the run (repeatable), e.g. nightly or model=gpt-4o."),
+    ] = None,
     progress: Annotated[
         bool | None, typer.Option("--progress/--no-progress", help="Progress bar (default: on when stderr is a terminal).")
     ] = None,
@@ -86,6 +90,8 @@ def eval_command(
         run_config, settings = judge_options.resolve()
     except ValueError as exc:
         raise fail(str(exc)) from None
+    if tag and store is None:
+        raise fail("--tag labels the run in a store: give --store too")
     dataset = _load(data, strict)
     judges, unavailable = _judges(settings)
     chosen = _choose_metrics(metrics, run_config.metrics if run_config else None, dataset, unavailable)
@@ -99,14 +105,28 @@ def eval_command(
         chosen, judges=judges, concurrency=concurrency, out_dir=out, resume=not fresh, progress=progress, strict=strict, executor=remote
     )
     judge_text = f"; judge {judges.llm.backend}: {judges.llm.model}" if judges.llm and any(m.needs == Needs.LLM for m in chosen) else ""
+    _evaluate(
+        evaluator,
+        dataset,
+        judges,
+        out,
+        f"Evaluating {len(dataset)} samples with {len(evaluator.metrics)} metrics → {out}{judge_text}",
+        store,
+        tag or [],
+    )
+
+
+def _evaluate(evaluator: Evaluator, dataset: Dataset, judges: Judges, out: Path, opening: str, store: str | None, tags: list[str]) -> None:
+    """Run the evaluation in the locked ``out`` (saying ``opening`` first), write its reports, and
+    keep it in ``store`` (when given) with ``tags``; an interruption says how to resume."""
     try:
         with locked(out):
-            say(f"Evaluating {len(dataset)} samples with {len(evaluator.metrics)} metrics → {out}{judge_text}")
+            say(opening)
             run_store = open_store(store) if store is not None else None
             result = _run(evaluator, dataset, judges)
             _save_and_print(result, out)
             if run_store is not None:
-                save_run(run_store, result, out)
+                save_run(run_store, result, out, tags)
                 run_store.close()
     except OutputDirError as exc:
         raise fail(str(exc)) from None
