@@ -216,16 +216,115 @@ def test_trace_and_span_are_public_and_import_neither_otel_nor_sqlalchemy():
     assert out.strip() == "[]"
 
 
-def test_generators_are_refused_with_what_to_do_instead():
-    def stream(question):
-        yield "a"
+def test_a_streamed_answer_is_the_joined_chunks_and_every_chunk_passes_through(sink):
+    marker = object()
 
-    async def astream(question):
-        yield "a"
+    @ragmeter.trace
+    def stream(question: str):
+        with ragmeter.span("retrieve", kind="RETRIEVER") as step:
+            step.retrieved(["Doc A"])
+        yield "The "
+        yield marker  # not text: passed through, not part of the response
+        yield "answer."
+        return "done"
 
-    for function in (stream, astream):
-        with pytest.raises(TypeError, match=r"cannot trace the generator .*use `with ragmeter.span"):
-            ragmeter.trace(function)
+    generator = stream("What is A?")
+    assert sink == []  # nothing runs before the first chunk is asked for
+    chunks = []
+    while True:
+        try:
+            chunks.append(next(generator))
+        except StopIteration as stop:
+            returned = stop.value
+            break
+    assert chunks == ["The ", marker, "answer."] and chunks[1] is marker and returned == "done"
+    retrieve, root = sink
+    assert (root.question, root.response, root.error) == ("What is A?", "The answer.", None)
+    assert root.attributes == {"stream_chunks": 3, "stream_completed": True}
+    assert retrieve.parent_id == root.span_id and retrieve.trace_id == root.trace_id and root.latency_ms >= retrieve.latency_ms
+    assert observe.current_span() is None
+
+
+def test_a_stream_closed_early_or_failing_ends_its_span(sink):
+    cleaned = []
+
+    @ragmeter.trace
+    def stream(question: str, fail_at: int = 99):
+        try:
+            for i in range(5):
+                if i == fail_at:
+                    raise KeyError("backend gone")
+                yield f"c{i} "
+        finally:
+            cleaned.append(question)
+
+    for chunk in stream("stop early"):
+        if chunk == "c1 ":
+            break
+    (early,) = sink
+    assert (early.response, early.error, early.attributes) == ("c0 c1 ", None, {"stream_chunks": 2, "stream_completed": False})
+    assert cleaned == ["stop early"]  # the application's generator was closed too
+
+    with pytest.raises(KeyError) as raised:
+        list(stream("fails", fail_at=2))
+    failed = sink[1]
+    assert failed.error == "KeyError: 'backend gone'" and failed.response == "c0 c1 " and raised.value.args == ("backend gone",)
+    assert failed.attributes["stream_completed"] is False and cleaned == ["stop early", "fails"]
+
+
+def test_values_sent_and_exceptions_thrown_reach_the_application_s_generator(sink):
+    @ragmeter.trace
+    def echo(question: str):
+        received = yield "ready"
+        while True:
+            try:
+                received = yield f"got {received}"
+            except ValueError as exc:
+                received = f"caught {exc}"
+
+    generator = echo("q")
+    assert next(generator) == "ready" and generator.send("a") == "got a"
+    assert generator.throw(ValueError("x")) == "got caught x"
+    generator.close()
+    (record,) = sink
+    assert record.response == "readygot agot caught x" and record.attributes["stream_completed"] is False
+
+
+def test_async_streams_are_traced_apart_and_closed_or_failing_ones_end(sink):
+    @ragmeter.trace
+    async def astream(question: str, fail: bool = False):
+        for i in range(3):
+            await asyncio.sleep(0.001)
+            with ragmeter.span("generate", kind="LLM"):
+                pass
+            if fail and i == 1:
+                raise RuntimeError("model down")
+            yield f"{question}-{i};"
+
+    async def consume(question: str) -> list[str]:
+        return [chunk async for chunk in astream(question)]
+
+    async def main():
+        together = await asyncio.gather(*(consume(f"q{i}") for i in range(4)))
+        early = astream("early")
+        assert await early.__anext__() == "early-0;"
+        await early.aclose()
+        with pytest.raises(RuntimeError, match="model down"):
+            await consume_failing()
+        return together
+
+    async def consume_failing():
+        return [chunk async for chunk in astream("bad", fail=True)]
+
+    together = asyncio.run(main())
+    assert together == [[f"q{i}-{j};" for j in range(3)] for i in range(4)]
+    roots = {r.question: r for r in sink if r.parent_id is None}
+    for i in range(4):
+        root = roots[f"q{i}"]
+        children = [r for r in sink if r.parent_id == root.span_id]
+        assert root.response == f"q{i}-0;q{i}-1;q{i}-2;" and len(children) == 3 and {c.trace_id for c in children} == {root.trace_id}
+    assert (roots["early"].response, roots["early"].attributes["stream_completed"]) == ("early-0;", False)
+    assert roots["bad"].error == "RuntimeError: model down" and roots["bad"].response == "bad-0;"
 
 
 def test_configuring_again_closes_the_earlier_file(tmp_path):

@@ -34,6 +34,7 @@ from typing import Any, TypeVar, overload
 from ragmeter.observe.otel import OtelBridge, load_bridge
 from ragmeter.observe.record import SPAN_KINDS, RetrievedContext, SpanRecord
 from ragmeter.observe.sinks import JsonlSink, StoreSink
+from ragmeter.observe.streaming import trace_async_generator, trace_generator
 
 log = logging.getLogger("ragmeter.observe")
 
@@ -245,13 +246,16 @@ def trace(function: None = None, *, name: str | None = None, kind: str = "CHAIN"
 
 
 def trace(function: F | None = None, *, name: str | None = None, kind: str = "CHAIN", question: str | None = None) -> Any:
-    """Trace each call of a function (plain or ``async``) as one span.
+    """Trace each call of a function (plain, ``async``, or a generator or async generator that
+    streams its answer) as one span.
 
     The question is read from the argument named ``question`` (else ``query``, ``user_input``,
     ``q``, ``prompt``, ``input``, else the first text argument); the response from the return
     value when it is text, or from a returned dict's ``response``/``answer``/``output`` (and
     contexts from its ``retrieved_contexts``/``contexts``/``context``/``documents``). The
-    return value itself is passed through untouched.
+    return value itself is passed through untouched. A generator's span lasts from its first
+    chunk until it is exhausted, closed or raises; its response is the streamed text chunks joined
+    (:mod:`ragmeter.observe.streaming`), and every chunk is passed through untouched.
 
     Args:
         function: The function (when used as ``@trace`` without parentheses).
@@ -261,10 +265,15 @@ def trace(function: F | None = None, *, name: str | None = None, kind: str = "CH
     """
 
     def decorate(func: F) -> F:
-        if inspect.isgeneratorfunction(func) or inspect.isasyncgenfunction(func):
-            raise TypeError(f"@ragmeter.trace cannot trace the generator {func.__qualname__} yet; use `with ragmeter.span(...)` inside it")
         label: str = name or str(getattr(func, "__qualname__", "trace"))
         find_question = _question_finder(func, question)
+        if inspect.isgeneratorfunction(func) or inspect.isasyncgenfunction(func):
+
+            def start(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Span:
+                return open_span(label, kind=kind, question=find_question(args, kwargs), parent=_current.get())
+
+            wrap = trace_async_generator if inspect.isasyncgenfunction(func) else trace_generator
+            return functools.wraps(func)(wrap(func, start, _current))  # type: ignore[return-value]
         if inspect.iscoroutinefunction(func):
 
             @functools.wraps(func)
