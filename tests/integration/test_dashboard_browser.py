@@ -80,6 +80,8 @@ def _store(path: Path) -> list[str]:
 def server(tmp_path_factory):
     folder = tmp_path_factory.mktemp("dashboard")
     run_ids = _store(folder / "runs.db")
+    embedded = subprocess.run([sys.executable, "-m", "ragmeter", "traces", "embed", "--store", str(folder / "runs.db")], capture_output=True, text=True)  # fmt: skip
+    assert embedded.returncode == 0 and "70 question vector(s) stored" in embedded.stderr, embedded.stderr
     kb, baseline, report = folder / "kb", folder / "kb-baseline.json", folder / "kb-change.json"
     kb.mkdir()
     (kb / "refunds.md").write_text("30 days")
@@ -162,9 +164,10 @@ def test_each_page_in_a_real_browser(server, browser, tmp_path):
     assert "1 added, 0 removed, 0 edited, 1 unchanged" in kb and "<img src=x onerror=alert(1)>.md" in kb
     page.screenshot(path=str(shots / "dashboard-drift.png"), full_page=True)
 
-    page.click("a[href='/drift/queries']")  # the packaged encoder embeds the 40 + 30 stored questions
+    page.click("a[href='/drift/queries']")  # the 40 + 30 questions' vectors are read from the store
     page.wait_for_load_state("load")
     drift = page.inner_text("#query-drift")
+    assert "Question vectors read from the store (use-multilingual-v3)" in drift and "no stored vector" not in drift
     assert "(30 questions)" in drift and "(40 questions)" in drift and "no drift" not in drift and "drift: p = 0.0" in drift
     assert f"{HOSTILE} live" in drift  # the grown topic's examples, as text
     page.screenshot(path=str(shots / "dashboard-query-drift.png"), full_page=True)

@@ -127,7 +127,7 @@ def test_spans_are_stored_once_and_read_back(store):
 def test_the_migrated_schema_matches_the_tables_and_migrating_again_changes_nothing(store, store_url):
     with store.engine.connect() as connection:
         assert compare_metadata(MigrationContext.configure(connection), metadata) == []
-        assert MigrationContext.configure(connection).get_current_revision() == "0002"
+        assert MigrationContext.configure(connection).get_current_revision() == "0003"
     run_id = store.save(make_result())
     again = RunStore.open(store_url)
     assert [r["id"] for r in again.runs()] == [run_id]
@@ -226,7 +226,7 @@ def test_a_store_at_the_first_schema_is_upgraded_with_its_runs(store_url):
     old.close()
     upgraded = RunStore.open(store_url)
     with upgraded.engine.connect() as connection:
-        assert MigrationContext.configure(connection).get_current_revision() == "0002"
+        assert MigrationContext.configure(connection).get_current_revision() == "0003"
     assert [r["id"] for r in upgraded.runs()] == [run_id] and len(upgraded.load(run_id).samples) == 5
     upgraded.close()
 
@@ -277,6 +277,63 @@ def _requests(n: int, day: int, start: int = 0) -> list[SpanRecord]:
         child = SpanRecord(trace_id=root.trace_id, span_id="f" * 16, parent_id=root.span_id, name="retrieve", started_at=root.started_at, question="a step")  # fmt: skip
         spans += [root, child]
     return spans
+
+
+def test_question_vectors_are_kept_exactly_and_query_drift_only_reads_them(store_url):
+    """A store at schema 0002 with traces is upgraded; query drift encodes on demand and says so;
+    `ragmeter traces embed` stores the packaged encoder's vectors bit for bit; then query drift
+    (the command and the dashboard's panel) reads them and never loads the encoder."""
+    import numpy as np
+    from alembic import command
+    from alembic.config import Config
+    from sqlalchemy import create_engine
+
+    from ragmeter.judges.embeddings import USEEncoder
+    from ragmeter.monitor.drift import query_drift
+    from ragmeter.monitor.query_windows import stored_query_drift
+    from ragmeter.store.database import MIGRATIONS, resolve_url
+    from ragmeter.store.vectors import stored_vectors, unembedded_questions, vector_coverage
+
+    class Counting(USEEncoder):
+        asked = 0
+
+        def encode(self, texts):
+            Counting.asked += len(texts)
+            return super().encode(texts)
+
+    engine = create_engine(resolve_url(store_url))
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "0002")
+    old = RunStore(engine)
+    old.add_spans([*_requests(12, 2), *_requests(12, 9, start=100)])
+    old.close()
+
+    store = RunStore.open(store_url)
+    try:
+        encoder = Counting()
+        before = stored_query_drift(store, encoder, days=7, limit=100)
+        assert before.encoded_now == 24 and Counting.asked == 24 and before.result is not None
+        done = CliRunner().invoke(app, ["traces", "embed", "--store", store_url])
+        assert done.exit_code == 0 and "24 question vector(s) stored" in done.output, done.output
+        assert vector_coverage(store, USEEncoder.model_name) == (24, 24)
+
+        questions = unembedded_questions(store, "none")
+        vectors = stored_vectors(store, USEEncoder.model_name, questions)
+        expected = USEEncoder().encode([q.question for q in questions])
+        assert all(np.array_equal(v, e) for v, e in zip(vectors, expected, strict=True))
+        assert np.allclose([np.linalg.norm(v) for v in vectors], 1.0, atol=1e-5)
+
+        Counting.asked = 0
+        after = stored_query_drift(store, encoder, days=7, limit=100)
+        assert after.encoded_now == 0 and Counting.asked == 0
+        assert after.result == before.result == query_drift(after.reference, after.current, USEEncoder().encode)
+        again = CliRunner().invoke(app, ["drift", "queries", "--store", store_url, "--days", "7"])
+        assert again.exit_code in (0, 1) and f"p = {after.result.p_value:.4f}" in again.output and "no stored vector" not in again.output
+    finally:
+        store.close()
 
 
 def test_traces_are_exported_from_the_store_in_a_time_window(store, store_url, tmp_path):

@@ -29,7 +29,23 @@ def encode(texts: list[str]) -> np.ndarray:
         noise = np.random.default_rng(zlib.crc32(text.encode())).normal(size=32)
         vector = CENTRE + 0.15 * noise / np.sqrt(32) if "new topic" in text else noise
         rows.append(vector / np.linalg.norm(vector))
-    return np.array(rows)
+    return np.array(rows, dtype=np.float32)
+
+
+class FakeEncoder:
+    """:func:`encode` as an encoder, counting the texts it was asked to encode."""
+
+    model_name = "fake-32"
+
+    def __init__(self) -> None:
+        self.encoded: list[str] = []
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        self.encoded += texts
+        return encode(texts)
+
+
+encoder = FakeEncoder()
 
 
 def request(i: int, day: int, question: str) -> SpanRecord:
@@ -49,32 +65,32 @@ def store(tmp_path):
 
 
 def test_a_new_topic_in_the_stored_requests_is_found_as_ragmeter_drift_queries_finds_it(store):
-    panel = query_drift_panel(store, encode, days=7, limit=1000)
+    panel = query_drift_panel(store, encoder, days=7, limit=1000)
     assert panel.newest == "2026-10-13T23:00:00.000+00:00" and panel.current_from == "2026-10-06T23:00:00.000+00:00"
     assert (len(panel.reference), len(panel.current)) == (150, 150) and "not a request" not in panel.current
     expected = query_drift(panel.reference, panel.current, encode)
     assert panel.result == expected and expected.drift
     assert any(all("new topic" in e for e in topic.examples) for topic in expected.grown_topics)
 
-    page = TestClient(create_app(store, encode=encode)).get("/drift/queries?days=7")
+    page = TestClient(create_app(store, encoder=encoder)).get("/drift/queries?days=7")
     assert page.status_code == 200 and "default-src 'none'" in page.headers["content-security-policy"]
     assert f"p = {expected.p_value:.4f}" in page.text and ">drift<" in page.text and "Topics that grew" in page.text
     assert "&lt;script&gt;alert" in page.text and "<script>alert" not in page.text and "<img src=x" not in page.text
 
 
 def test_windows_are_cut_by_time_and_capped_to_the_newest_questions(store):
-    panel = query_drift_panel(store, encode, days=2, limit=20)
+    panel = query_drift_panel(store, encoder, days=2, limit=20)
     assert panel.reference_from == "2026-10-09T23:00:00.000+00:00"  # two windows of 2 days before the newest
     assert (len(panel.reference), len(panel.current)) == (20, 20) and panel.result is not None
-    assert TestClient(create_app(store, encode=encode)).get("/drift/queries?limit=5").status_code == 422  # at least 10
+    assert TestClient(create_app(store, encoder=encoder)).get("/drift/queries?limit=5").status_code == 422  # at least 10
 
 
 def test_too_few_or_no_questions_are_said_so(store, tmp_path):
-    page = TestClient(create_app(store, encode=encode)).get("/drift/queries?days=30").text
+    page = TestClient(create_app(store, encoder=encoder)).get("/drift/queries?days=30").text
     assert "Too few questions to test" in page and "(0 questions)" in page  # nothing before 30 days back
     empty = RunStore.open(str(tmp_path / "empty.db"))
     try:
-        assert "No stored request has a question yet" in TestClient(create_app(empty, encode=encode)).get("/drift/queries").text
+        assert "No stored request has a question yet" in TestClient(create_app(empty, encoder=encoder)).get("/drift/queries").text
     finally:
         empty.close()
 
@@ -92,7 +108,7 @@ def test_the_last_knowledge_base_report_is_shown_as_text(store, tmp_path):
 
     assert runner.invoke(cli, ["drift", "kb", str(kb), "--baseline", str(baseline), "--json", str(report)]).exit_code == 1
 
-    page = TestClient(create_app(store, encode=encode, kb_report=report)).get("/drift").text
+    page = TestClient(create_app(store, encoder=encoder, kb_report=report)).get("/drift").text
     assert "1 added, 1 removed, 1 edited, 1 unchanged" in page and ">changed<" in page
     assert '<td>removed</td><td class="clip">gone.md</td>' in page and "edited.md" in page
     assert "&lt;img src=x onerror=alert(1)&gt;.md" in page and "<img src=x" not in page
@@ -108,10 +124,12 @@ def test_the_last_knowledge_base_report_is_shown_as_text(store, tmp_path):
 
 def test_the_cached_encoder_encodes_each_text_once():
     seen: list[list[str]] = []
-    cached = CachedEncoder(lambda texts: (seen.append(texts), encode(texts))[1], size=3)
-    first = cached(["a", "b", "a"])
-    assert seen == [["a", "b"]] and np.array_equal(first, encode(["a", "b", "a"]))
-    assert np.array_equal(cached(["b", "c"]), encode(["b", "c"])) and seen[-1] == ["c"]
-    cached(["d"])  # a is the least recently used of a, b, c: forgotten
-    cached(["a"])
+    counting = FakeEncoder()
+    counting.encode = lambda texts: (seen.append(texts), encode(texts))[1]  # type: ignore[method-assign]
+    cached = CachedEncoder(counting, size=3)
+    first = cached.encode(["a", "b", "a"])
+    assert seen == [["a", "b"]] and np.array_equal(first, encode(["a", "b", "a"])) and cached.model_name == "fake-32"
+    assert np.array_equal(cached.encode(["b", "c"]), encode(["b", "c"])) and seen[-1] == ["c"]
+    cached.encode(["d"])  # a is the least recently used of a, b, c: forgotten
+    cached.encode(["a"])
     assert seen[-1] == ["a"]

@@ -135,9 +135,9 @@ def test_the_monitor_command(tmp_path):
     store = RunStore.open(str(tmp_path / "runs.db"))
     store.add_spans(traces(12))
     store.close()
-    done = runner.invoke(app, ["monitor", "-m", "latency_ms", "--store", str(tmp_path / "runs.db"), "--share", "1", "--once"])
+    done = runner.invoke(app, ["monitor", "-m", "latency_ms", "--store", str(tmp_path / "runs.db"), "--share", "1", "--once", "--no-embed"])
     assert done.exit_code == 0, done.output
-    assert "Done: 12 trace(s) scored, 0 not sampled, 0 unscorable." in done.output
+    assert "Done: 12 trace(s) scored, 0 not sampled, 0 unscorable; 0 question vector(s) stored." in done.output
     for args, message in [
         (["-m", "token_f1"], "live traces have no reference answer or documents, which these metrics need: token_f1"),
         (["-m", "no_such"], "unknown metric 'no_such'"),
@@ -201,7 +201,7 @@ def test_the_monitor_command_s_call_budget(tmp_path):
     store = RunStore.open(str(tmp_path / "runs.db"))
     store.add_spans(traces(5))
     store.close()
-    args = ["monitor", "-m", "latency_ms", "--store", str(tmp_path / "runs.db"), "--share", "1", "--once"]
+    args = ["monitor", "-m", "latency_ms", "--store", str(tmp_path / "runs.db"), "--share", "1", "--once", "--no-embed"]
     paused = runner.invoke(app, [*args, "--max-calls-per-hour", "0"])
     assert paused.exit_code == 0, paused.output
     assert "the last hour reached its budget (0 judge calls)" in paused.output and "Done: 0 trace(s) scored" in paused.output

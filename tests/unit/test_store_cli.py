@@ -109,9 +109,9 @@ def test_traced_requests_are_exported_scored_and_stored(tmp_path):
     assert scored.exit_code == 0, scored.output
     result = ragmeter.Result.load(tmp_path / "run")
     assert result.aggregates["total_tokens"]["mean"] == 55 and result.aggregates["cost_usd"]["mean"] == pytest.approx(0.001)
-    stored = runner.invoke(app, ["traces", "import", str(traces), "--store", str(tmp_path / "r.db")])
+    stored = runner.invoke(app, ["traces", "import", str(traces), "--store", str(tmp_path / "r.db"), "--no-embed"])
     assert stored.exit_code == 0 and "4 span(s) stored" in stored.output
-    again = runner.invoke(app, ["traces", "import", str(traces), "--store", str(tmp_path / "r.db")])
+    again = runner.invoke(app, ["traces", "import", str(traces), "--store", str(tmp_path / "r.db"), "--no-embed"])
     assert "0 span(s) stored, 4 were stored already" in again.output
 
 
@@ -137,7 +137,7 @@ def _questions(path):
 def test_traces_export_reads_files_or_a_store_in_the_same_time_window(tmp_path):
     traces = _day_traces(tmp_path / "traces.jsonl")
     store = str(tmp_path / "r.db")
-    assert runner.invoke(app, ["traces", "import", str(traces), "--store", store]).exit_code == 0
+    assert runner.invoke(app, ["traces", "import", str(traces), "--store", store, "--no-embed"]).exit_code == 0
     for window, expected in [
         ([], ["q1?", "q3?"]),
         (["--since", "2026-11-02"], ["q3?"]),

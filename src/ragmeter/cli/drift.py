@@ -43,9 +43,15 @@ def _write(path: Path | None, document: dict[str, Any]) -> None:
 @command("queries", group=drift)
 def queries_command(
     reference: Annotated[
-        Path, typer.Argument(help="Samples of the reference window (their user_input), e.g. from `ragmeter traces export`.")
-    ],
-    current: Annotated[Path, typer.Argument(help="Samples of the recent window.")],
+        Path | None, typer.Argument(help="Samples of the reference window (their user_input), e.g. from `ragmeter traces export`.")
+    ] = None,
+    current: Annotated[Path | None, typer.Argument(help="Samples of the recent window.")] = None,
+    store: Annotated[
+        str | None,
+        typer.Option(help="Instead of files: the stored requests of this store, the last --days against the --days before."),
+    ] = None,
+    days: Annotated[int, typer.Option(min=1, max=366, help="With --store: the length of each window in days.")] = 7,
+    limit: Annotated[int, typer.Option(min=10, help="With --store: most questions of each window (the newest).")] = 1000,
     alpha: Annotated[float, typer.Option(min=0.0, max=0.5, help="Significance level of the alarm.")] = 0.01,
     permutations: Annotated[int, typer.Option(min=99, help="Random relabellings behind the p-value.")] = 500,
     json_out: JsonOption = None,
@@ -54,10 +60,17 @@ def queries_command(
     from ragmeter.judges.embeddings import USEEncoder
     from ragmeter.monitor.drift import query_drift
 
-    try:
-        found = query_drift(_questions(reference), _questions(current), USEEncoder().encode, alpha=alpha, permutations=permutations)
-    except ValueError as exc:
-        raise fail(str(exc)) from None
+    if store is not None and (reference is not None or current is not None):
+        raise fail("give two samples files or --store, not both")
+    if store is not None:
+        found = _stored_drift(store, days, limit, alpha, permutations)
+    elif reference is None or current is None:
+        raise fail("give two samples files (reference and recent) or --store")
+    else:
+        try:
+            found = query_drift(_questions(reference), _questions(current), USEEncoder().encode, alpha=alpha, permutations=permutations)
+        except ValueError as exc:
+            raise fail(str(exc)) from None
     _write(json_out, {"kind": "query_drift", **found.to_dict()})
     verdict = ("drift", "bold red") if found.drift else ("no drift", "green")
     say(verdict, f": p = {found.p_value:.4f} (alpha {alpha}), {found.n_reference} reference and {found.n_current} recent questions")
@@ -68,6 +81,35 @@ def queries_command(
         )
     if found.drift:
         raise typer.Exit(CHANGED)
+
+
+def _stored_drift(store: str, days: int, limit: int, alpha: float, permutations: int) -> Any:
+    """Query drift of the stored requests (:func:`ragmeter.monitor.query_windows.stored_query_drift`),
+    saying which windows were compared and how many questions had no stored vector."""
+    from ragmeter.judges.embeddings import USEEncoder
+    from ragmeter.monitor.query_windows import stored_query_drift
+
+    opened = open_store(store)
+    try:
+        found = stored_query_drift(opened, USEEncoder(), days, limit, alpha=alpha, permutations=permutations)
+    finally:
+        opened.close()
+    if found.newest is None:
+        raise fail("no stored request has a question: trace the application with configure(store=...) or `ragmeter traces import`")
+    say(
+        f"Recent window: after {found.current_from} up to {found.newest}; reference: the {days} day(s) before, after {found.reference_from}."
+    )
+    if found.result is None:
+        raise fail(
+            f"query drift needs at least 10 questions per window; got {len(found.reference)} reference and {len(found.current)} recent"
+        )
+    if found.encoded_now:
+        say(
+            ("note", "yellow"),
+            f": {found.encoded_now} question(s) had no stored vector and were encoded now; "
+            "`ragmeter traces embed --store ...` stores them once.",
+        )
+    return found.result
 
 
 @command("kb", group=drift)

@@ -45,6 +45,13 @@ def monitor_command(
     interval: Annotated[float, typer.Option(min=0.0, help="Seconds to wait when there is no new trace.")] = 10.0,
     once: Annotated[bool, typer.Option(help="Stop when every trace is decided instead of waiting for new ones.")] = False,
     concurrency: Annotated[int, typer.Option(min=1, help="Most (sample, metric) pairs scored at once.")] = 4,
+    embed: Annotated[
+        bool,
+        typer.Option(
+            "--embed/--no-embed",
+            help="Store the question vector of every trace decided about, sampled or not (query drift then only reads vectors).",
+        ),
+    ] = True,
     *,
     judge_options: JudgeOptions,
 ) -> None:
@@ -76,6 +83,7 @@ def monitor_command(
             interval=interval,
             once=once,
             on_pass=lambda p: say(f"scored {p.scored}, not sampled {p.not_sampled}, unscorable {p.unscorable}"),
+            encoder=USEEncoder() if embed else None,
         )
     finally:
         opened.close()
@@ -92,7 +100,10 @@ def _report(progress: "Progress", max_cost_per_hour: float | None, max_calls_per
         say(("budget", "yellow"), f": the last hour reached its budget ({' or '.join(budgets)}); the remaining traces wait.")
     for reason, count in progress.reasons.items():
         say(f"{count} trace(s) unscorable: {reason}")
-    say(f"Done: {progress.scored} trace(s) scored, {progress.not_sampled} not sampled, {progress.unscorable} unscorable.")
+    say(
+        f"Done: {progress.scored} trace(s) scored, {progress.not_sampled} not sampled, {progress.unscorable} unscorable; "
+        f"{progress.embedded} question vector(s) stored."
+    )
 
 
 def _judges(settings: JudgeConfig, metrics: list[Metric]) -> Judges:

@@ -3,8 +3,9 @@ transcripts into samples ``ragmeter eval`` can score, and keep traces in the run
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -16,6 +17,9 @@ from ragmeter.data.schema import Sample
 from ragmeter.observe import SpanRecord, TraceFileError, TranscriptError, read_spans, read_transcripts, spans_to_samples
 from ragmeter.observe.export import traces_between, utc_time
 
+if TYPE_CHECKING:
+    from ragmeter.store import RunStore
+
 traces = group("traces", "Traces of a live application and agent transcripts: to samples, into the store.")
 
 OutOption = Annotated[Path, typer.Option("--out", "-o", help="The samples file to write (JSON lines), for `ragmeter eval`.")]
@@ -24,6 +28,12 @@ SinceOption = Annotated[
     typer.Option(help="Only requests that started at or after this time (ISO 8601: 2026-11-01 or 2026-11-01T12:00; UTC unless given)."),
 ]
 UntilOption = Annotated[str | None, typer.Option(help="Only requests that started before this time (ISO 8601, as --since).")]
+EmbedOption = Annotated[
+    bool,
+    typer.Option(
+        "--embed/--no-embed", help="Store the vectors of the imported questions (the packaged encoder), so query drift only reads them."
+    ),
+]
 
 
 def _write_samples(samples: list[Sample], out: Path) -> None:
@@ -112,15 +122,56 @@ def transcripts_command(
 def import_command(
     files: Annotated[list[Path], typer.Argument(help="Trace files written by ragmeter's tracing (JSON lines).")],
     store: StoreOption = DEFAULT_STORE,
+    embed: EmbedOption = True,
 ) -> None:
-    """Copy traced spans into the store (spans stored already are skipped)."""
+    """Copy traced spans into the store (spans stored already are skipped), with the vectors of
+    their questions."""
     opened = open_store(store)
     try:
         for path in files:
+            trace_ids: list[str] = []
             try:
-                added, present = opened.add_spans(read_spans(path))
+                added, present = opened.add_spans(_noting(read_spans(path), trace_ids))
             except TraceFileError as exc:
                 raise fail(str(exc)) from None
             say(f"{path}: {added} span(s) stored" + (f", {present} were stored already" if present else ""))
+            if embed:
+                _embed(opened, trace_ids)
     finally:
         opened.close()
+
+
+def _noting(records: Iterator[SpanRecord], trace_ids: list[str]) -> Iterator[SpanRecord]:
+    """``records`` as they are read, each one's trace id noted in ``trace_ids``."""
+    for record in records:
+        trace_ids.append(record.trace_id)
+        yield record
+
+
+@command("embed", group=traces)
+def embed_command(store: StoreOption = DEFAULT_STORE) -> None:
+    """Store the vectors of the stored questions that have none yet (traces stored before vectors
+    were kept, or by the application's store sink without `ragmeter monitor`), so query drift only
+    reads vectors. Resumable: run it again after an interruption."""
+    opened = open_store(store)
+    try:
+        _embed(opened, None)
+    finally:
+        opened.close()
+
+
+def _embed(store: RunStore, trace_ids: list[str] | None) -> None:
+    """Encode and store the questions without a vector (of ``trace_ids``, or all), saying how many."""
+    from ragmeter.judges.embeddings import USEEncoder
+    from ragmeter.store import StoreError
+    from ragmeter.store.vectors import embed_questions
+
+    def progress(done: int, total: int) -> None:
+        if total > 2000:
+            say(f"  {done} of {total} question vectors stored")
+
+    try:
+        stored = embed_questions(store, USEEncoder(), trace_ids=trace_ids, on_chunk=progress)
+    except StoreError as exc:
+        raise fail(str(exc)) from None
+    say(f"{stored} question vector(s) stored" + (" (every stored question has one)" if trace_ids is None else ""))

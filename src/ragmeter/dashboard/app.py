@@ -25,9 +25,10 @@ try:
 except ImportError as missing:  # the extra is not installed
     raise ImportError("the dashboard needs FastAPI and uvicorn: pip install 'ragmeter[dashboard]'") from missing
 
-from ragmeter.dashboard.drift_panels import CachedEncoder, Encoder, query_drift_panel, read_kb_report
+from ragmeter.dashboard.drift_panels import CachedEncoder, query_drift_panel, read_kb_report
 from ragmeter.dashboard.queries import monitored_metrics, trace_detail, trace_page
 from ragmeter.decide.compare import compare_results
+from ragmeter.judges.embeddings import Encoder, USEEncoder
 from ragmeter.monitor.control import ControlChart, Point, control_chart, window_point
 from ragmeter.monitor.ledger import decision_counts, run_series, trace_values_by_day
 from ragmeter.report import compare as compare_report
@@ -53,19 +54,20 @@ def _page(template: str, **values: Any) -> HTMLResponse:
     return HTMLResponse(_templates().get_template(template).render(**values), headers={"Content-Security-Policy": CSP})
 
 
-def create_app(store: RunStore, token: str | None = None, *, kb_report: Path | None = None, encode: Encoder | None = None) -> FastAPI:
+def create_app(store: RunStore, token: str | None = None, *, kb_report: Path | None = None, encoder: Encoder | None = None) -> FastAPI:
     """The application over ``store``.
 
     Args:
         store: The run store to show.
         token: When set, required on every request (see the module's description).
         kb_report: The JSON file ``ragmeter drift kb --json`` writes, shown on the drift panel.
-        encode: Turns questions into L2-normalised vectors for query drift (default: the packaged
-            multilingual encoder of ``ragmeter drift queries``, loaded on first use).
+        encoder: The encoder of query drift, whose stored question vectors are read (default: the
+            packaged multilingual encoder of ``ragmeter drift queries``); it loads and encodes
+            only questions without a stored vector.
     """
     app = FastAPI(title="ragmeter", docs_url=None, redoc_url=None, openapi_url=None)
     _require_token(app, token)
-    _drift_routes(app, store, kb_report, CachedEncoder(encode or _packaged_encoder()))
+    _drift_routes(app, store, kb_report, CachedEncoder(encoder or USEEncoder()))
 
     @app.get("/", response_class=HTMLResponse)
     def leaderboard() -> HTMLResponse:
@@ -127,7 +129,7 @@ def _require_token(app: FastAPI, token: str | None) -> None:
         return response
 
 
-def _drift_routes(app: FastAPI, store: RunStore, kb_report: Path | None, encoder: Encoder) -> None:
+def _drift_routes(app: FastAPI, store: RunStore, kb_report: Path | None, encoder: CachedEncoder) -> None:
     """The drift panels of ``app``: score drift and the knowledge-base report (``/drift``), and
     query drift of the stored requests (``/drift/queries``), encoded by ``encoder``."""
 
@@ -146,13 +148,6 @@ def _drift_routes(app: FastAPI, store: RunStore, kb_report: Path | None, encoder
     @app.get("/drift/queries", response_class=HTMLResponse)
     def queries_drift(days: int = Query(7, ge=1, le=366), limit: int = Query(100, ge=10, le=1000)) -> HTMLResponse:
         return _page("query_drift.html.j2", panel=query_drift_panel(store, encoder, days, limit))
-
-
-def _packaged_encoder() -> Encoder:
-    """The encoder of ``ragmeter drift queries`` (its model loads on the first question)."""
-    from ragmeter.judges.embeddings import USEEncoder
-
-    return USEEncoder().encode
 
 
 def _run_chart(store: RunStore, metric_id: str, baseline: int) -> ControlChart:

@@ -1,9 +1,10 @@
 """The dashboard's query-drift and knowledge-base-change panels.
 
 Query drift compares the questions of the stored requests in a recent window with those of the
-window before it, with :func:`ragmeter.monitor.drift.query_drift` (the test of
-``ragmeter drift queries``). The knowledge-base panel shows the JSON report that
-``ragmeter drift kb --json PATH`` last wrote.
+window before it (:func:`ragmeter.monitor.query_windows.stored_query_drift`, the test of
+``ragmeter drift queries --store``), on the question vectors kept in the store; questions without
+one are encoded on demand and remembered (:class:`CachedEncoder`), and the page says how many.
+The knowledge-base panel shows the JSON report that ``ragmeter drift kb --json PATH`` last wrote.
 """
 
 from __future__ import annotations
@@ -11,41 +12,46 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-from sqlalchemy import and_, func, select
 
-from ragmeter.monitor.drift import QueryDrift, query_drift
 from ragmeter.monitor.kb import KnowledgeBaseChange
+from ragmeter.monitor.query_windows import StoredQueryDrift, stored_query_drift
 from ragmeter.store import RunStore
-from ragmeter.store.schema import spans
 
-Encoder = Callable[[list[str]], np.ndarray]
+if TYPE_CHECKING:
+    from ragmeter.judges.embeddings import Encoder
+
+#: What the query-drift panel shows.
+QueryDriftPanel = StoredQueryDrift
 
 
 class CachedEncoder:
     """An encoder that remembers the vectors of the texts it encoded (least recently used
-    forgotten first), so reloading the query-drift panel encodes only the new questions.
+    forgotten first), so reloading the query-drift panel of a store without stored vectors
+    encodes only the new questions.
 
     Args:
-        encode: Turns texts into L2-normalised vectors.
+        encoder: The encoder (its ``model_name`` names the stored vectors to read).
         size: Most texts remembered.
     """
 
-    def __init__(self, encode: Encoder, size: int = 20_000):
-        self.encode = encode
+    def __init__(self, encoder: Encoder, size: int = 20_000):
+        self.encoder = encoder
+        self.model_name = encoder.model_name
         self.size = size
         self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
 
-    def __call__(self, texts: list[str]) -> np.ndarray:
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """The vectors of ``texts``; only those not remembered are encoded."""
         with self._lock:
             missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
-        fresh = dict(zip(missing, self.encode(missing), strict=True)) if missing else {}
+        fresh = dict(zip(missing, self.encoder.encode(missing), strict=True)) if missing else {}
         with self._lock:
             self._vectors.update(fresh)
             found = [fresh[t] if t in fresh else self._vectors[t] for t in texts]
@@ -56,65 +62,18 @@ class CachedEncoder:
         return np.stack(found)
 
 
-@dataclass
-class QueryDriftPanel:
-    """What the query-drift panel shows.
-
-    Attributes:
-        days: Length of each window in days.
-        limit: Most questions taken from each window (the newest).
-        newest: Start time of the newest stored request with a question (``None``: there is none).
-        current_from: The recent window starts after this time; it ends at ``newest``.
-        reference_from: The reference window starts after this time; it ends at ``current_from``.
-        reference: The reference window's questions.
-        current: The recent window's questions.
-        result: The test's outcome; ``None`` when a window has fewer than 10 questions.
-    """
-
-    days: int
-    limit: int
-    newest: str | None
-    current_from: str
-    reference_from: str
-    reference: list[str]
-    current: list[str]
-    result: QueryDrift | None
-
-
-def _before(moment: str, days: int) -> str:
-    """``moment`` (ISO 8601) less ``days`` days, in the store's format (UTC, milliseconds)."""
-    parsed = datetime.fromisoformat(moment.replace("Z", "+00:00"))
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
-    return (parsed - timedelta(days=days)).astimezone(timezone.utc).isoformat(timespec="milliseconds")
-
-
-def query_drift_panel(store: RunStore, encode: Encoder, days: int, limit: int, permutations: int = 500) -> QueryDriftPanel:
+def query_drift_panel(store: RunStore, encoder: Encoder, days: int, limit: int, permutations: int = 500) -> QueryDriftPanel:
     """Query drift of the stored requests: the recent ``days`` (ending at the newest request)
     against the ``days`` before them.
 
     Args:
         store: The run store whose traces are read (requests: spans without a parent).
-        encode: Turns questions into L2-normalised vectors.
+        encoder: Whose stored vectors are read; it encodes the questions that have none.
         days: Length of each window in days.
         limit: Most questions taken from each window (the newest), which bounds the page's time.
         permutations: Random relabellings behind the p-value.
     """
-    asked = and_(spans.c.parent_id.is_(None), spans.c.question.is_not(None))
-    with store.engine.connect() as connection:
-        newest = connection.scalar(select(func.max(spans.c.started_at)).where(asked))
-        if newest is None:
-            return QueryDriftPanel(days, limit, None, "", "", [], [], None)
-        current_from, reference_from = _before(newest, days), _before(newest, 2 * days)
-
-        def window(start: str, end: str) -> list[str]:
-            query = select(spans.c.question).where(asked, spans.c.started_at > start, spans.c.started_at <= end)
-            return list(connection.scalars(query.order_by(spans.c.started_at.desc()).limit(limit)))
-
-        current, reference = window(current_from, newest), window(reference_from, current_from)
-    enough = len(reference) >= 10 and len(current) >= 10
-    result = query_drift(reference, current, encode, permutations=permutations) if enough else None
-    return QueryDriftPanel(days, limit, newest, current_from, reference_from, reference, current, result)
+    return stored_query_drift(store, encoder, days, limit, permutations=permutations)
 
 
 @dataclass

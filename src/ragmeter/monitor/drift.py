@@ -178,10 +178,41 @@ def query_drift(
     Raises:
         ValueError: A window has fewer than 10 questions.
     """
-    if len(reference) < 10 or len(current) < 10:
-        raise ValueError(f"query drift needs at least 10 questions per window; got {len(reference)} reference and {len(current)} recent")
+    _check_sizes(len(reference), len(current))
     vectors = encode([*reference, *current])
-    ref_vectors, cur_vectors = vectors[: len(reference)], vectors[len(reference) :]
-    statistic, p_value = scan_test(ref_vectors, cur_vectors, permutations=permutations, seed=seed)
-    grown = grown_topics(ref_vectors, cur_vectors, list(current)) if p_value < alpha else []
+    return vector_drift(vectors[: len(reference)], vectors[len(reference) :], current, alpha=alpha, permutations=permutations, seed=seed)
+
+
+def vector_drift(
+    reference: np.ndarray,
+    current: np.ndarray,
+    questions: Sequence[str],
+    *,
+    alpha: float = ALPHA,
+    permutations: int = 500,
+    seed: int = 0,
+) -> QueryDrift:
+    """:func:`query_drift` on questions embedded already (stored vectors).
+
+    Args:
+        reference: L2-normalised vectors of the reference window's questions (at least 10 rows).
+        current: Vectors of the recent window's questions (at least 10 rows).
+        questions: The recent questions' texts (same order as ``current``), for the examples.
+        alpha: Significance level of the alarm.
+        permutations: Random relabellings for the p-value.
+        seed: Seed of the relabellings.
+
+    Raises:
+        ValueError: A window has fewer than 10 questions, or ``questions`` does not match ``current``.
+    """
+    _check_sizes(len(reference), len(current))
+    if len(questions) != len(current):
+        raise ValueError(f"{len(current)} recent vectors but {len(questions)} recent questions")
+    statistic, p_value = scan_test(reference, current, permutations=permutations, seed=seed)
+    grown = grown_topics(reference, current, list(questions)) if p_value < alpha else []
     return QueryDrift(len(reference), len(current), statistic, p_value, alpha, p_value < alpha, grown)
+
+
+def _check_sizes(reference: int, current: int) -> None:
+    if reference < 10 or current < 10:
+        raise ValueError(f"query drift needs at least 10 questions per window; got {reference} reference and {current} recent")

@@ -5,7 +5,8 @@ judge budget per hour (in dollars, and in judge calls for judges without a price
 Which traces are scored is decided by a hash of the trace id (the same trace is always in or
 out of the share, whichever process looks at it), and each batch's decisions are written with
 its scores in one transaction: a monitor killed at any point resumes without scoring a trace
-twice. When the judge cost of the last hour, or the number of judge calls in it, reaches its
+twice. Given an encoder, the monitor also stores the question vector of every trace it decides
+about, sampled or not (:mod:`ragmeter.store.vectors`), so query drift only reads vectors. When the judge cost of the last hour, or the number of judge calls in it, reaches its
 budget, scoring pauses (the traces wait) until the hour rolls on; the budgets are checked before
 each batch, so the hour can end above one by at most one batch's cost or calls (``--batch``
 bounds that). The call budget is what bounds the local judge, whose calls cost nothing.
@@ -18,6 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING
 
 from ragmeter.data import load_dataset
 from ragmeter.judges import Judges
@@ -27,6 +29,10 @@ from ragmeter.observe.export import spans_to_samples
 from ragmeter.run.engine import Evaluator
 from ragmeter.run.sync import run_sync
 from ragmeter.store import RunStore
+from ragmeter.store.vectors import embed_questions
+
+if TYPE_CHECKING:
+    from ragmeter.judges.embeddings import Encoder
 
 
 @dataclass(frozen=True)
@@ -62,13 +68,14 @@ class MonitorSettings:
 
 @dataclass
 class Progress:
-    """What passes of the monitor did: traces scored, left out by sampling, unscorable, and
-    whether the budget paused scoring."""
+    """What passes of the monitor did: traces scored, left out by sampling, unscorable, whether
+    the budget paused scoring, and the question vectors stored."""
 
     scored: int = 0
     not_sampled: int = 0
     unscorable: int = 0
     paused_by_budget: bool = False
+    embedded: int = 0
     reasons: dict[str, int] = field(default_factory=dict)
 
     def add(self, decisions: Sequence[Decision]) -> None:
@@ -92,16 +99,27 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
-def monitor_pass(store: RunStore, metrics: Sequence[Metric], judges: Judges, settings: MonitorSettings, progress: Progress) -> bool:
+def monitor_pass(
+    store: RunStore,
+    metrics: Sequence[Metric],
+    judges: Judges,
+    settings: MonitorSettings,
+    progress: Progress,
+    *,
+    encoder: Encoder | None = None,
+) -> bool:
     """Decide about one batch of undecided traces; return whether there was anything to do.
 
     Traces outside the share are marked as such at once; those inside are joined into samples
     and scored, unless a budget of the last hour is spent (then nothing is written and
-    ``progress.paused_by_budget`` is set).
+    ``progress.paused_by_budget`` is set). With ``encoder``, the batch's questions without a
+    stored vector are encoded and stored first (their own transaction: a kill keeps them).
     """
     trace_ids = undecided_traces(store, settings.batch)
     if not trace_ids:
         return False
+    if encoder is not None:
+        progress.embedded += embed_questions(store, encoder, trace_ids=trace_ids)
     decisions = [Decision(t, NOT_SAMPLED) for t in trace_ids if not in_share(t, settings.share)]
     wanted = [t for t in trace_ids if in_share(t, settings.share)]
     if wanted and _budget_spent(store, settings):
@@ -148,6 +166,7 @@ def run_monitor(
     interval: float = 10.0,
     once: bool = False,
     on_pass: Callable[[Progress], None] | None = None,
+    encoder: Encoder | None = None,
 ) -> Progress:
     """Score new traces until stopped (Ctrl-C, a kill), or until none is left with ``once``.
 
@@ -159,11 +178,13 @@ def run_monitor(
         interval: Seconds to wait when there is nothing new (or the budget is spent).
         once: Return when every trace is decided (or the budget is spent) instead of waiting.
         on_pass: Called with the totals after each batch (progress lines).
+        encoder: Store the question vector of each trace decided about with this encoder
+            (``None``: no vectors).
     """
     progress = Progress()
     while True:
         progress.paused_by_budget = False
-        busy = monitor_pass(store, metrics, judges, settings, progress)
+        busy = monitor_pass(store, metrics, judges, settings, progress, encoder=encoder)
         if on_pass is not None and busy:
             on_pass(progress)
         if busy and not progress.paused_by_budget:

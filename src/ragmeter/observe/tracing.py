@@ -65,7 +65,14 @@ class _Settings:
 _settings = _Settings()
 
 
-def configure(path: str | Path | None = None, *, store: str | None = None, sinks: Sequence[Sink] = (), otel: bool = True) -> None:
+def configure(
+    path: str | Path | None = None,
+    *,
+    store: str | None = None,
+    sinks: Sequence[Sink] = (),
+    otel: bool = True,
+    embed_questions: bool = False,
+) -> None:
     """Choose where finished spans go (replacing earlier choices; files and stores opened by an
     earlier call are flushed and closed).
 
@@ -77,6 +84,9 @@ def configure(path: str | Path | None = None, *, store: str | None = None, sinks
         sinks: Further callables, each given every finished :class:`SpanRecord` (e.g. a
             :class:`~ragmeter.observe.sinks.MemorySink`).
         otel: Also emit OpenTelemetry spans when ``opentelemetry`` is installed.
+        embed_questions: With ``store``, the sink's thread also stores each question's vector
+            (loads the packaged encoder into this process; by default ``ragmeter monitor`` or
+            ``ragmeter traces embed`` store them, outside the application).
     """
     for sink in _settings.owned:
         sink.close()
@@ -85,7 +95,7 @@ def configure(path: str | Path | None = None, *, store: str | None = None, sinks
     if path is not None:
         owned.append(JsonlSink(path))
     if store is not None:
-        owned.append(StoreSink(store))
+        owned.append(StoreSink(store, embed_questions=embed_questions))
     _settings.owned = owned
     _settings.sinks = [*owned, *sinks]
     _settings.failed = set()

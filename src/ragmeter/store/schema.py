@@ -11,11 +11,14 @@ them; a change here needs a new migration.
   unscorable), written in the same transaction as its scores: a killed monitor never scores a
   trace twice.
 - ``trace_scores``: the monitor's score of a trace by a metric, with its reason and cost.
+- ``question_vectors``: the embedding of a request's question by an encoder (``model``), as
+  float32 bytes, so query drift reads vectors instead of loading the encoder
+  (:mod:`ragmeter.store.vectors`).
 """
 
 from __future__ import annotations
 
-from sqlalchemy import JSON, Boolean, Column, Float, ForeignKey, Index, Integer, MetaData, String, Table, Text
+from sqlalchemy import JSON, Boolean, Column, Float, ForeignKey, Index, Integer, LargeBinary, MetaData, String, Table, Text
 
 metadata = MetaData()
 
@@ -111,4 +114,14 @@ trace_scores = Table(
     Column("scored_at", String(40), nullable=False, index=True),
     Column("cost_usd", Float, nullable=True),
     Column("usage", JSON, nullable=True),
+)
+
+question_vectors = Table(
+    "question_vectors",
+    metadata,
+    Column("trace_id", String(32), primary_key=True),
+    Column("span_id", String(16), primary_key=True),
+    Column("model", String(64), primary_key=True),
+    Column("dimensions", Integer, nullable=False),
+    Column("vector", LargeBinary, nullable=False),
 )
