@@ -32,3 +32,17 @@ class TrapLength(Metric):
         with open(folder / "calls.log", "a", encoding="utf-8") as log:
             log.write(f"{sample.id} {os.getpid()}\n")
         return Score(min(1.0, len(sample.response or "") / 100), "length")
+
+
+@dataclass(frozen=True)
+class SlowLength(Metric):
+    """Length of the response over 100, after ``seconds`` of waiting (a pair that takes time)."""
+
+    name: ClassVar[str] = "slow_length"
+    family: ClassVar[str] = "lexical"
+    required: ClassVar[tuple[str, ...]] = ("response",)
+    seconds: float = 0.5
+
+    async def score(self, sample, judges):
+        await asyncio.sleep(self.seconds)
+        return Score(min(1.0, len(sample.response or "") / 100), "length")

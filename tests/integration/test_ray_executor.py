@@ -143,3 +143,32 @@ def test_workers_judge_through_an_endpoint_as_the_local_engine_does(cluster, lla
         assert score_a.value is not None and score_b.value is not None and not score_b.failed
         assert score_b.value == pytest.approx(score_a.value, abs=0.02)  # the server's prompt-prefix reuse moves P(yes) slightly
         assert b.usage["faithfulness"].calls == a.usage["faithfulness"].calls > 0
+
+
+def test_the_progress_bar_advances_pair_by_pair_within_a_shard(cluster, tmp_path, monkeypatch):
+    import ray_metrics
+
+    from ragmeter.run import ray_executor
+
+    seen: list[int] = []
+
+    class Recording:
+        """Stands in for the progress bar: records the count of pairs shown after each advance."""
+
+        def __init__(self, enabled, total, label):
+            self.total = total
+
+        def __enter__(self):
+            return lambda done=1: seen.append((seen[-1] if seen else 0) + done)
+
+        def __exit__(self, *exc_info):
+            return None
+
+    monkeypatch.setattr(ray_executor, "Progress", Recording)
+    metric = ray_metrics.SlowLength(seconds=0.6)
+    executor = RayExecutor(workers=1, samples_per_shard=6, concurrency=1, progress=True)
+    result = Evaluator([metric], out_dir=tmp_path / "run", executor=executor).run(as_dataset(ray_driver.samples()[:6]))
+    assert result.run["execution"]["shards"] == 1 and result.run["pairs_computed"] == 6
+    assert seen[-1] == 6 and seen == sorted(seen)
+    # One shard of 6 pairs: shard by shard, the bar would jump from 0 to 6 at once.
+    assert len({count for count in seen if 0 < count < 6}) >= 3, seen

@@ -5,7 +5,9 @@
 model is loaded once per worker (not once per task), and an endpoint judge keeps its
 connections and its verdict-mode probe. The driver hands out *shards* (consecutive samples
 with all their pending pairs) one at a time to whichever worker is free, so a slow shard
-never holds the others back, and advances one progress bar as shards finish on any worker.
+never holds the others back. The driver's progress bar (and its ETA) advances pair by pair
+across all workers: each worker reports its shard's count of finished pairs to a small tally
+actor (at most every 0.2 s), which the driver reads four times a second.
 Ray Data would add a second scheduler between the run and its journal (its batches, its
 retries and its ordering are its own), and nothing here needs its streaming of data sets:
 the samples are already in memory on the driver.
@@ -53,7 +55,7 @@ from ragmeter.metrics.base import Metric, Needs, Score
 from ragmeter.run.executor import ExecutorError, LocalExecutor, PairDone, PairWork, Progress
 from ragmeter.run.journal import Journal, fold_shards, make_record, shard_name
 from ragmeter.run.scoring import score_pair
-from ragmeter.run.shards import Shard, ShardOutcome, journalled, plan_shards
+from ragmeter.run.shards import PairProgress, PairTally, Shard, ShardOutcome, Throttled, journalled, plan_shards
 
 #: Most attempts at one shard (Ray retries a worker's death itself; these are after that).
 SHARD_ATTEMPTS = 3
@@ -89,6 +91,8 @@ class ShardWorker:
         out_dir: Where shard journals go; ``None``: no journal.
         concurrency: Most pairs this worker scores at once.
         cpus: CPUs the worker holds (threads of an embedded model).
+        tally: The :class:`~ragmeter.run.shards.PairTally` actor to report finished pairs to;
+            ``None``: no reports (no progress bar).
     """
 
     def __init__(
@@ -99,9 +103,10 @@ class ShardWorker:
         out_dir: str | None,
         concurrency: int,
         cpus: int,
+        tally: Any | None = None,
     ):
         self.metrics, self.configs, self.out_dir, self.concurrency = list(metrics), list(configs), out_dir, concurrency
-        self.judges = worker_judges(settings, metrics, cpus)
+        self.judges, self.tally = worker_judges(settings, metrics, cpus), tally
 
     async def score(self, shard: Shard) -> ShardOutcome:
         """Score the pairs of ``shard`` that its journal does not already hold."""
@@ -111,6 +116,10 @@ class ShardWorker:
             shard.index, os.getpid(), [(row, self.metrics[col].id, *kept) for (row, col), kept in done.items()], len(done)
         )
         todo = [pair for pair in shard.pairs if pair not in done]
+        tally = self.tally
+        report = Throttled(lambda count: tally.report.remote(shard.index, count)) if tally is not None else None
+        if report is not None:
+            report(len(outcome.finished))
 
         async def one(pair: tuple[int, int]) -> None:
             row, col = pair
@@ -120,6 +129,8 @@ class ShardWorker:
                 key, fingerprint = shard.keys[row], shard.fingerprints[row]
                 journal.append(make_record(key, fingerprint, metric.id, self.configs[col], score, seconds, usage))
             outcome.finished.append((row, metric.id, score, seconds, usage))
+            if report is not None:
+                report(len(outcome.finished))
 
         try:
             await LocalExecutor(self.concurrency, progress=False).run(todo, len(todo), one)
@@ -243,47 +254,80 @@ class RayExecutor:
         if not shards:
             return info
         out_dir = str(work.out_dir) if work.out_dir is not None else None
+        tally = ray.remote(num_cpus=0)(PairTally).remote() if self.progress else None
         actor_class = ray.remote(num_cpus=self.cpus_per_worker, max_restarts=SHARD_ATTEMPTS, max_task_retries=SHARD_ATTEMPTS)(ShardWorker)
         actors = [
-            actor_class.remote(work.metrics, work.configs, self.judge_for(i), out_dir, self.concurrency, self.cpus_per_worker)
+            actor_class.remote(work.metrics, work.configs, self.judge_for(i), out_dir, self.concurrency, self.cpus_per_worker, tally)
             for i in range(min(workers, len(shards)))
         ]
         info["workers"] = len(actors)
-        running: dict[asyncio.Future[Any], tuple[Any, Shard, int]] = {}
-
-        def submit(actor: Any, shard: Shard, attempt: int) -> None:
-            running[asyncio.wrap_future(actor.score.remote(shard).future())] = (actor, shard, attempt)
-
-        pids: set[int] = set()
         try:
             with Progress(self.progress, len(work.pairs), f"scoring on {len(actors)} Ray workers") as advance:
-                for actor in actors:
-                    if shards:
-                        submit(actor, shards.popleft(), 1)
-                while running:
-                    finished, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-                    for future in finished:
-                        actor, shard, attempt = running.pop(future)
-                        try:
-                            outcome: ShardOutcome = future.result()
-                        except ray.exceptions.RayError as exc:
-                            if attempt < SHARD_ATTEMPTS:
-                                info["shard_retries"] += 1
-                                submit(actor, shard, attempt + 1)
-                                continue
-                            outcome = _given_up(shard, work, out_dir, exc)
-                        for row, metric_id, score, seconds, usage in outcome.finished:
-                            done(row, metric_id, score, seconds, usage, True)
-                        advance(len(outcome.finished))
-                        info["pairs_resumed_from_shards"] += outcome.resumed
-                        pids.add(outcome.pid)
-                        if shards:
-                            submit(actor, shards.popleft(), 1)
+                await self._dispatch(ray, actors, shards, (work, done, out_dir), info, PairProgress(advance, tally))
             info["judge"] = await _describe(actors[0])
         finally:
             await _release(ray, actors)
-        info["worker_pids"] = sorted(pids - {0})
+            if tally is not None:
+                ray.kill(tally)
         return info
+
+    async def _dispatch(
+        self,
+        ray: Any,
+        actors: list[Any],
+        shards: deque[Shard],
+        run: tuple[PairWork, PairDone, str | None],
+        info: dict[str, Any],
+        progress: PairProgress,
+    ) -> None:
+        """Hand ``shards`` out to ``actors`` one at a time until all are back, reporting each
+        pair to the run's ``done`` (``run``: the work, ``done`` and the output directory) and
+        filling ``info`` (retries, resumed pairs, worker processes, pairs per endpoint)."""
+        work, done, out_dir = run
+        running: dict[asyncio.Future[Any], tuple[int, Shard, int]] = {}
+        pids: set[int] = set()
+        per_endpoint: dict[str, int] = {}
+
+        def submit(worker: int, shard: Shard, attempt: int) -> None:
+            running[asyncio.wrap_future(actors[worker].score.remote(shard).future())] = (worker, shard, attempt)
+
+        for worker in range(len(actors)):
+            if shards:
+                submit(worker, shards.popleft(), 1)
+        follower = asyncio.ensure_future(progress.follow())
+        try:
+            while running:
+                finished, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                for future in finished:
+                    worker, shard, attempt = running.pop(future)
+                    try:
+                        outcome: ShardOutcome = future.result()
+                    except ray.exceptions.RayError as exc:
+                        if attempt < SHARD_ATTEMPTS:
+                            info["shard_retries"] += 1
+                            submit(worker, shard, attempt + 1)
+                            continue
+                        outcome = _given_up(shard, work, out_dir, exc)
+                    for row, metric_id, score, seconds, usage in outcome.finished:
+                        done(row, metric_id, score, seconds, usage, True)
+                    progress.shard_received(shard.index, len(outcome.finished))
+                    info["pairs_resumed_from_shards"] += outcome.resumed
+                    pids.add(outcome.pid)
+                    endpoint = self._endpoint(worker)
+                    if endpoint is not None and outcome.pid:
+                        per_endpoint[endpoint] = per_endpoint.get(endpoint, 0) + len(outcome.finished) - outcome.resumed
+                    if shards:
+                        submit(worker, shards.popleft(), 1)
+        finally:
+            follower.cancel()
+        info["worker_pids"] = sorted(pids - {0})
+        if per_endpoint:
+            info["pairs_per_endpoint"] = per_endpoint
+
+    def _endpoint(self, worker: int) -> str | None:
+        """The endpoint URL (credentials masked) worker number ``worker`` judges through, if any."""
+        settings = self.judge_for(worker)
+        return redact(settings.base_url) if settings is not None and settings.base_url else None
 
 
 def _check_reachable(address: str, timeout: float = 5.0) -> None:
