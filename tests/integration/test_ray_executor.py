@@ -22,6 +22,7 @@ from ragmeter.run.ray_executor import RayExecutor
 
 ray = pytest.importorskip("ray")
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+UNIT_TESTS = Path(__file__).resolve().parents[1] / "unit"
 
 
 @pytest.fixture(scope="module")
@@ -172,3 +173,47 @@ def test_the_progress_bar_advances_pair_by_pair_within_a_shard(cluster, tmp_path
     assert seen[-1] == 6 and seen == sorted(seen)
     # One shard of 6 pairs: shard by shard, the bar would jump from 0 to 6 at once.
     assert len({count for count in seen if 0 < count < 6}) >= 3, seen
+
+
+def _sweep_inputs(tmp_path: Path) -> tuple[Path, Path]:
+    """The planted-best sweep of tests/unit/sweep_pipeline.py: its test set and sweep file."""
+    rows = [{"id": f"q{i:02d}", "user_input": f"question {i}", "reference": f"w{i}a w{i}b w{i}c w{i}d"} for i in range(12)]
+    data, grid = tmp_path / "testset.jsonl", tmp_path / "sweep.yaml"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    grid.write_text("pipeline: sweep_pipeline:answer\ngrid:\n  chunk_size: [256, 512]\n  top_k: [1, 5]\n", encoding="utf-8")
+    return data, grid
+
+
+def test_a_sweep_on_ray_finds_what_the_local_sweep_finds(cluster, tmp_path):
+    from ragmeter.decide.sweep import import_pipeline, load_sweep_file, run_sweep
+
+    sys.path.insert(0, str(UNIT_TESTS))  # sweep_pipeline.py, the planted best
+    data, grid = _sweep_inputs(tmp_path)
+    _, configs = load_sweep_file(grid)
+    answer = import_pipeline("sweep_pipeline:answer")
+    local = run_sweep(answer, configs, data, ["token_f1", "rougeL"], out_dir=tmp_path / "local")
+    executor = RayExecutor(workers=2, samples_per_shard=3)
+    with executor.hold():
+        remote = run_sweep(answer, configs, data, ["token_f1", "rougeL"], out_dir=tmp_path / "ray", executor=executor)
+    assert remote.best == local.best == "chunk_size=512, top_k=5"
+    assert remote.to_dict() == local.to_dict()  # front, p-values, intervals, verdicts
+    for folder in sorted((tmp_path / "ray").iterdir()):
+        if folder.is_dir():
+            run = json.loads((folder / "run.json").read_text(encoding="utf-8"))["run"]
+            assert run["execution"]["executor"] == "ray" and run["execution"]["workers"] == 2
+            assert scores_of(folder) == scores_of(tmp_path / "local" / folder.name)
+
+
+def test_the_sweep_command_runs_on_ray(cluster, tmp_path):
+    data, grid = _sweep_inputs(tmp_path)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(UNIT_TESTS), os.environ.get("PYTHONPATH", "")])}
+    command = [sys.executable, "-m", "ragmeter", "sweep", str(data), "--grid", str(grid), "-m", "token_f1", "-o", str(tmp_path / "out")]
+    done = subprocess.run([*command, "--executor", "ray", "--ray-address", cluster], capture_output=True, text=True, timeout=600, env=env)
+    assert done.returncode == 0, done.stderr
+    said = " ".join((done.stdout + done.stderr).split())  # the console wraps long lines
+    assert "on ray" in said and "Best: chunk_size=512, top_k=5." in said
+    assert "3 configuration(s) significantly worse than the best" in said
+    run = json.loads((tmp_path / "out" / "chunk_size=512_top_k=5" / "run.json").read_text(encoding="utf-8"))["run"]
+    assert run["execution"]["executor"] == "ray"
+    wrong = subprocess.run([*command, "--ray-workers", "2"], capture_output=True, text=True, timeout=600, env=env)
+    assert wrong.returncode == 2 and "need --executor ray" in wrong.stderr + wrong.stdout and "Traceback" not in wrong.stderr

@@ -1,6 +1,7 @@
 """``ragmeter sweep``: a grid of pipeline configurations over one test set, the Pareto front of
 quality against latency and cost, and which configurations are significantly worse than the best."""
 
+import contextlib
 from pathlib import Path
 from typing import Annotated
 
@@ -8,9 +9,13 @@ import typer
 
 from ragmeter.cli.app import command
 from ragmeter.cli.console import console, fail, say, table
+from ragmeter.cli.evaluate import ExecutorOption, RayAddressOption, RayWorkersOption, _remote_executor
 from ragmeter.data import InputError
 from ragmeter.decide.sweep import SWEEP_FILE, WORSE, import_pipeline, load_sweep_file, run_sweep
+from ragmeter.judges.config import JudgeConfig
 from ragmeter.report.sweep import SWEEP_MD, sweep_rows
+from ragmeter.run.engine import DEFAULT_CONCURRENCY
+from ragmeter.run.executor import ExecutorError
 from ragmeter.run.outdir import OutputDirError, locked
 
 
@@ -29,13 +34,24 @@ def sweep_command(
     alpha: Annotated[float, typer.Option(min=0.0001, max=0.5, help="Family-wise significance level (Holm across the comparisons).")] = 0.05,
     timeout: Annotated[float | None, typer.Option(min=0.001, help="Seconds a pipeline may take per question.")] = None,
     pipeline_concurrency: Annotated[int, typer.Option(min=1, help="Questions in flight per configuration.")] = 4,
+    executor: ExecutorOption = "local",
+    ray_address: RayAddressOption = None,
+    ray_workers: RayWorkersOption = None,
 ) -> None:
     """Run the pipeline with every configuration of the sweep file over the test set, score
     each, and report the Pareto front of quality against latency and cost, with the
     configurations significantly worse than the best (paired tests, Holm-corrected).
 
-    Writes one run directory per configuration, sweep.json and sweep.md to --out.
+    Writes one run directory per configuration, sweep.json and sweep.md to --out. With
+    --executor ray, each configuration's pairs are scored on Ray workers (one cluster for the
+    whole sweep; LLM metrics use the judge the RAGMETER_JUDGE_* environment describes); the
+    pipeline runs in this process.
     """
+    try:
+        settings = JudgeConfig.from_env()
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+    remote = _remote_executor(executor, ray_address, ray_workers, [settings], DEFAULT_CONCURRENCY, False)
     try:
         named, configs = load_sweep_file(grid)
         spec = pipeline or named
@@ -43,12 +59,15 @@ def sweep_command(
             raise ValueError(f"{grid} names no pipeline: add pipeline: module:function, or pass --pipeline")
         function = import_pipeline(spec)
         names = [name.strip() for name in metrics.split(",") if name.strip()]
-        with locked(out):
-            say(f"Sweeping {len(configs)} configurations of {spec} over {testset} → {out}")
+        with locked(out), remote.hold() if remote is not None else contextlib.nullcontext():
+            where = f" on {executor}" if remote is not None else ""
+            say(f"Sweeping {len(configs)} configurations of {spec} over {testset}{where} → {out}")
             sweep = run_sweep(
                 function, configs, testset, names, quality=quality, out_dir=out, alpha=alpha, timeout=timeout,
-                pipeline_concurrency=pipeline_concurrency,
+                pipeline_concurrency=pipeline_concurrency, executor=remote,
             )  # fmt: skip
+    except ExecutorError as exc:
+        raise fail(str(exc)) from None
     except InputError as exc:
         raise fail(f"{testset}: {exc}") from None
     except (OutputDirError, ValueError, TypeError) as exc:

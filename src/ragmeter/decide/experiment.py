@@ -43,6 +43,7 @@ from ragmeter.report import write_reports
 from ragmeter.report.compare import write_comparison
 from ragmeter.results import Result, SampleResult
 from ragmeter.run.engine import DEFAULT_CONCURRENCY, Evaluator, applicable_metrics, default_llm_judge, resolve_metrics
+from ragmeter.run.executor import RemoteExecutor
 from ragmeter.run.pipelines import (
     DEFAULT_PIPELINE_CONCURRENCY,
     ConfiguredPipeline,
@@ -307,9 +308,11 @@ async def _score_arm(
     order: list[str],
     concurrency: int,
     progress: bool | None,
+    executor: RemoteExecutor | None = None,
 ) -> Arm:
-    """Score one side's answered samples, add its failed ones, and write its run directory."""
-    evaluator = Evaluator(metrics, judges=judges, concurrency=concurrency, out_dir=folder, progress=progress)
+    """Score one side's answered samples, add its failed ones, and write its run directory
+    (``executor``: where the pairs are scored; ``None``: in this process)."""
+    evaluator = Evaluator(metrics, judges=judges, concurrency=concurrency, out_dir=folder, progress=progress, executor=executor)
     scored = await evaluator.arun(Dataset(samples=answered, issues=run.dataset.issues))
     failed = [s for s in run.dataset if s.key in run.errors]
     result = _with_pipeline_errors(scored, run, failed, order)

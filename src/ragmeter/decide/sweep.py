@@ -45,6 +45,7 @@ from ragmeter.report.sweep import write_sweep_report
 from ragmeter.results import Result
 from ragmeter.results.inference import holm
 from ragmeter.run.engine import DEFAULT_CONCURRENCY, default_llm_judge, resolve_metrics
+from ragmeter.run.executor import RemoteExecutor
 from ragmeter.run.pipeline_sources import load_pipeline
 from ragmeter.run.pipelines import DEFAULT_PIPELINE_CONCURRENCY, ConfiguredPipeline, run_pipeline
 from ragmeter.run.sync import run_sync
@@ -233,6 +234,7 @@ async def arun_sweep(
     timeout: float | None = None,
     out_dir: str | Path | None = None,
     alpha: float = 0.05,
+    executor: RemoteExecutor | None = None,
 ) -> Sweep:
     """Run ``pipeline`` with each configuration over ``testset``, score all, and find the
     Pareto front and the configurations significantly worse than the best (module docstring).
@@ -251,6 +253,10 @@ async def arun_sweep(
         out_dir: With it, each configuration's run directory goes to ``out_dir/<name>`` and
             the sweep to ``out_dir/sweep.json`` and ``out_dir/sweep.md``.
         alpha: Family-wise significance level (Holm across the comparisons with the best).
+        executor: Where each configuration's pairs are scored, e.g. a
+            :class:`~ragmeter.run.ray_executor.RayExecutor` (inside its ``hold()`` the cluster
+            starts once for the whole sweep); ``None``: in this process. The pipeline itself
+            always runs in this process.
 
     Raises:
         InputError: The test set has no usable sample.
@@ -273,7 +279,9 @@ async def arun_sweep(
             )
             answered = [s for s in run.dataset if s.key not in run.errors]
             folder = root / _folder(configured.name) if root is not None else None
-            arm = await _score_arm(configured, run, answered, folder, chosen, judges, [s.key for s in dataset], concurrency, False)
+            arm = await _score_arm(
+                configured, run, answered, folder, chosen, judges, [s.key for s in dataset], concurrency, False, executor
+            )
             points.append(_point(configured, arm.result, quality_metric, len(run.errors)))
     finally:
         if owns_llm and judges.llm is not None:

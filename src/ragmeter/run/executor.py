@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -91,6 +92,10 @@ class RemoteExecutor(Protocol):
     async def score(self, work: PairWork, done: PairDone) -> dict[str, Any]:
         """Compute every pair of ``work``, calling ``done`` once per pair (in this process);
         returns what the run's ``run.json`` says about the execution."""
+        ...
+
+    def hold(self) -> AbstractContextManager[None]:
+        """Keep what the executor starts (a cluster) across the runs made inside this context."""
         ...
 
 

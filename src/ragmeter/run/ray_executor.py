@@ -36,13 +36,14 @@ imported only when a run uses this executor.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
 import logging
 import math
 import os
 import socket
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ragmeter.data.secrets import redact
@@ -221,6 +222,18 @@ class RayExecutor:
         finally:
             if work.out_dir is not None:
                 fold_shards(work.out_dir)
+            if started:
+                ray.shutdown()
+
+    @contextlib.contextmanager
+    def hold(self) -> Iterator[None]:
+        """Keep the cluster connected across several runs (a sweep's configurations): a local
+        cluster starts once, on entering, instead of once per run, and stops on leaving."""
+        ray = require_ray()
+        started = self._connect(ray)
+        try:
+            yield
+        finally:
             if started:
                 ray.shutdown()
 
