@@ -20,6 +20,14 @@ from ragmeter.run.sync import run_sync
 if TYPE_CHECKING:
     from ragmeter.monitor import Progress
 
+EmbedOption = Annotated[
+    bool,
+    typer.Option(
+        "--embed/--no-embed",
+        help="Store the question vector of every trace decided about, sampled or not (query drift then only reads vectors).",
+    ),
+]
+
 #: Sample fields traces never have: metrics that require them cannot score live traffic.
 REFERENCE_FIELDS = ("reference", "reference_contexts", "reference_context_ids")
 
@@ -45,13 +53,7 @@ def monitor_command(
     interval: Annotated[float, typer.Option(min=0.0, help="Seconds to wait when there is no new trace.")] = 10.0,
     once: Annotated[bool, typer.Option(help="Stop when every trace is decided instead of waiting for new ones.")] = False,
     concurrency: Annotated[int, typer.Option(min=1, help="Most (sample, metric) pairs scored at once.")] = 4,
-    embed: Annotated[
-        bool,
-        typer.Option(
-            "--embed/--no-embed",
-            help="Store the question vector of every trace decided about, sampled or not (query drift then only reads vectors).",
-        ),
-    ] = True,
+    embed: EmbedOption = True,
     *,
     judge_options: JudgeOptions,
 ) -> None:
