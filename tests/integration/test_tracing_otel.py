@@ -88,3 +88,28 @@ def test_otel_can_be_switched_off(exporter):
     finally:
         observe.configure(otel=False)
     assert exporter.get_finished_spans() == () and len(kept) == 1
+
+
+def test_a_traced_stream_is_one_otel_span_with_the_joined_answer(exporter):
+    exporter.clear()
+    observe.configure(sinks=[observe.MemorySink()])
+
+    @ragmeter.trace(name="rag.stream")
+    def stream(question: str):
+        with ragmeter.span("retrieve", kind="RETRIEVER") as step:
+            step.retrieved(["Runners have 2 vCPU."], ids=["doc-1"])
+        yield "2 "
+        yield "vCPU."
+
+    tracer = otel_trace.get_tracer("the-app")
+    try:
+        with tracer.start_as_current_span("http.request") as outer:
+            assert list(stream("How many vCPU?")) == ["2 ", "vCPU."]
+    finally:
+        observe.configure(otel=False)
+
+    spans = {s.name: s for s in exporter.get_finished_spans()}
+    assert set(spans) == {"http.request", "rag.stream", "retrieve"}
+    root = spans["rag.stream"]
+    assert root.parent.span_id == outer.get_span_context().span_id and spans["retrieve"].parent.span_id == root.context.span_id
+    assert root.attributes["input.value"] == "How many vCPU?" and root.attributes["output.value"] == "2 vCPU."
