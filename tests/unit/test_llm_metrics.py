@@ -80,7 +80,7 @@ def test_every_llm_metric_is_registered_with_llm_needs_and_a_formula():
         "faithfulness", "answer_relevancy", "context_precision", "context_precision_without_reference",
         "context_recall", "context_relevance", "context_entity_recall", "context_utilization",
         "answer_correctness", "factual_correctness", "noise_sensitivity", "negative_rejection",
-        "aspect_critic", "rubric_score",
+        "aspect_critic", "rubric_score", "goal_accuracy_llm",
     }  # fmt: skip
     for name, cls in llm.items():
         assert cls.required and create_metric(name).description, name

@@ -197,8 +197,9 @@ class PromptBook:
 
 
 #: Packaged prompt files whose tasks join those of ``<lang>.yaml``: ``testset_<lang>.yaml``
-#: holds the test-set generation tasks (``ragmeter generate``).
-EXTRA_PROMPT_FILES = ("testset",)
+#: holds the test-set generation tasks (``ragmeter generate``), ``agents_<lang>.yaml`` the
+#: judged agent metrics (``goal_accuracy_llm``).
+EXTRA_PROMPT_FILES = ("testset", "agents")
 
 
 def _packaged_text(name: str) -> str:

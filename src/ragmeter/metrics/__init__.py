@@ -5,6 +5,7 @@ Importing this package registers every built-in metric (each family module appli
 """
 
 from ragmeter.metrics import (  # noqa: F401  (register the built-in metrics)
+    agent_goal,
     agents,
     checks,
     context,
