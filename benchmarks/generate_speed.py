@@ -9,7 +9,7 @@ Corpora: the example knowledge base (English, then Chinese) and the ClapNQ devel
 passages (``../shared/data/clapnq_dev.jsonl``, read by path; a corpus nobody here wrote).
 
 Usage:
-    python benchmarks/generate_speed.py [--size 6] [--corpora en zh clapnq] [--clapnq ../shared/data/clapnq_dev.jsonl]
+    python benchmarks/generate_speed.py [--size 6] [--size-for clapnq=14] [--corpora en zh clapnq] [--clapnq ../shared/data/clapnq_dev.jsonl]
         [--out benchmarks/results] [--samples-dir DIR]
 
 Writes ``generate_speed.json`` and ``generate_speed.md`` into --out; for ClapNQ they keep ids,
@@ -149,6 +149,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=6, help="Questions kept per corpus (top-up rounds replace rejects).")
     parser.add_argument(
+        "--size-for", action="append", default=[], metavar="KEY=N", help="Another size for one corpus (en, zh or clapnq), e.g. clapnq=14."
+    )
+    parser.add_argument(
         "--corpora", nargs="+", choices=("en", "zh", "clapnq"), default=["en", "zh", "clapnq"], help="Which corpora to run."
     )
     parser.add_argument("--clapnq", type=Path, default=ROOT.parent / "shared" / "data" / "clapnq_dev.jsonl")
@@ -160,6 +163,12 @@ def main() -> None:
         help="Where the full samples and the journals go (outside the repository).",
     )
     args = parser.parse_args()
+    sizes = dict.fromkeys(("en", "zh", "clapnq"), args.size)
+    for given in args.size_for:
+        key, _, number = given.partition("=")
+        if key not in sizes or not number.isdigit() or int(number) < 1:
+            parser.error(f"--size-for {given!r}: expected en=N, zh=N or clapnq=N with N a positive whole number")
+        sizes[key] = int(number)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
     command = ("python benchmarks/generate_speed.py " + " ".join(sys.argv[1:])).strip()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -171,7 +180,7 @@ def main() -> None:
             continue
         print(f"{name}: {path}", file=sys.stderr)
         work = args.samples_dir / key
-        result = asyncio.run(measure(path, args.size, work))
+        result = asyncio.run(measure(path, sizes[key], work))
         write_json(work / "kept.json", result["kept"])
         write_json(work / "rejected.json", result["rejected"])
         print(f"full samples: {work}", file=sys.stderr)
