@@ -35,6 +35,7 @@ import asyncio
 import json
 import random
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -345,6 +346,7 @@ def main() -> None:
     parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a stopped run stops its server too
     settings = {
         "per_set": args.per_set,
         "seed": args.seed,
