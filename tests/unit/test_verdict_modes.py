@@ -18,9 +18,16 @@ from test_openai_judge import KEY, PREMISE, Server, completion, error, make_judg
 
 from ragmeter.judges.base import JudgeError, Verdict
 from ragmeter.judges.cache import CachingJudge, DiskCache
-from ragmeter.judges.probe import MIN_AUC, UNIFORM_AFTER, Separation, VerdictTally, probe_cases
+from ragmeter.judges.probe import (
+    MIN_AUC,
+    UNIFORM_AFTER,
+    Separation,
+    VerdictTally,
+    balanced_accuracy,
+    probe_cases,
+    roc_auc,
+)
 from ragmeter.judges.replies import verdict_probabilities
-from ragmeter.results.stats import balanced_accuracy, roc_auc
 
 CLAIMS = ["Members may borrow 12 books.", "Loans last a year.", "The library has a cafe."]
 TRUTH = {claim: label for case in probe_cases() for claim, label in zip(case.claims, case.supported, strict=True)}
@@ -300,7 +307,7 @@ def test_explicit_modes_do_not_probe():
 
 def test_probe_measures():
     assert roc_auc([True, True, False, False], [0.9, 0.6, 0.6, 0.1]) == pytest.approx(0.875)
-    assert roc_auc([True, False], [0.5, 0.5]) == 0.5
+    assert roc_auc([True, False], [0.5, 0.5]) == 0.5 and roc_auc([True, True], [0.1, 0.2]) == 0.5
     assert balanced_accuracy([True, True, False, False], [True, False, False, False]) == pytest.approx(0.75)
     labels = [True, False] * 6
     assert not Separation.measure("batch", labels, [Verdict(1.0)] * 12).passed  # all yes
@@ -324,11 +331,8 @@ def test_probe_measures_match_sklearn_on_tied_scores_and_unequal_classes():
     # Recall of yes 3/3, of no 2/5: (1 + 0.4) / 2 = 0.7.
     assert balanced_accuracy(labels, decisions) == pytest.approx(balanced_accuracy_score(labels, decisions))
     assert balanced_accuracy(labels, decisions) == pytest.approx(0.7)
-    # One class only: nothing to measure, said as an error rather than a made-up 0.5.
-    with pytest.raises(ValueError, match="both classes"):
-        balanced_accuracy([True, True], [True, False])
-    with pytest.raises(ValueError, match="both classes"):
-        roc_auc([True, True], [0.1, 0.2])
+    # One class only: no separation to measure, chance (0.5) for both measures.
+    assert balanced_accuracy([True, True], [True, False]) == 0.5 and balanced_accuracy([False], [False]) == 0.5
 
 
 @settings(max_examples=80, deadline=None)

@@ -27,7 +27,6 @@ from typing import Any
 import yaml
 
 from ragmeter.judges.base import JudgeError, Verdict
-from ragmeter.results.stats import balanced_accuracy, roc_auc
 
 log = logging.getLogger("ragmeter.judges")
 
@@ -72,6 +71,28 @@ def probe_cases() -> list[ProbeCase]:
 def probe_version() -> str:
     """Hash of the probe file: editing it invalidates cached probe outcomes."""
     return hashlib.sha256(_probe_text().encode("utf-8")).hexdigest()[:16]
+
+
+def roc_auc(labels: Sequence[bool], scores: Sequence[float]) -> float:
+    """Probability that a random positive scores above a random negative (ties count half);
+    0.5 when one class is missing. (``results.stats`` has the numpy version; judges sit
+    below results, so the probe keeps this small one.)"""
+    positives = [s for s, y in zip(scores, labels, strict=True) if y]
+    negatives = [s for s, y in zip(scores, labels, strict=True) if not y]
+    if not positives or not negatives:
+        return 0.5
+    wins = sum(1.0 if p > n else 0.5 if p == n else 0.0 for p in positives for n in negatives)
+    return wins / (len(positives) * len(negatives))
+
+
+def balanced_accuracy(labels: Sequence[bool], decisions: Sequence[bool]) -> float:
+    """Mean of the recall of yes and the recall of no (0.5 when one class is missing)."""
+    recalls = []
+    for kind in (True, False):
+        wanted = [d for d, y in zip(decisions, labels, strict=True) if y is kind]
+        if wanted:
+            recalls.append(sum(d is kind for d in wanted) / len(wanted))
+    return sum(recalls) / len(recalls) if len(recalls) == 2 else 0.5
 
 
 @dataclass
