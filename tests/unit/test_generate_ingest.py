@@ -74,7 +74,7 @@ def test_bad_files_and_lines_are_reported_by_name_and_skipped(tmp_path):
     assert messages[("empty.md", "file", None)] == "the document has no text"
     assert messages[("docs.jsonl", "line 2", None)].startswith("invalid JSON")
     assert "no document text" in messages[("docs.jsonl", "line 3", "text")]
-    assert messages[("docs.jsonl", "line 4", None)] == "expected a JSON object (a document)"
+    assert messages[("docs.jsonl", "line 4", None)] == "expected a JSON object, got list (a document)"
     assert "unsupported file type .xlsx" in messages[("table.xlsx", "file", None)]
     assert messages[("missing.md", "file", None)] == "no such file or folder"
     assert all(i.skipped for i in read.issues)
@@ -136,3 +136,12 @@ def test_chinese_sections_are_cut_at_chinese_sentence_ends():
 def test_chunking_settings_out_of_range_are_refused(size, overlap):
     with pytest.raises(ValueError, match="chunk"):
         check_chunking(size, overlap)
+
+
+def test_a_line_separator_inside_a_jsonl_document_is_text_not_a_line_end(tmp_path):
+    """U+2028 inside a JSON string is legal JSON: the document stays one document."""
+    (tmp_path / "docs.jsonl").write_text('{"text": "First part.\u2028Second part."}\n{"text": "Next."}\n', encoding="utf-8")
+    read = ingest([tmp_path / "docs.jsonl"])
+    assert not read.issues
+    assert [d.id for d in read.documents] == ["docs-1", "docs-2"]
+    assert "Second part." in read.documents[0].text

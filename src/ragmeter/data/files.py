@@ -124,12 +124,29 @@ def write_json_lines(path: str | Path, records: Iterable[Any]) -> Path:
 
 def read_json_lines(path: str | Path) -> Iterator[tuple[int, str]]:
     """The non-blank lines of a JSON-lines file with their numbers (from 1), split on
-    ``\\n`` only (a U+2028 inside a string is not a line end). Parsing is the caller's:
-    ``json.loads`` each line and report the line number on failure."""
+    ``\\n`` only (a U+2028 inside a string is not a line end). Parsing is the caller's
+    (:func:`json_object`), which reports the line number on failure."""
     with open(path, encoding="utf-8", newline="") as handle:
         for number, line in enumerate(_lines(handle), start=1):
             if line.strip():
                 yield number, line
+
+
+def json_object(line: str | bytes) -> dict[str, Any]:
+    """One line of a JSON-lines file, which must hold a JSON object.
+
+    Raises:
+        ValueError: The line is not JSON (``invalid JSON: <why> at column <n>``) or holds
+            something other than an object (``expected a JSON object, got list``); the
+            caller adds the file and line.
+    """
+    try:
+        value = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"invalid JSON: {exc.msg} at column {exc.colno}") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"expected a JSON object, got {type(value).__name__}")
+    return value
 
 
 def _lines(handle: IO[str], block: int = 1 << 20) -> Iterator[str]:

@@ -13,7 +13,6 @@ chunker sees the same structure as in a Markdown file. PDF text comes from its t
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Iterable
@@ -21,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragmeter.data.files import json_object, read_json_lines
 from ragmeter.data.issues import InputIssue
 from ragmeter.data.text import detect_language
 
@@ -172,17 +172,12 @@ def html_text(data: bytes) -> tuple[str | None, str]:
 
 
 def _json_lines(path: Path, issues: list[InputIssue]) -> Iterable[Document]:
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
+    for number, line in read_json_lines(path):
         source = f"{path}:{number}"
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            issues.append(InputIssue(str(path), f"line {number}", None, f"invalid JSON: {exc.msg}", skipped=True))
-            continue
-        if not isinstance(record, dict):
-            issues.append(InputIssue(str(path), f"line {number}", None, "expected a JSON object (a document)", skipped=True))
+            record = json_object(line)
+        except ValueError as exc:
+            issues.append(InputIssue(str(path), f"line {number}", None, f"{exc} (a document)", skipped=True))
             continue
         text_field = next((f for f in TEXT_FIELDS if isinstance(record.get(f), str) and record[f].strip()), None)
         if text_field is None:

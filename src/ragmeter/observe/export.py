@@ -4,14 +4,13 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ragmeter.data.files import read_json_lines
+from ragmeter.data.files import json_object, read_json_lines
 from ragmeter.data.schema import Sample
 from ragmeter.observe.record import SpanRecord
 
@@ -31,14 +30,14 @@ def read_spans(path: str | Path) -> Iterator[SpanRecord]:
     try:
         for number, line in read_json_lines(path):
             try:
-                data = json.loads(line)
-                if not isinstance(data, dict):
-                    raise ValueError(f"expected a JSON object, got {type(data).__name__}")
-                yield SpanRecord.from_dict(data)
-            except json.JSONDecodeError as exc:
-                raise TraceFileError(f"{path}, line {number}: invalid JSON: {exc.msg} at column {exc.colno}") from None
+                data = json_object(line)
+            except ValueError as exc:
+                raise TraceFileError(f"{path}, line {number}: {exc}") from None
+            try:
+                span = SpanRecord.from_dict(data)
             except ValueError as exc:
                 raise TraceFileError(f"{path}, line {number}: not a valid span: {exc}") from None
+            yield span
     except FileNotFoundError:
         raise TraceFileError(f"{path} not found") from None
     except (OSError, UnicodeDecodeError) as exc:

@@ -24,7 +24,7 @@ from typing import IO, Any, TypeVar, overload
 import numpy as np
 
 from ragmeter.data import InputIssue
-from ragmeter.data.files import read_json_lines, write_json, write_json_lines
+from ragmeter.data.files import json_object, read_json_lines, write_json, write_json_lines
 from ragmeter.results.records import SampleResult
 
 RESULTS_FILE = "results.jsonl"
@@ -120,12 +120,11 @@ class StoredSamples(Sequence[SampleResult]):
 
     def _parse(self, line: bytes, number: int) -> SampleResult:
         try:
-            record = json.loads(line)
-            if not isinstance(record, dict):
-                raise TypeError(f"expected a JSON object, got {type(record).__name__}")
+            record = json_object(line)
+        except ValueError as exc:
+            raise RunDirError(f"{self.path}, line {number}: {exc}") from None
+        try:
             return SampleResult.from_dict(record)
-        except json.JSONDecodeError as exc:
-            raise RunDirError(f"{self.path}, line {number}: invalid JSON: {exc.msg} at column {exc.colno}") from None
         except (KeyError, TypeError, ValueError) as exc:
             raise RunDirError(f"{self.path}, line {number}: not a valid sample result: {exc}") from None
 
@@ -205,12 +204,11 @@ def _records(path: Path, build: Callable[[dict[str, Any]], T], what: str) -> lis
     try:
         for number, line in read_json_lines(path):
             try:
-                record = json.loads(line)
-                if not isinstance(record, dict):
-                    raise TypeError(f"expected a JSON object, got {type(record).__name__}")
+                record = json_object(line)
+            except ValueError as exc:
+                raise RunDirError(f"{path}, line {number}: {exc}") from None
+            try:
                 built.append(build(record))
-            except json.JSONDecodeError as exc:
-                raise RunDirError(f"{path}, line {number}: invalid JSON: {exc.msg} at column {exc.colno}") from None
             except (KeyError, TypeError, ValueError) as exc:
                 raise RunDirError(f"{path}, line {number}: not a valid {what}: {exc}") from None
     except (OSError, UnicodeDecodeError) as exc:
