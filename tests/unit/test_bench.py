@@ -224,6 +224,12 @@ def test_a_missing_file_says_where_to_point(tmp_path):
         suites.qags(tmp_path, None, 0)
 
 
+def test_a_broken_line_in_a_labelled_set_names_the_file_and_line(tmp_path):
+    (tmp_path / "qags_sentences.jsonl").write_text('{"claim": "A."}\n[1, 2]\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"qags_sentences.jsonl, line 2: expected a JSON object, got list"):
+        suites.qags(tmp_path, None, 0)
+
+
 def _result(metric, scores):
     samples = [SampleResult(key, Sample(id=key), "<list>", f"row {i}", {metric: score}) for i, (key, score) in enumerate(scores.items())]
     info = {"id": metric, "name": metric, "family": "groundedness", "unit": None, "higher_is_better": True}

@@ -22,7 +22,6 @@ The sets (see the data folder's README for their provenance and licences):
 from __future__ import annotations
 
 import csv
-import json
 import random
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter.data import Dataset, load_dataset
+from ragmeter.data.files import json_object, read_json_lines
 
 DEFAULT_DATA_DIR = Path("../shared/data")
 
@@ -66,7 +66,13 @@ class Task:
 def _jsonl(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         raise FileNotFoundError(f"{path} not found: pass --data-dir with the folder of the labelled sets")
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = []
+    for number, line in read_json_lines(path):
+        try:
+            rows.append(json_object(line))
+        except ValueError as exc:
+            raise ValueError(f"{path}, line {number}: {exc}") from None
+    return rows
 
 
 def _sample(rows: list, limit: int | None, seed: int) -> list:
