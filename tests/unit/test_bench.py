@@ -99,7 +99,13 @@ def data_dir(tmp_path):
     write_jsonl(
         tmp_path / "rgb_zh_refine.jsonl",
         [
-            {"id": i, "query": f"问题{i}", "answer": ["答"], "positive": [f"正例{i}"], "negative": [f"负例{i}", f"负例{i}乙"]}
+            {
+                "id": i,
+                "query": f"问题{i}",
+                "answer": [["答", "答案"]] if i == 2 else ["答"],
+                "positive": [f"正例{i}"],
+                "negative": [f"负例{i}", f"负例{i}乙"],
+            }
             for i in range(3)
         ],
     )
@@ -210,13 +216,32 @@ def test_clapnq_builds_precision_recall_correctness_and_answerability(data_dir):
 
 def test_relevance_sets_group_passages_by_query(data_dir):
     (ms,) = suites.msmarco(data_dir, None, 0)
-    (zh,) = suites.rgb(data_dir, None, 0)
+    zh, *_ = suites.rgb(data_dir, None, 0)
     assert len(ms.dataset) == 3 and len(ms.units) == 6 and ms.kind == "binary"
     assert len(zh.dataset) == 3 and sorted(u["label"] for u in zh.units) == [0] * 6 + [1] * 3
     for task in (ms, zh):
         for unit in task.units:
             sample = next(s.sample for s in task.dataset if s.key == unit["sample"])
             assert unit["part"] < len(sample.retrieved_contexts)
+
+
+def test_rgb_faithfulness_judges_each_question_s_answer_against_a_positive_and_a_negative(data_dir):
+    _, faithfulness, baseline = suites.rgb(data_dir, None, 0)
+    assert (faithfulness.metric, baseline.metric) == ("faithfulness", "embedding_groundedness")
+    assert faithfulness.units == baseline.units and faithfulness.kind == "binary"
+    by_id = {s.sample.id: s.sample for s in faithfulness.dataset}
+    assert len(by_id) == 6 and [u["label"] for u in faithfulness.units] == [1, 0] * 3
+    for unit in faithfulness.units:
+        sample = by_id[unit["sample"]]
+        number = sample.user_input.removeprefix("问题")
+        assert unit["group"] == f"rgb-{number}"
+        assert sample.response == "答"  # the first accepted spelling of a nested answer list too
+        expected = [f"正例{number}"] if unit["label"] else [f"负例{number}", f"负例{number}乙"]
+        assert sample.retrieved_contexts[0] in expected
+    # The passage drawn for a question does not depend on how many questions are drawn.
+    first = {s.sample.id: s.sample.retrieved_contexts for s in faithfulness.dataset}
+    _, again, _ = suites.rgb(data_dir, 2, 0)
+    assert all(first[s.sample.id] == s.sample.retrieved_contexts for s in again.dataset)
 
 
 def test_a_missing_file_says_where_to_point(tmp_path):
@@ -303,7 +328,13 @@ def test_a_set_or_one_of_its_tasks_can_be_chosen(data_dir):
     everything = [t.name for t in suites.clapnq(data_dir, None, 0)]
     assert [t.name for t in suites.bench_tasks(["clapnq"], data_dir, None, 0)] == everything
     chosen = suites.bench_tasks(["clapnq/context_recall", "rgb", "clapnq/answerability", "clapnq/context_recall"], data_dir, None, 0)
-    assert [t.name for t in chosen] == ["clapnq/context_recall", "rgb/context_relevance", "clapnq/answerability"]
+    assert [t.name for t in chosen] == [
+        "clapnq/context_recall",
+        "rgb/context_relevance",
+        "rgb/faithfulness",
+        "rgb/embedding_groundedness",
+        "clapnq/answerability",
+    ]
     with pytest.raises(ValueError, match="set clapnq has no task clapnq/nothing; its tasks: clapnq/context_precision"):
         suites.bench_tasks(["clapnq/nothing"], data_dir, None, 0)
     with pytest.raises(ValueError, match="unknown set"):

@@ -339,8 +339,36 @@ def rgb_triples(data_dir: Path) -> list[tuple[str, str, int]]:
 
 def rgb(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
     """Chinese context relevance (``limit``: passages): positive passages contain the
-    answer, negative ones are related but do not."""
-    return [_relevance_task("rgb/context_relevance", rgb_triples(data_dir), limit, seed, "rgb")]
+    answer, negative ones are related but do not; and Chinese faithfulness
+    (:func:`rgb_faithfulness`, ``limit``: questions)."""
+    return [_relevance_task("rgb/context_relevance", rgb_triples(data_dir), limit, seed, "rgb"), *rgb_faithfulness(data_dir, limit, seed)]
+
+
+def rgb_faithfulness(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
+    """Chinese groundedness (``limit``: questions). A question's first gold answer is the
+    response, judged once against one of its positive passages (label 1: the passage
+    gives the answer) and once against one of its negative passages (label 0: on the
+    topic, without the answer), each drawn with the seed and the question's id. In RGB
+    nearly every positive passage contains the answer's exact string and nearly no
+    negative one does, so this checks that the Chinese path works rather than judging a
+    hard case; ``embedding_groundedness`` runs beside it."""
+    samples, units = [], []
+    for row in _sample(_jsonl(data_dir / "rgb_zh_refine.jsonl"), limit, seed):
+        answer = row["answer"][0]
+        while isinstance(answer, list):  # a list of accepted spellings: the first
+            answer = answer[0]
+        draw = random.Random(f"{seed}-{row['id']}")
+        for kind, label in (("positive", 1), ("negative", 0)):
+            sample_id = f"rgb-{row['id']}-{kind}"
+            samples.append(
+                {"id": sample_id, "user_input": row["query"], "retrieved_contexts": [draw.choice(row[kind])], "response": answer}
+            )
+            units.append({"sample": sample_id, "label": label, "group": f"rgb-{row['id']}", "part": None})
+    dataset = load_dataset(samples)
+    return [
+        Task("rgb/faithfulness", "faithfulness", dataset, units, "binary", "ROC-AUC target 0.85 (within 0.05 of English)"),
+        Task("rgb/embedding_groundedness", "embedding_groundedness", dataset, units, "binary", "embedding baseline"),
+    ]
 
 
 def relevance_draw(triples: list[tuple[str, str, int]], limit: int | None, seed: int) -> list[tuple[str, str, int]]:
