@@ -85,7 +85,7 @@ def load_probe_file(path: str | Path, taken: Iterable[str] = ()) -> list[Probe]:
 
 def _jsonl_records(path: Path, text: str) -> list[Record]:
     records = []
-    for number, raw in enumerate(text.splitlines(), start=1):
+    for number, raw in enumerate(text.split("\n"), start=1):  # not splitlines: U+2028 is legal inside a JSON string
         if not raw.strip() or raw.lstrip().startswith("#"):
             continue
         try:
