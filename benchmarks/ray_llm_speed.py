@@ -84,12 +84,18 @@ def run_once(
         startup = time.perf_counter() - began
         executor = RayExecutor(workers=workers, judge=ray_judges, concurrency=1, samples_per_shard=1)
     llm = judge.build()
-    try:
+    evaluator = Evaluator(metrics, judges=Judges(llm=llm), concurrency=1, out_dir=out, resume=False, executor=executor)
+
+    async def scored() -> tuple[Result, float]:
         began = time.perf_counter()
-        result = Evaluator(metrics, judges=Judges(llm=llm), concurrency=1, out_dir=out, resume=False, executor=executor).run(dataset)
-        seconds = time.perf_counter() - began
+        try:
+            return await evaluator.arun(dataset), time.perf_counter() - began
+        finally:
+            await llm.aclose()  # on the loop its connections were made on
+
+    try:
+        result, seconds = asyncio.run(scored())
     finally:
-        asyncio.run(llm.aclose())  # the embedded model's memory, the server connections
         if ray_judges is not None:
             ray.shutdown()
     return summarise(name, workers, result, seconds, startup), result
