@@ -4,6 +4,7 @@ for the run store's tests (with ``store_url``: the same test on SQLite and Postg
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from llama_server import N_CTX, free_port
+from llama_server import LOGS, N_CTX, free_port
 from postgres_server import fresh_database, throwaway_cluster
 
 
@@ -24,13 +25,27 @@ from postgres_server import fresh_database, throwaway_cluster
 def llama_server(tmp_path_factory):
     """llama-cpp-python's OpenAI-compatible server on the packaged model; yields its URL
     (``http://127.0.0.1:<port>``, without ``/v1``)."""
+    with running_llama_server(tmp_path_factory.mktemp("llama-server") / "server.log") as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def second_llama_server(tmp_path_factory):
+    """A second server like ``llama_server``, for runs spread over two endpoints; yields its URL."""
+    with running_llama_server(tmp_path_factory.mktemp("llama-server-2") / "server.log") as url:
+        yield url
+
+
+@contextlib.contextmanager
+def running_llama_server(log_path: Path):
+    """Start llama-cpp-python's server on the packaged model, logging to ``log_path``; yields
+    its URL once it answers, and stops it (its whole process group) on leaving."""
     from ragmeter.judges.local_model import packaged_model_path
 
     for module in ("llama_cpp", "fastapi", "uvicorn", "sse_starlette", "starlette_context", "pydantic_settings"):
         __import__(module)  # the server's own dependencies (test extras)
     model = packaged_model_path()
     port = free_port()
-    log_path = tmp_path_factory.mktemp("llama-server") / "server.log"
     command = [
         sys.executable, "-m", "llama_cpp.server",
         "--model", str(model), "--host", "127.0.0.1", "--port", str(port),
@@ -45,17 +60,8 @@ def llama_server(tmp_path_factory):
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 180
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"the llama.cpp server exited ({process.returncode}):\n{log_path.read_text()[-3000:]}")
-            try:
-                with urllib.request.urlopen(f"{url}/v1/models", timeout=5):
-                    break
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"the llama.cpp server was not ready in 180 s:\n{log_path.read_text()[-3000:]}") from None
-                time.sleep(0.5)
+        _wait_until_ready(process, url, log_path)
+        LOGS[url] = log_path
         yield url
     finally:
         if process.poll() is None:
@@ -66,6 +72,21 @@ def llama_server(tmp_path_factory):
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait(10)
         log.close()
+
+
+def _wait_until_ready(process: subprocess.Popen, url: str, log_path: Path) -> None:
+    """Return once the server lists its models; raise (with the log's tail) when it exits or takes over 180 s."""
+    deadline = time.monotonic() + 180
+    while True:
+        if process.poll() is not None:
+            raise RuntimeError(f"the llama.cpp server exited ({process.returncode}):\n{log_path.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"{url}/v1/models", timeout=5):
+                return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the llama.cpp server was not ready in 180 s:\n{log_path.read_text()[-3000:]}") from None
+            time.sleep(0.5)
 
 
 @pytest.fixture(scope="session")

@@ -175,6 +175,41 @@ def test_the_progress_bar_advances_pair_by_pair_within_a_shard(cluster, tmp_path
     assert len({count for count in seen if 0 < count < 6}) >= 3, seen
 
 
+def test_cli_spreads_workers_over_two_servers_and_scores_as_one_server_does(cluster, llama_server, second_llama_server, tmp_path):
+    from llama_server import MODEL, requests_served
+
+    data = tmp_path / "samples.jsonl"
+    lines = (EXAMPLES / "dev_platform_en.jsonl").read_text(encoding="utf-8").splitlines()[:2]
+    data.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    common = [sys.executable, "-m", "ragmeter", "eval", str(data), "-m", "faithfulness", "--judge-model", MODEL]
+    common += ["--judge-base-url", f"{llama_server}/v1", "--verdict-mode", "single", "--no-cache", "--concurrency", "1"]
+    common += ["--judge-timeout", "600"]  # a retried request would be answered twice: no retry on a slow shared machine
+    env = {**os.environ, "RAGMETER_CACHE_DIR": str(tmp_path / "cache")}
+    local = subprocess.run([*common, "-o", str(tmp_path / "local")], capture_output=True, text=True, timeout=900, env=env)
+    assert local.returncode == 0, local.stderr
+    before = {url: requests_served(url) for url in (llama_server, second_llama_server)}
+    spread = [*common, "-o", str(tmp_path / "ray"), "--executor", "ray", "--ray-address", cluster, "--ray-workers", "2"]
+    remote = subprocess.run([*spread, "--ray-endpoint", f"{second_llama_server}/v1"], capture_output=True, text=True, timeout=900, env=env)
+    assert remote.returncode == 0, remote.stderr
+    served = {url: requests_served(url) - before[url] for url in before}
+    assert served[llama_server] > 0 and served[second_llama_server] > 0, served  # each server judged
+    execution = json.loads((tmp_path / "ray" / "run.json").read_text(encoding="utf-8"))["run"]["execution"]
+    assert execution["workers"] == 2
+    assert execution["pairs_per_endpoint"] == {f"{llama_server}/v1": 1, f"{second_llama_server}/v1": 1}
+    local_rows, ray_rows = (
+        [json.loads(line) for line in (tmp_path / name / "results.jsonl").read_text(encoding="utf-8").splitlines()]
+        for name in ("local", "ray")
+    )
+    assert [r["key"] for r in ray_rows] == [r["key"] for r in local_rows]
+    calls = 0
+    for a, b in zip(local_rows, ray_rows, strict=True):
+        score_a, score_b = a["scores"]["faithfulness"], b["scores"]["faithfulness"]
+        assert score_a["value"] is not None and score_b["value"] == pytest.approx(score_a["value"], abs=0.02)
+        assert b["usage"]["faithfulness"]["calls"] == a["usage"]["faithfulness"]["calls"] > 0
+        calls += b["usage"]["faithfulness"]["calls"]
+    assert sum(served.values()) == calls  # the servers answered exactly the run's judge calls
+
+
 def _sweep_inputs(tmp_path: Path) -> tuple[Path, Path]:
     """The planted-best sweep of tests/unit/sweep_pipeline.py: its test set and sweep file."""
     rows = [{"id": f"q{i:02d}", "user_input": f"question {i}", "reference": f"w{i}a w{i}b w{i}c w{i}d"} for i in range(12)]
