@@ -44,7 +44,7 @@ from ragmeter.monitor.ledger import SCORED, Decision, record
 from ragmeter.observe import RetrievedContext, SpanRecord
 from ragmeter.results import SampleResult
 from ragmeter.store import RunStore
-from ragmeter.store.vectors import embed_questions, vector_coverage
+from ragmeter.store.vectors import embed_questions, packaged_encoder, vector_coverage
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -100,7 +100,7 @@ class RememberingEncoder:
         self.model_name = model_name
         self.vectors = vectors if vectors is not None else {}
         self.encoded = 0
-        self._use = USEEncoder()
+        self._use = packaged_encoder()  # one BLAS thread, as traces embed and the monitor use it
 
     def encode(self, texts: list[str]) -> np.ndarray:
         self.encoded += len(texts)

@@ -313,7 +313,7 @@ def test_question_vectors_are_kept_exactly_and_query_drift_only_reads_them(store
 
     store = RunStore.open(store_url)
     try:
-        encoder = Counting()
+        encoder = Counting(threads=1)  # as packaged_encoder() makes it
         before = stored_query_drift(store, encoder, days=7, limit=100)
         assert before.encoded_now == 24 and Counting.asked == 24 and before.result is not None
         done = CliRunner().invoke(app, ["traces", "embed", "--store", store_url])
@@ -322,14 +322,15 @@ def test_question_vectors_are_kept_exactly_and_query_drift_only_reads_them(store
 
         questions = unembedded_questions(store, "none")
         vectors = stored_vectors(store, USEEncoder.model_name, questions)
-        expected = USEEncoder().encode([q.question for q in questions])
+        expected = USEEncoder(threads=1).encode([q.question for q in questions])  # as packaged_encoder() makes them
         assert all(np.array_equal(v, e) for v, e in zip(vectors, expected, strict=True))
+        assert np.allclose(vectors, USEEncoder(threads=2).encode([q.question for q in questions]), atol=1e-6)
         assert np.allclose([np.linalg.norm(v) for v in vectors], 1.0, atol=1e-5)
 
         Counting.asked = 0
         after = stored_query_drift(store, encoder, days=7, limit=100)
         assert after.encoded_now == 0 and Counting.asked == 0
-        assert after.result == before.result == query_drift(after.reference, after.current, USEEncoder().encode)
+        assert after.result == before.result == query_drift(after.reference, after.current, USEEncoder(threads=1).encode)
         again = CliRunner().invoke(app, ["drift", "queries", "--store", store_url, "--days", "7"])
         assert again.exit_code in (0, 1) and f"p = {after.result.p_value:.4f}" in again.output and "no stored vector" not in again.output
     finally:

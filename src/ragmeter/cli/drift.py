@@ -86,12 +86,12 @@ def queries_command(
 def _stored_drift(store: str, days: int, limit: int, alpha: float, permutations: int) -> Any:
     """Query drift of the stored requests (:func:`ragmeter.monitor.query_windows.stored_query_drift`),
     saying which windows were compared and how many questions had no stored vector."""
-    from ragmeter.judges.embeddings import USEEncoder
     from ragmeter.monitor.query_windows import stored_query_drift
+    from ragmeter.store.vectors import packaged_encoder
 
     opened = open_store(store)
     try:
-        found = stored_query_drift(opened, USEEncoder(), days, limit, alpha=alpha, permutations=permutations)
+        found = stored_query_drift(opened, packaged_encoder(), days, limit, alpha=alpha, permutations=permutations)
     finally:
         opened.close()
     if found.newest is None:

@@ -59,6 +59,7 @@ def monitor_command(
 ) -> None:
     """Score new traces in the store as they arrive (Ctrl-C stops; running again resumes)."""
     from ragmeter.monitor import MonitorSettings, run_monitor
+    from ragmeter.store.vectors import packaged_encoder
 
     try:
         _, settings = judge_options.resolve()
@@ -85,7 +86,7 @@ def monitor_command(
             interval=interval,
             once=once,
             on_pass=lambda p: say(f"scored {p.scored}, not sampled {p.not_sampled}, unscorable {p.unscorable}"),
-            encoder=USEEncoder() if embed else None,
+            encoder=packaged_encoder() if embed else None,
         )
     finally:
         opened.close()

@@ -162,16 +162,15 @@ def embed_command(store: StoreOption = DEFAULT_STORE) -> None:
 
 def _embed(store: RunStore, trace_ids: list[str] | None) -> None:
     """Encode and store the questions without a vector (of ``trace_ids``, or all), saying how many."""
-    from ragmeter.judges.embeddings import USEEncoder
     from ragmeter.store import StoreError
-    from ragmeter.store.vectors import embed_questions
+    from ragmeter.store.vectors import embed_questions, packaged_encoder
 
     def progress(done: int, total: int) -> None:
         if total > 2000:
             say(f"  {done} of {total} question vectors stored")
 
     try:
-        stored = embed_questions(store, USEEncoder(), trace_ids=trace_ids, on_chunk=progress)
+        stored = embed_questions(store, packaged_encoder(), trace_ids=trace_ids, on_chunk=progress)
     except StoreError as exc:
         raise fail(str(exc)) from None
     say(f"{stored} question vector(s) stored" + (" (every stored question has one)" if trace_ids is None else ""))

@@ -28,7 +28,7 @@ except ImportError as missing:  # the extra is not installed
 from ragmeter.dashboard.drift_panels import CachedEncoder, query_drift_panel, read_kb_report
 from ragmeter.dashboard.queries import monitored_metrics, trace_detail, trace_page
 from ragmeter.decide.compare import compare_results
-from ragmeter.judges.embeddings import Encoder, USEEncoder
+from ragmeter.judges.embeddings import Encoder
 from ragmeter.monitor.control import ControlChart, Point, control_chart, window_point
 from ragmeter.monitor.ledger import decision_counts, run_series, trace_values_by_day
 from ragmeter.report import compare as compare_report
@@ -36,6 +36,7 @@ from ragmeter.report.formatting import format_number
 from ragmeter.report.html import render_html
 from ragmeter.report.summary import build_summary
 from ragmeter.store import RunStore, StoreError
+from ragmeter.store.vectors import packaged_encoder
 
 COOKIE = "ragmeter_token"
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; form-action 'self'"
@@ -67,7 +68,7 @@ def create_app(store: RunStore, token: str | None = None, *, kb_report: Path | N
     """
     app = FastAPI(title="ragmeter", docs_url=None, redoc_url=None, openapi_url=None)
     _require_token(app, token)
-    _drift_routes(app, store, kb_report, CachedEncoder(encoder or USEEncoder()))
+    _drift_routes(app, store, kb_report, CachedEncoder(encoder or packaged_encoder()))
 
     @app.get("/", response_class=HTMLResponse)
     def leaderboard() -> HTMLResponse:

@@ -80,9 +80,9 @@ class StoreSink:
         self.store = RunStore.open(store)
         self.encoder: Any = None
         if embed_questions:
-            from ragmeter.judges.embeddings import USEEncoder
+            from ragmeter.store.vectors import packaged_encoder
 
-            self.encoder = USEEncoder(threads=1)
+            self.encoder = packaged_encoder()
         self.batch = batch
         self.failed = 0
         self._queue: queue.Queue[SpanRecord | None] = queue.Queue(maxsize=capacity)

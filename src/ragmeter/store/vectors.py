@@ -26,7 +26,7 @@ from ragmeter.store.database import StoreError
 from ragmeter.store.schema import question_vectors, spans
 
 if TYPE_CHECKING:
-    from ragmeter.judges.embeddings import Encoder
+    from ragmeter.judges.embeddings import Encoder, USEEncoder
     from ragmeter.store.store import RunStore
 
 #: How vectors are stored: little-endian float32.
@@ -38,6 +38,18 @@ LOOKUP = 1000
 
 #: A request: a root span with a question.
 ASKED = and_(spans.c.parent_id.is_(None), spans.c.question.is_not(None))
+
+
+def packaged_encoder() -> USEEncoder:
+    """The packaged encoder as the vector writers and query drift use it: one BLAS thread.
+
+    They run beside the application (the monitor, ``serve``, an import); on the shared 2-core
+    machine under load, two BLAS threads spun against each other and the other processes: 144 ms
+    a question, against 8 ms with one thread. The model loads on the first question.
+    """
+    from ragmeter.judges.embeddings import USEEncoder
+
+    return USEEncoder(threads=1)
 
 
 @dataclass(frozen=True)
