@@ -131,3 +131,15 @@ def test_a_worker_reports_its_shard_pair_by_pair():
     outcome = asyncio.run(worker.score(shard))
     assert len(outcome.finished) == 4 and time.monotonic() - began >= 1.0
     assert handle.reports == [(0, 0), (0, 1), (0, 2), (0, 3), (0, 4)]  # 0.25 s apart: each pair goes through the throttle
+
+
+def test_a_lost_tally_leaves_the_bar_advancing_shard_by_shard():
+    shown: list[int] = []
+
+    class Lost:
+        snapshot = Remote(lambda: (_ for _ in ()).throw(ConnectionError("actor died")))
+
+    progress = PairProgress(shown.append, Lost())
+    asyncio.run(asyncio.wait_for(progress.follow(), timeout=5))  # returns instead of raising
+    progress.shard_received(0, 3)
+    assert shown == [3]

@@ -166,7 +166,10 @@ class PairProgress:
             return
         while True:
             await asyncio.sleep(POLL_SECONDS)
-            self.counts = await asyncio.wrap_future(self.tally.snapshot.remote().future())
+            try:
+                self.counts = await asyncio.wrap_future(self.tally.snapshot.remote().future())
+            except Exception:  # the tally is gone (its node was lost): the bar goes on shard by shard
+                return
             self._show()
 
     def _show(self) -> None:
