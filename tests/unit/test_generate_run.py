@@ -146,8 +146,26 @@ def test_graph_links_chunks_that_share_key_phrases_and_not_across_languages():
     pairs = {(chunks[link.a].id, chunks[link.b].id) for link in graph.links}
     assert pairs == {("a#1", "b#1")}
     assert set(graph.links[0].shared) >= {"freeze", "production"}
-    similar = np.ones((4, 4), dtype=np.float32) / 2.0  # cosine 1 between all: still no link across languages
-    assert all(chunks[link.a].lang == chunks[link.b].lang for link in build_graph(chunks, similar).links)
+    similar = np.hstack([np.eye(4) * 0.4**0.5, np.full((4, 1), 0.6**0.5)]).astype(np.float32)  # cosine 0.6 between all
+    linked = build_graph(chunks, similar).links
+    assert linked and all(chunks[link.a].lang == chunks[link.b].lang for link in linked)  # still no link across languages
+
+
+def test_graph_never_links_a_chunk_to_a_copy_of_itself():
+    # ClapNQ holds some passages under two ids; the copies were the closest pair, so they were
+    # linked first and got comparison questions between two identical contexts.
+    text = "Near a river the group hears singing and meets three women washing clothes."
+    chunks = [
+        Chunk("p1#1", "p1", text, "en"),
+        Chunk("p2#1", "p2", text, "en"),
+        Chunk("p3#1", "p3", "Near the river the group later meets a salesman who invites them to lunch.", "en"),
+    ]
+    vectors = np.array([[1.0, 0.0], [1.0, 0.0], [0.8, 0.6]], dtype=np.float32)
+    pairs = {(chunks[link.a].id, chunks[link.b].id) for link in build_graph(chunks, vectors).links}
+    assert pairs == {("p1#1", "p3#1"), ("p2#1", "p3#1")}
+    nearly = np.array([[1.0, 0.0], [0.99, 0.141], [0.8, 0.6]], dtype=np.float32)  # not the same string, cosine 0.99
+    chunks[1] = Chunk("p2#1", "p2", text + " ", "en")
+    assert ("p1#1", "p2#1") not in {(chunks[link.a].id, chunks[link.b].id) for link in build_graph(chunks, nearly).links}
 
 
 def test_mixes_parse_and_allocate_to_whole_numbers():

@@ -6,7 +6,10 @@ USE model, at least :data:`SIMILAR`) or when they share key phrases (at least
 base, by TF-IDF. Chinese text is segmented into words with rjieba
 (:func:`ragmeter.data.text.tokenize`), so the same rule holds in both languages. A link's
 strength is the cosine plus a tenth per shared phrase; a chunk is never linked to a chunk
-of another language, nor to its neighbour in the same document that overlaps it.
+of another language, nor to its neighbour in the same document that overlaps it, nor to a
+copy of itself (cosine at least :data:`SAME_TEXT`: the ClapNQ passages hold the same passage
+under several ids, and being the closest pairs such copies were picked first, giving
+comparison questions between two identical contexts).
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from ragmeter.generate.chunking import Chunk
 
 #: Cosine of two chunks' embeddings at or above which they are linked.
 SIMILAR = 0.5
+#: Cosine at or above which two chunks are copies of one text, never linked.
+SAME_TEXT = 0.98
 #: Shared key phrases at or above which two chunks are linked.
 SHARED_PHRASES = 2
 #: Key phrases kept per chunk.
@@ -113,8 +118,10 @@ def build_graph(chunks: Sequence[Chunk], vectors: np.ndarray, links_per_chunk: i
         for b in range(a + 1, len(chunks)):
             if chunks[a].lang != chunks[b].lang or _neighbours(chunks[a], chunks[b]):
                 continue
-            shared = tuple(sorted(sets[a] & sets[b]))
             cosine = float(similarity[a, b])
+            if cosine >= SAME_TEXT or chunks[a].text == chunks[b].text:
+                continue
+            shared = tuple(sorted(sets[a] & sets[b]))
             if cosine >= SIMILAR or len(shared) >= SHARED_PHRASES:
                 candidates.append(Link(a, b, round(cosine, 6), shared))
     candidates.sort(key=lambda link: (-link.strength, link.a, link.b))
