@@ -212,9 +212,13 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _cells(d: dict[str, Any]) -> str:
-    return " | ".join(
-        str(d.get(k, "–")) for k in ("distinct_1", "distinct_2", "distinct_3", "mean_pairwise_distance", "near_duplicate_pairs")
-    )
+    keys = ("distinct_1", "distinct_2", "distinct_3", "mean_pairwise_distance", "near_duplicate_pairs")
+    return " | ".join("–" if d.get(k) is None else str(d[k]) for k in keys)
+
+
+def _flat(text: str, limit: int) -> str:
+    """``text`` on one line, at most ``limit`` characters, safe inside a Markdown code span."""
+    return " ".join(text.split()).replace("`", "'")[:limit]
 
 
 def section(corpus: str, result: dict[str, Any]) -> list[str]:
@@ -242,15 +246,19 @@ def section(corpus: str, result: dict[str, Any]) -> list[str]:
         f"{r.get('completion_tokens', 0)} completion tokens; knowledge graph {r.get('knowledge_graph', '–')}; exit code {r.get('exit_code')}.",
     ]  # fmt: skip
     if r.get("failure"):
-        lines += ["", f"RAGAS raised: `{r['failure'][:600]}`"]
+        lines += ["", f"RAGAS raised: `{_flat(r['failure'], 600)}`"]
+    if not r["produced"]:
+        lines += [
+            "",
+            f"Lost: everything. RAGAS keeps no partial knowledge graph and no question when it stops, so the "
+            f"{r.get('calls', 0)} calls and {r['wall_seconds']:.0f} s spent left nothing to resume from or to keep.",
+        ]
     if r.get("stderr_tail"):
         lines += ["", "RAGAS's last output:", "", "```", r["stderr_tail"][-800:], "```"]
     lines += ["", "Offline changes: " + "; ".join(r.get("workarounds") or ["none"]) + "."]
     if r["logged"]:
         lines += ["", "Warnings and errors RAGAS logged (count, message):", ""]
-        lines += [
-            f"- {n} × `{message.replace('`', chr(39))[:300]}`" for message, n in sorted(r["logged"].items(), key=lambda kv: -kv[1])[:12]
-        ]
+        lines += [f"- {n} × `{_flat(message, 400)}`" for message, n in sorted(r["logged"].items(), key=lambda kv: -kv[1])[:12]]
     if r["verdicts"]:
         lines += [
             "",
@@ -274,7 +282,8 @@ def markdown(results: dict[str, dict[str, Any]]) -> str:
         "OpenAI-compatible server (one request at a time, `RunConfig(timeout=600, max_retries=3, max_workers=1)`, default "
         "transforms and query distribution, USE embeddings), ragmeter in process (`benchmarks/generate_speed.py`). "
         "RAGAS's questions go through ragmeter's quality filter afterwards (its judge time is not counted in RAGAS's time). "
-        "The machine's 2 cores were shared with other work.",
+        "The machine's 2 cores were shared with other work. RAGAS's virtualenv also holds rapidfuzz: its default "
+        "transforms import it without declaring it (`ImportError: rapidfuzz is required for string distance` otherwise).",
     ]
     for corpus, result in results.items():
         lines += ["", *section(corpus, result)]
