@@ -136,3 +136,34 @@ def test_a_context_that_answers_is_more_relevant_than_one_on_the_same_topic(judg
     )
     answers, related = (c["p_yes"] for c in result.details["contexts"])
     assert answers > related and answers >= 0.5, result.details
+
+
+def test_a_booking_that_succeeded_reaches_its_goal_more_surely_than_one_that_failed(judges):
+    """goal_accuracy_llm on the real model: the same request and goal, one conversation where
+    the booking tool succeeded and the assistant confirms, one where it failed and the
+    assistant says so."""
+
+    def goal(tool_result: str, answer: str) -> float:
+        messages = [
+            {"type": "human", "content": "Book me a table for two at Chez Lu tonight at 20:00."},
+            {
+                "type": "ai",
+                "content": "",
+                "tool_calls": [{"name": "book_table", "args": {"restaurant": "Chez Lu", "party": 2, "time": "20:00"}}],
+            },
+            {"type": "tool", "content": tool_result},
+            {"type": "ai", "content": answer},
+        ]
+        sample = Sample.from_record(
+            {"id": "c", "user_input": messages, "reference": "A table for two is booked at Chez Lu for 20:00 tonight."}
+        )
+        result = asyncio.run(create_metric("goal_accuracy_llm").score(sample, judges))
+        assert result.value is not None, result.reason
+        return result.details["p_yes"]
+
+    reached = goal(
+        "Booked: Chez Lu, 2 people, 20:00, confirmation CL-4471.",
+        "Your table for two at Chez Lu is booked for 20:00 (confirmation CL-4471).",
+    )
+    failed = goal("Error: Chez Lu is fully booked tonight.", "Sorry, Chez Lu is fully booked tonight, so I could not book a table.")
+    assert reached > failed and reached >= 0.5, (reached, failed)
