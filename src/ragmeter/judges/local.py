@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
-import json
 import os
 import threading
 import time
@@ -43,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from ragmeter.data.files import json_object
 from ragmeter.judges.base import ContextTooLong, FieldValue, JudgeError, LLMJudge, Verdict, check_evidence_sentences
 from ragmeter.judges.local_model import PACKAGED_MODEL, packaged_calibration, packaged_model_path, recalibrate
 from ragmeter.judges.metering import Usage, record
@@ -390,12 +390,9 @@ class LocalJudge(LLMJudge):
         if reply["choices"][0].get("finish_reason") == "length":
             raise JudgeError(f"the answer was cut off at {self.max_new_tokens} tokens")
         try:
-            value = json.loads(content)
-        except json.JSONDecodeError as exc:
-            raise JudgeError(f"the model's JSON did not parse ({exc.msg}): {content[:200]!r}") from None
-        if not isinstance(value, dict):
-            raise JudgeError(f"expected a JSON object, got {type(value).__name__}")
-        return value
+            return json_object(content)
+        except ValueError as exc:
+            raise JudgeError(f"the model's reply is not a JSON object ({exc}): {content[:200]!r}") from None
 
     async def generate(self, task: str, fields: Mapping[str, FieldValue], schema: Mapping[str, Any], lang: str) -> dict[str, Any]:
         return await self._run_metered(self._generate_sync, task, fields, schema, lang)
