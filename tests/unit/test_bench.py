@@ -189,7 +189,8 @@ def test_a_task_runs_its_metric_with_its_parameters():
 
 
 def test_clapnq_builds_precision_recall_correctness_and_answerability(data_dir):
-    precision, precision_nr, recall, entity_recall, correctness, relevancy, answerability = suites.clapnq(data_dir, None, 0)
+    precision, precision_nr, recall, entity_recall, correctness, relevancy, answerability, *edits = suites.clapnq(data_dir, None, 0)
+    assert [t.name for t in edits] == ["clapnq/faithfulness_edits", "clapnq/embedding_groundedness_edits"]
     assert [s.sample for s in precision_nr.dataset] == [s.sample for s in precision.dataset]
     assert precision_nr.units is precision.units
     assert entity_recall.units is recall.units
@@ -226,7 +227,7 @@ def test_relevance_sets_group_passages_by_query(data_dir):
 
 
 def test_rgb_faithfulness_judges_each_question_s_answer_against_a_positive_and_a_negative(data_dir):
-    _, faithfulness, baseline = suites.rgb(data_dir, None, 0)
+    _, faithfulness, baseline, *_ = suites.rgb(data_dir, None, 0)
     assert (faithfulness.metric, baseline.metric) == ("faithfulness", "embedding_groundedness")
     assert faithfulness.units == baseline.units and faithfulness.kind == "binary"
     by_id = {s.sample.id: s.sample for s in faithfulness.dataset}
@@ -240,7 +241,7 @@ def test_rgb_faithfulness_judges_each_question_s_answer_against_a_positive_and_a
         assert sample.retrieved_contexts[0] in expected
     # The passage drawn for a question does not depend on how many questions are drawn.
     first = {s.sample.id: s.sample.retrieved_contexts for s in faithfulness.dataset}
-    _, again, _ = suites.rgb(data_dir, 2, 0)
+    _, again, *_ = suites.rgb(data_dir, 2, 0)
     assert all(first[s.sample.id] == s.sample.retrieved_contexts for s in again.dataset)
 
 
@@ -333,6 +334,8 @@ def test_a_set_or_one_of_its_tasks_can_be_chosen(data_dir):
         "rgb/context_relevance",
         "rgb/faithfulness",
         "rgb/embedding_groundedness",
+        "rgb/faithfulness_edits",
+        "rgb/embedding_groundedness_edits",
         "clapnq/answerability",
     ]
     with pytest.raises(ValueError, match="set clapnq has no task clapnq/nothing; its tasks: clapnq/context_precision"):

@@ -33,6 +33,21 @@ def test_sets_are_suites_and_summedits_domains():
     assert task_set({"task": "qags/faithfulness", "metric": "faithfulness"}) == "qags"
     assert task_set({"task": "summedits/sales_email_faithfulness", "metric": "faithfulness"}) == "summedits/sales_email"
     assert task_set({"task": "clapnq/context_precision_without_reference", "metric": "context_precision_without_reference"}) == "clapnq"
+    assert task_set({"task": "rgb/faithfulness_edits", "metric": "faithfulness"}) == "rgb/edits"
+
+
+def test_a_line_for_an_edit_set_is_never_fitted_on_its_own_file():
+    # rgb/edits shares RGB's questions and passages: its line is fitted on QAGS only, and
+    # RGB's line on QAGS only, although each is a set of its own in the table.
+    tasks = [
+        task("qags/faithfulness", "faithfulness", [(0.2, 0), (0.3, 0), (0.6, 1), (0.7, 1)]),
+        task("rgb/faithfulness", "faithfulness", [(0.1, 0), (0.9, 1)]),
+        task("rgb/faithfulness_edits", "faithfulness", [(0.4, 0), (0.8, 1)]),
+    ]
+    lines = leave_one_set_out(tasks)
+    assert lines["rgb/faithfulness_edits"]["fitted_on"] == ["qags"]
+    assert lines["rgb/faithfulness"]["fitted_on"] == ["qags"]
+    assert lines["qags/faithfulness"]["fitted_on"] == ["rgb", "rgb/edits"]
 
 
 def test_the_shipped_faithfulness_head_names_the_sets_it_saw():

@@ -13,10 +13,11 @@ The sets (see the data folder's README for their provenance and licences):
 - ``clapnq``: questions with a gold passage, annotator-selected answer sentences and a
   human answer; half are unanswerable (context precision with and without a reference,
   context and entity recall, answer correctness and relevancy, recognising unanswerable
-  questions).
+  questions; faithfulness of minimally edited human answers).
 - ``msmarco``: query and passage, relevant or hard negative (context relevance).
 - ``rgb``: Chinese queries with passages that contain the answer or only look related
-  (Chinese context relevance).
+  (Chinese context relevance and faithfulness; faithfulness of minimally edited answers,
+  the twin of ClapNQ's).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragmeter.bench.edits import Pairs, clapnq_pairs, rgb_pairs
 from ragmeter.data import Dataset, load_dataset
 from ragmeter.data.files import json_object, read_json_lines
 
@@ -211,7 +213,8 @@ def clapnq(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
       answer), against the human answer.
 
     All questions (answerable and not) test whether the judge sees that the passage holds
-    no answer: the answerable-vs-unanswerable verdict of negative rejection.
+    no answer: the answerable-vs-unanswerable verdict of negative rejection. Faithfulness on
+    minimal edits of the human answers is :func:`clapnq_faithfulness_edits`.
     """
     rows = _jsonl(data_dir / "clapnq_dev.jsonl")
     answerable = clapnq_answerable(data_dir, limit, seed)
@@ -250,7 +253,18 @@ def clapnq(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
         ("clapnq/answer_relevancy", "answer_relevancy", _clapnq_relevancy(answerable), "binary", "own human answer vs another question's"),
         ("clapnq/answerability", "negative_rejection", answerability, "binary", "answerable vs unanswerable questions"),
     ]
-    return [Task(name, metric, load_dataset(samples), units, kind, reference) for name, metric, (samples, units), kind, reference in specs]
+    tasks = [Task(name, metric, load_dataset(samples), units, kind, reference) for name, metric, (samples, units), kind, reference in specs]
+    return tasks + clapnq_faithfulness_edits(data_dir, limit, seed)
+
+
+def clapnq_faithfulness_edits(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
+    """English faithfulness on minimal edits, the twin of :func:`rgb_faithfulness_edits`
+    (``limit``: answerable questions, two claims each): the human reference answer against
+    the gold passage (label 1), and the same answer with one number, date or name that the
+    passage states replaced by a wrong one of the same kind that it never states (label 0)
+    (:func:`ragmeter.bench.edits.clapnq_pairs`)."""
+    rows = [r for r in _jsonl(data_dir / "clapnq_dev.jsonl") if r["answerable"]]
+    return _edit_tasks("clapnq", clapnq_pairs(rows, _sample(rows, None, seed), limit, seed))
 
 
 def _clapnq_relevancy(answerable: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -339,9 +353,14 @@ def rgb_triples(data_dir: Path) -> list[tuple[str, str, int]]:
 
 def rgb(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
     """Chinese context relevance (``limit``: passages): positive passages contain the
-    answer, negative ones are related but do not; and Chinese faithfulness
-    (:func:`rgb_faithfulness`, ``limit``: questions)."""
-    return [_relevance_task("rgb/context_relevance", rgb_triples(data_dir), limit, seed, "rgb"), *rgb_faithfulness(data_dir, limit, seed)]
+    answer, negative ones are related but do not; and Chinese faithfulness, easy
+    (:func:`rgb_faithfulness`) and minimally edited (:func:`rgb_faithfulness_edits`),
+    ``limit``: questions."""
+    return [
+        _relevance_task("rgb/context_relevance", rgb_triples(data_dir), limit, seed, "rgb"),
+        *rgb_faithfulness(data_dir, limit, seed),
+        *rgb_faithfulness_edits(data_dir, limit, seed),
+    ]
 
 
 def rgb_faithfulness(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
@@ -368,6 +387,27 @@ def rgb_faithfulness(data_dir: Path, limit: int | None, seed: int) -> list[Task]
     return [
         Task("rgb/faithfulness", "faithfulness", dataset, units, "binary", "ROC-AUC target 0.85 (within 0.05 of English)"),
         Task("rgb/embedding_groundedness", "embedding_groundedness", dataset, units, "binary", "embedding baseline"),
+    ]
+
+
+def rgb_faithfulness_edits(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
+    """Chinese faithfulness on minimal edits (``limit``: questions, two claims each): the
+    claim "<query>：<gold answer>。" against a positive passage that contains the answer
+    (label 1), and the same claim with the answer replaced by a wrong one of the same kind
+    that the passage never states (label 0), against the same passage
+    (:func:`ragmeter.bench.edits.rgb_pairs`). The English twin is
+    :func:`clapnq_faithfulness_edits`."""
+    rows = _jsonl(data_dir / "rgb_zh_refine.jsonl")
+    return _edit_tasks("rgb", rgb_pairs(rows, _sample(rows, None, seed), limit, seed))
+
+
+def _edit_tasks(suite: str, pairs: Pairs) -> list[Task]:
+    """Faithfulness and the embedding baseline on a minimal-edit set."""
+    dataset = load_dataset(pairs.samples)
+    target = f"ROC-AUC target 0.85, zh within 0.05 of en; {pairs.counts_text()}"
+    return [
+        Task(f"{suite}/faithfulness_edits", "faithfulness", dataset, pairs.units, "binary", target),
+        Task(f"{suite}/embedding_groundedness_edits", "embedding_groundedness", dataset, pairs.units, "binary", "embedding baseline"),
     ]
 
 

@@ -32,9 +32,18 @@ _LEAD = {"binary": ("roc_auc", "ROC-AUC"), "graded": ("pearson", "Pearson"), "pr
 
 def task_set(task: Mapping[str, Any]) -> str:
     """The labelled set a task measures on: ``qags/faithfulness`` -> ``qags``; SummEdits'
-    domains count as sets of their own (``summedits/news_faithfulness`` -> ``summedits/news``)."""
+    domains count as sets of their own (``summedits/news_faithfulness`` -> ``summedits/news``),
+    and so do the minimal-edit sets built from a file (``rgb/faithfulness_edits`` -> ``rgb/edits``)."""
     suite, _, rest = task["task"].partition("/")
-    return f"summedits/{rest.removesuffix('_' + task['metric'])}" if suite == "summedits" else suite
+    if suite == "summedits":
+        return f"summedits/{rest.removesuffix('_' + task['metric'])}"
+    return f"{suite}/edits" if rest.endswith("_edits") else suite
+
+
+def _source(task: Mapping[str, Any]) -> str:
+    """The labelled data a task's set comes from: a minimal-edit set shares its file's questions
+    and passages, so a line fitted for one never uses the other."""
+    return task_set(task).removesuffix("/edits")
 
 
 def llm_metric_names() -> list[str]:
@@ -71,13 +80,13 @@ def _balanced_accuracy_at(units: Sequence[Mapping[str, Any]], threshold: float) 
 
 
 def leave_one_set_out(tasks: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per binary task whose metric was measured on other binary sets too: the threshold fitted
-    on those others, the sets it was fitted on, and this set's balanced accuracy at it
+    """Per binary task whose metric was measured on other binary sets too (from other data: see
+    :func:`_source`): the threshold fitted on those others, the sets it was fitted on, and this set's balanced accuracy at it
     (``{"threshold", "fitted_on", "balanced_accuracy"}``, the last with its bootstrap interval)."""
     binary = [t for t in tasks if t["kind"] == "binary" and t.get("units") and not t.get("params")]
     out: dict[str, dict[str, Any]] = {}
     for task in binary:
-        others = [t for t in binary if t["metric"] == task["metric"] and task_set(t) != task_set(task)]
+        others = [t for t in binary if t["metric"] == task["metric"] and _source(t) != _source(task)]
         threshold = best_threshold([t["units"] for t in others])
         units = task["units"]
         if threshold is None or len({u["label"] for u in units}) < 2:
