@@ -9,6 +9,10 @@ at a time on a shared machine:
     done
     python benchmarks/agreement_table.py /tmp/bench/default_*.json --name agreement
 
+A table's own JSON can stand in for the runs it was built from: `python
+benchmarks/agreement_table.py benchmarks/results/agreement.json NEW_RUN.json` adds a run's
+tasks to the table (a task measured again replaces the earlier row).
+
 Writes benchmarks/results/<name>.md and .json (the tasks, with their compared units, and where
 each came from: date, commit, judge, command).
 """
@@ -18,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 from ragmeter.bench.summary import leave_one_set_out, llm_metric_names, summary_lines
 from ragmeter.data.files import write_json, write_text
@@ -25,24 +30,42 @@ from ragmeter.data.files import write_json, write_text
 RESULTS = Path(__file__).parent / "results"
 
 
+def read_results(paths: list[Path]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The runs' sources and tasks, files read in order. A table this script wrote (its JSON,
+    with ``sources``) stands for the runs it lists, so a table can be extended with new runs
+    without the files it was built from. A task measured again replaces the earlier one.
+
+    Args:
+        paths: Results JSON files of `ragmeter bench`, or tables written by this script.
+    """
+    sources: list[dict[str, Any]] = []
+    tasks: dict[str, dict[str, Any]] = {}
+    for path in paths:
+        run = json.loads(path.read_text(encoding="utf-8"))
+        if "sources" in run:
+            sources += run["sources"]
+        else:
+            settings = run["settings"]
+            sources.append(
+                {
+                    "file": path.name,
+                    "date": run["date"],
+                    "commit": run["commit"],
+                    "judge": settings.get("judge", {}),
+                    "command": settings.get("command", ""),
+                }
+            )
+        tasks.update({task["task"]: task for task in run["tasks"]})
+    return sources, list(tasks.values())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("results", nargs="+", type=Path, help="results JSON files written by `ragmeter bench`")
+    parser.add_argument("results", nargs="+", type=Path, help="results JSON files written by `ragmeter bench`, or a table's JSON")
     parser.add_argument("--name", default="agreement", help="file name of the table (without extension)")
     parser.add_argument("--out", type=Path, default=RESULTS, help="folder to write to")
     args = parser.parse_args()
-    runs = [json.loads(path.read_text(encoding="utf-8")) for path in args.results]
-    tasks = [t for run in runs for t in run["tasks"]]
-    sources = [
-        {
-            "file": path.name,
-            "date": run["date"],
-            "commit": run["commit"],
-            "judge": run["settings"].get("judge", {}),
-            "command": run["settings"].get("command", ""),
-        }
-        for path, run in zip(args.results, runs, strict=True)
-    ]
+    sources, tasks = read_results(args.results)
     judges = sorted({f"{s['judge'].get('backend', '-')} `{s['judge'].get('model', '-')}`" for s in sources})
     lines = [
         "# Every LLM metric against human labels, default settings",
