@@ -166,6 +166,13 @@ def _print_summary(generation: Generation, summary: dict[str, Any], out: Path) -
         say("Rejected or not generated: " + ", ".join(f"{reason} {n}" for reason, n in summary["reasons"].items()))
     graph = summary["graph"]
     say(f"{summary['documents']} documents, {graph['chunks']} chunks, {graph['links']} links in the knowledge graph.")
+    dropped = summary["boilerplate"]
+    if dropped["repeated_sentences"] or dropped["template_notices"]:
+        say(
+            f"Boilerplate dropped before chunking: {dropped['template_notices']} wiki maintenance notice(s), "
+            f"{dropped['repeated_sentences']} sentence(s) repeated across documents; "
+            f"{dropped['documents_dropped']} document(s) had nothing else and were dropped."
+        )
     usage = Usage.from_dict(summary["usage"])
     speed = summary["generated_per_minute"]
     say(

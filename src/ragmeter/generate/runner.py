@@ -22,6 +22,7 @@ import numpy as np
 
 from ragmeter.data.files import write_json, write_json_lines
 from ragmeter.data.issues import InputIssue
+from ragmeter.generate.boilerplate import drop_boilerplate
 from ragmeter.generate.chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, chunk_document
 from ragmeter.generate.documents import ingest
 from ragmeter.generate.filters import check, near_duplicates
@@ -83,12 +84,15 @@ class KnowledgeBase:
         issues: Files and lines skipped, with why.
         graph: The chunks and their links.
         vectors: The chunks' embeddings, one row per chunk.
+        boilerplate: What was dropped as boilerplate before chunking
+            (:meth:`~ragmeter.generate.boilerplate.Boilerplate.to_dict`).
     """
 
     documents: int
     issues: list[InputIssue]
     graph: KnowledgeGraph
     vectors: np.ndarray
+    boilerplate: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -183,7 +187,7 @@ class Generation:
             "seconds": round(self.seconds, 3),
             "generated_per_minute": round((generated - resumed) / minutes, 3) if minutes > 0 else None,
             "usage": usage.to_dict(),
-            "documents": self.knowledge_base.documents,
+            "documents": self.knowledge_base.documents, "boilerplate": self.knowledge_base.boilerplate,
             "graph": self.knowledge_base.graph.describe(),
             "input_issues": [i.to_dict() for i in self.knowledge_base.issues],
             "settings": self.settings,
@@ -193,7 +197,8 @@ class Generation:
 async def build_knowledge_base(
     paths: Iterable[str | Path], embedder: BatchingEmbedder, chunk_size: int, chunk_overlap: int
 ) -> KnowledgeBase:
-    """Read, chunk, embed and link the documents at ``paths``.
+    """Read the documents at ``paths``, drop their boilerplate
+    (:func:`~ragmeter.generate.boilerplate.drop_boilerplate`), then chunk, embed and link them.
 
     Args:
         paths: Files and folders of the knowledge base.
@@ -202,9 +207,10 @@ async def build_knowledge_base(
         chunk_overlap: Characters repeated between consecutive pieces of a section.
     """
     read = ingest(paths)
-    chunks = [chunk for document in read.documents for chunk in chunk_document(document, chunk_size, chunk_overlap)]
+    documents, dropped = drop_boilerplate(read.documents)
+    chunks = [chunk for document in documents for chunk in chunk_document(document, chunk_size, chunk_overlap)]
     vectors = await embedder.embed([c.text for c in chunks]) if chunks else np.zeros((0, 512), dtype=np.float32)
-    return KnowledgeBase(len(read.documents), read.issues, build_graph(chunks, vectors), vectors)
+    return KnowledgeBase(len(read.documents), read.issues, build_graph(chunks, vectors), vectors, dropped.to_dict())
 
 
 async def generate_slot(slot: Slot, kb: KnowledgeBase, judge: LLMJudge, embedder: BatchingEmbedder) -> Outcome:
