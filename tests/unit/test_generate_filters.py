@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from test_llm_double import FixedVectors, ScriptedJudge
 
+from ragmeter.generate.anchors import rare_limit, term_index, unanchored
 from ragmeter.generate.chunking import Chunk
 from ragmeter.generate.filters import check, content_words, copied_span, leak, near_duplicates, restates
 from ragmeter.generate.graph import KnowledgeGraph
@@ -37,8 +38,14 @@ def _premise(shared) -> str:
     return " ".join(premise) if isinstance(premise, list) else premise
 
 
-def _judge(answerable=lambda premise, q: 0.9, supported=lambda premise, s: 0.9) -> ScriptedJudge:
+def _judge(
+    answerable=lambda premise, q: 0.9, supported=lambda premise, s: 0.9, self_contained=lambda q: 0.9, answers=lambda q, a: 0.9
+) -> ScriptedJudge:
     def rule(task, shared, item):
+        if task == "testset_self_contained":
+            return self_contained(item)
+        if task == "testset_answers":
+            return answers(shared["question"], item)
         return (answerable if task == "answerable" else supported)(_premise(shared), item)
 
     return ScriptedJudge(rule=rule)
@@ -54,11 +61,19 @@ def test_a_good_question_is_kept_with_what_the_checks_measured():
     judge = _judge()
     verdict = _check(_draft(), judge)
     assert verdict.kept and verdict.reason is None
-    assert verdict.checks == {"answerable_from_contexts": 0.9, "reference_supported": 0.9}
+    assert verdict.checks == {
+        "self_contained": 0.9,
+        "answerable_from_contexts": 0.9,
+        "reference_supported": 0.9,
+        "reference_answers_question": 0.9,
+    }
     assert [(c.task, c.items) for c in judge.calls] == [
+        ("testset_self_contained", ["How many approvals does a merge request need?"]),
         ("answerable", ["How many approvals does a merge request need?"]),
         ("supported", ["Two approvals."]),
+        ("testset_answers", ["Two approvals."]),
     ]
+    assert judge.calls[3].shared == {"question": "How many approvals does a merge request need?"}
 
 
 @pytest.mark.parametrize(
@@ -152,7 +167,9 @@ def test_an_unanswerable_question_the_knowledge_base_does_not_answer_is_kept():
     verdict = _check(_unanswerable("How much does a replacement badge cost?"), judge)
     assert verdict.kept
     # Each of the 3 closest chunks is judged on its own; there is no reference to check.
-    assert [(c.task, c.shared["premise"]) for c in judge.calls] == [("answerable", chunk.text) for chunk in CHUNKS]
+    assert [(c.task, c.shared.get("premise")) for c in judge.calls] == [("testset_self_contained", None)] + [
+        ("answerable", chunk.text) for chunk in CHUNKS
+    ]
 
 
 def test_a_misspelled_question_is_checked_in_its_original_wording():
@@ -160,7 +177,7 @@ def test_a_misspelled_question_is_checked_in_its_original_wording():
     slot = Slot("q0001", "single_fact", "misspelled", None, (0,), "en")
     draft = Draft(slot, "How mnay aprovals?", "How many approvals?", "Two.", (CHUNKS[0].text,), ("mr#1",))
     assert _check(draft, judge).kept
-    assert judge.calls[0].items == ["How many approvals?"]
+    assert judge.calls[0].items == judge.calls[1].items == ["How many approvals?"]
 
 
 def test_near_duplicates_keep_the_first_and_name_it():
@@ -187,7 +204,7 @@ def test_a_reference_that_only_restates_the_question_is_rejected_after_the_judge
     verdict = _check(_draft(question=question, reference=reference), judge)
     assert (verdict.kept, verdict.reason) == (False, "reference_restates_question")
     assert "repeats words of the question" in (verdict.detail or "")
-    assert verdict.checks == {"answerable_from_contexts": 0.9, "reference_supported": 0.9}
+    assert verdict.checks["reference_supported"] == 0.9
 
 
 @pytest.mark.parametrize(
@@ -202,7 +219,9 @@ def test_a_reference_that_only_restates_the_question_is_rejected_after_the_judge
 )
 def test_a_reference_with_a_word_of_its_own_is_not_a_restatement(question, reference):
     assert not restates(reference, question)
-    assert _check(_draft(question=question, reference=reference), _judge()).kept
+    slot = Slot("q0001", "single_fact", "plain", None, (0,), "en")
+    draft = Draft(slot, question, question, reference, (f"{question} {reference}",), ("mr#1",))  # a chunk that holds both
+    assert _check(draft, _judge()).kept
 
 
 def test_content_words_drop_stop_words_and_stem_english_only():
@@ -217,7 +236,10 @@ def test_content_words_drop_stop_words_and_stem_english_only():
 def test_a_reasoning_question_whose_answer_is_copied_from_one_sentence_is_kept_as_a_single_fact():
     verdict = _check(_draft("reasoning", question="How many approvals must a merge get?", reference="two approvals"), _judge())
     assert verdict.kept and verdict.relabel == "single_fact" and verdict.checks["copied_from"] == "mr#1"
-    inferred = _check(_draft("reasoning", question="Can the author approve alone?", reference="No, two approvals are needed."), _judge())
+    inferred = _check(
+        _draft("reasoning", question="Can the author of a merge request approve it alone?", reference="No, two approvals are needed."),
+        _judge(),
+    )
     assert inferred.kept and inferred.relabel is None and "copied_from" not in inferred.checks
 
 
@@ -241,7 +263,8 @@ def test_a_relabelled_question_keeps_only_the_chunk_it_needs_as_its_reference_co
 
     # Written from mr#2 then mr#1; mr#1 answers it alone and holds the copied reference.
     writer = {"testset_multi_hop": {"question": "How many approvals does a merge request need?", "answer": "two approvals"}}
-    judge = ScriptedJudge(rule=lambda task, shared, item: answerable(_premise(shared), item), generated=writer)
+    judge = _judge(answerable=answerable)
+    judge.generated = writer
     kb = KnowledgeBase(2, [], GRAPH, np.eye(64, dtype=np.float32)[: len(CHUNKS)])
     slot = Slot("q0001", "multi_hop", "plain", None, (1, 0), "en")
     outcome = asyncio.run(generate_slot(slot, kb, judge, BatchingEmbedder(FixedVectors({}))))
@@ -279,3 +302,73 @@ def test_a_reasoning_question_relabelled_needs_the_chunk_its_answer_is_copied_fr
 )
 def test_copied_span_is_a_run_of_words_of_one_sentence(reference, contexts, lang, expected):
     assert copied_span(reference, contexts, ["c#1"], lang) == expected
+
+
+def test_a_question_the_judge_reading_it_alone_finds_vague_is_rejected_before_any_chunk_is_read():
+    judge = _judge(self_contained=lambda q: 0.1 if "the company" in q else 0.9)
+    verdict = _check(_draft(question="What did the company announce?", reference="Two approvals."), judge)
+    assert (verdict.kept, verdict.reason) == (False, "question_not_self_contained")
+    assert verdict.detail.startswith("the judge, reading the question alone") and verdict.checks == {"self_contained": 0.1}
+    assert [(c.task, c.shared) for c in judge.calls] == [("testset_self_contained", {})]
+    vague = _check(_unanswerable("What did the company announce?"), _judge(self_contained=lambda q: 0.1))
+    assert vague.reason == "question_not_self_contained"
+
+
+def test_a_reference_that_does_not_answer_its_question_is_rejected():
+    # Supported by its chunk, but copied from the sentence about something else.
+    def answers(question, answer):
+        return 0.1 if "freeze" in question and "approvals" in answer else 0.9
+
+    draft = _draft(question="When does the deployment freeze start?", reference="A merge request needs two approvals.", chunks=(0, 2))
+    verdict = _check(draft, _judge(answers=answers))
+    assert (verdict.kept, verdict.reason) == (False, "reference_does_not_answer")
+    assert verdict.detail == "the judge finds the reference does not answer the question (P=0.10)"
+    assert verdict.checks["reference_answers_question"] == 0.1
+    assert _check(
+        _draft(question="When does the deployment freeze start?", reference="The last week of December.", chunks=(0, 2)),
+        _judge(answers=answers),
+    ).kept
+
+
+def test_a_question_that_shares_no_word_with_its_chunk_is_not_self_contained_even_when_the_judge_passes_it():
+    judge = _judge()
+    verdict = _check(_draft(question="Which version fixed it?", reference="Two approvals."), judge)
+    assert (verdict.kept, verdict.reason) == (False, "question_not_self_contained")
+    assert "shares no content word" in verdict.detail
+    assert judge.count(task="testset_answers") == 1  # the model-free check comes after the judge's (so --dry-run counts them)
+    unanswerable = _check(_unanswerable("Which one was it?"), _judge(answerable=lambda p, q: 0.1))
+    assert (unanswerable.reason, unanswerable.detail) == (
+        "question_not_self_contained",
+        "it has no content word: it does not name what it asks about",
+    )
+
+
+def _big_graph(texts):
+    chunks = tuple(
+        Chunk(f"d{i}#1", f"d{i}", text, "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in text) else "en") for i, text in enumerate(texts)
+    )
+    return KnowledgeGraph(chunks, tuple(() for _ in chunks), ())
+
+
+def test_unanchored_needs_a_word_shared_with_the_chunk_that_few_chunks_of_the_knowledge_base_hold():
+    # 40 chunks about companies; one of them also names Acme and its robot vacuum.
+    texts = [f"The company number {i} announced results for the year." for i in range(39)]
+    texts.append("Acme is a company that announced a robot vacuum in 2019.")
+    index = term_index(_big_graph(texts))
+    assert rare_limit(40) == 3 and rare_limit(200) == 10 and index.frequency["company"] == 40
+    vague = unanchored("What did the company announce?", [texts[-1]], index)
+    assert vague is not None and "each of its words (announc, company) is in more than 3 of the 40 chunks" in vague
+    assert unanchored("What did Acme announce?", [texts[-1]], index) is None
+    assert unanchored("Which product did the vacuum maker announce?", [texts[-1]], index) is None  # "vacuum" names it
+    assert "shares no content word" in (unanchored("Which version fixed it?", [texts[-1]], index) or "")
+    # An unanswerable question: every word counts, and one no chunk holds is distinctive.
+    assert unanchored("What did the company announce?", None, index) is not None
+    assert unanchored("What did the company announce about its badges?", None, index) is None
+
+
+def test_unanchored_segments_chinese():
+    texts = [f"第{i}家公司发布了年度业绩。" for i in range(39)] + ["Forge 平台的缓存条目在最后一次使用 14 天后过期。"]
+    index = term_index(_big_graph(texts))
+    assert unanchored("该公司发布了什么？", [texts[0]], index) is not None  # 公司, 发布: in every chunk
+    assert unanchored("Forge 缓存条目多久过期？", [texts[-1]], index) is None
+    assert unanchored("它是什么时候修复的？", [texts[-1]], index) is not None

@@ -46,7 +46,10 @@ def _judge(**extra) -> ScriptedJudge:
     generated = {f"testset_{t}": _writer for t in TYPES}
     generated["testset_unanswerable"] = lambda fields: {"question": f"What is the parking fee at {fields['context'][3:12]}?"}
     generated["testset_style_colloquial"] = lambda fields: {"question": [' "so, ' + fields["question"].lower() + '" ']}
-    return ScriptedJudge(rule=lambda task, shared, item: 0.1 if "parking" in item else 0.9, generated=generated, **extra)
+    # No chunk answers the parking questions; every other verdict says yes.
+    return ScriptedJudge(
+        rule=lambda task, shared, item: 0.1 if task == "answerable" and "parking" in item else 0.9, generated=generated, **extra
+    )
 
 
 def _generate(tmp_path, judge, size=6, out=None, **options):
@@ -211,8 +214,8 @@ def test_dry_run_counts_every_call_and_asks_the_judge_nothing(tmp_path):
     generation = _generate(tmp_path, dry, size=3, mix={"single_fact": 1}, styles={"colloquial": 1}, top_up_rounds=0)
     usage = generation.summary()["usage"]
     assert target.calls == []
-    # Each question: its generation, its style, and two verdicts (answerable, supported).
-    assert usage["calls"] == 3 * 4 and usage["prompt_tokens"] > 0 and usage["completion_tokens"] > 0
+    # Each question: its generation, its style, and four verdicts (self_contained, answerable, supported, answers).
+    assert usage["calls"] == 3 * 6 and usage["prompt_tokens"] > 0 and usage["completion_tokens"] > 0
 
 
 def test_cli_without_a_usable_judge_says_what_is_missing(tmp_path):

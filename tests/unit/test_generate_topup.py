@@ -42,7 +42,9 @@ def _rejecting_judge(rejected=lambda premise: "REJECT" in premise, **extra) -> S
         return {"question": f"What does the rule {fields['context'][3:9]} say?", "answer": fields["context"][-25:]}
 
     def rule(task, shared, item):
-        premise = shared["premise"]
+        premise = shared.get("premise", "")  # the question's own checks (no chunk) pass
+        if not premise:
+            return 0.9
         return 0.1 if rejected(" ".join(premise) if isinstance(premise, list) else premise) else 0.9
 
     return ScriptedJudge(rule=rule, generated={f"testset_{t}": writer for t in TYPES}, **extra)
@@ -108,7 +110,7 @@ def test_a_relabelled_question_is_kept_as_a_single_fact_and_its_type_is_topped_u
 
     def judge():
         return ScriptedJudge(
-            rule=lambda task, shared, item: 0.1 if "REJECT" in str(shared["premise"]) else 0.9, generated={"testset_reasoning": copying}
+            rule=lambda task, shared, item: 0.1 if "REJECT" in str(shared.get("premise")) else 0.9, generated={"testset_reasoning": copying}
         )
 
     generation = _generate(tmp_path, judge(), size=2, mix={"reasoning": 1.0}, top_up_rounds=0)

@@ -1,15 +1,22 @@
 """The quality filter: which generated questions are kept, and why the others are not.
 
-Checks, in this order (cheapest first, but for ``reference_restates_question``); the first that fails rejects the question with its reason:
+Checks, in this order (cheapest first, but for the model-free checks after the judge's); the first that fails rejects the question with its reason:
 
 - ``source_leak``: the question, or its reference, points at its source ("according to the
   passage", "the two contexts", "what is the difference between the two?", "根据文中",
   "上下文"...): a user of the system never saw it.
+- ``question_not_self_contained``, first half: the judge, reading the question alone (no
+  chunk), finds it does not say what it asks about ("What did the company announce?"; the
+  ``testset_self_contained`` verdict of ``judges/prompts/testset_<lang>.yaml``).
 - ``unanswerable_from_contexts``: the judge does not find the answer to the question in
   its reference contexts (the packaged ``answerable`` verdict, P(yes) below
   :data:`THRESHOLD`).
 - ``reference_unsupported``: the judge does not find the reference answer supported by the
   reference contexts (the ``supported`` verdict).
+- ``reference_does_not_answer``: the judge, reading the question and the reference alone,
+  finds the reference does not give what the question asks for (``testset_answers``): a
+  reference copied from the wrong sentence of the right chunk is supported, yet answers
+  another question (en q0012 and zh q0013 of ``benchmarks/results/generate_review.md``).
 - ``single_chunk_answers``: a multi-hop question that one of its chunks answers alone.
 - ``reference_restates_question`` (no model, :func:`restates`): the reference adds no
   content word to the question, as in "What is the name of the party that opposes the
@@ -18,9 +25,14 @@ Checks, in this order (cheapest first, but for ``reference_restates_question``);
   passes because the words are the passage's). Checked after the judge's
   checks, though it needs no model, so that ``--dry-run``'s stand-in, whose reference is its
   question, still counts every judge call.
+- ``question_not_self_contained``, second half (no model,
+  :func:`~ragmeter.generate.anchors.unanchored`, after the judge's checks for the same
+  reason): the question shares no content word with its chunks, or only words that many
+  chunks of the knowledge base hold (it does not say which one it asks about).
 - ``answer_in_knowledge_base``: an "unanswerable" question whose answer the judge finds in
   one of the :data:`TOP_K` chunks of the whole knowledge base closest to it (embeddings),
-  each judged on its own.
+  each judged on its own; then its self-containment, as above, every word of it counting
+  (it asks for what its chunk does not say).
 - ``near_duplicate`` (:func:`near_duplicates`, once all questions are written): a kept
   question whose embedding is at least :data:`DUPLICATE` close to an earlier kept one.
 
@@ -52,6 +64,7 @@ from typing import Any
 import numpy as np
 
 from ragmeter.data.text import split_sentences, tokenize
+from ragmeter.generate.anchors import term_index, unanchored
 from ragmeter.generate.graph import KnowledgeGraph
 from ragmeter.generate.synthesize import Draft
 from ragmeter.generate.words import content_words
@@ -179,8 +192,11 @@ async def check(draft: Draft, graph: KnowledgeGraph, vectors: np.ndarray, judge:
             where = "reference" if text == draft.reference else "question"
             return Verdict(False, "source_leak", f"the {where} points at its source: {found!r}", checks)
     lang = draft.slot.lang
+    vague = await _judged_vague(asked, lang, judge, checks)
+    if vague is not None:
+        return vague
     if not draft.answerable:
-        return await _check_unanswerable(asked, lang, graph, vectors, judge, embed, checks)
+        return await _check_unanswerable(draft, asked, graph, vectors, judge, embed, checks)
     premise = list(draft.contexts)
     p = (await judge.verdicts("answerable", {"premise": premise}, [asked], lang))[0].p_yes
     checks["answerable_from_contexts"] = round(p, 4)
@@ -190,6 +206,12 @@ async def check(draft: Draft, graph: KnowledgeGraph, vectors: np.ndarray, judge:
     checks["reference_supported"] = round(p, 4)
     if p < THRESHOLD:
         return Verdict(False, "reference_unsupported", f"the reference is not supported by the reference contexts (P={p:.2f})", checks)
+    p = (await judge.verdicts("testset_answers", {"question": asked}, [draft.reference], lang))[0].p_yes
+    checks["reference_answers_question"] = round(p, 4)
+    if p < THRESHOLD:
+        return Verdict(
+            False, "reference_does_not_answer", f"the judge finds the reference does not answer the question (P={p:.2f})", checks
+        )
     copied = copied_span(draft.reference, draft.contexts, draft.context_ids, lang) if draft.slot.type in _RELABELLED else None
     if copied is not None:
         checks["copied_from"] = copied
@@ -205,10 +227,31 @@ async def check(draft: Draft, graph: KnowledgeGraph, vectors: np.ndarray, judge:
                 return Verdict(False, "single_chunk_answers", f"{chunk_id} alone answers it (P={p:.2f})", checks)
     if restates(draft.reference, draft.question, draft.original):
         return Verdict(False, "reference_restates_question", "the reference only repeats words of the question: it answers nothing", checks)
+    problem = unanchored(asked, draft.contexts, term_index(graph))
+    if problem is not None:
+        return Verdict(False, "question_not_self_contained", problem, checks)
     return Verdict(True, checks=checks, relabel=relabel, needs=(copied,) if relabel and copied else None)
 
 
-async def _check_unanswerable(asked: str, lang: str, graph: KnowledgeGraph, vectors: np.ndarray, judge: LLMJudge, embed, checks) -> Verdict:
+async def _judged_vague(asked: str, lang: str, judge: LLMJudge, checks: dict[str, Any]) -> Verdict | None:
+    """The rejection of a question the judge, reading it alone, finds does not say what it
+    asks about (the ``testset_self_contained`` verdict), or ``None``."""
+    p = (await judge.verdicts("testset_self_contained", {}, [asked], lang))[0].p_yes
+    checks["self_contained"] = round(p, 4)
+    if p < THRESHOLD:
+        return Verdict(
+            False,
+            "question_not_self_contained",
+            f"the judge, reading the question alone, finds it does not say what it asks about (P={p:.2f})",
+            checks,
+        )
+    return None
+
+
+async def _check_unanswerable(
+    draft: Draft, asked: str, graph: KnowledgeGraph, vectors: np.ndarray, judge: LLMJudge, embed, checks
+) -> Verdict:
+    lang = draft.slot.lang
     query = (await embed([asked]))[0]
     order = np.argsort(-(vectors @ query), kind="stable")[:TOP_K] if len(vectors) else np.zeros(0, dtype=int)
     top = [graph.chunks[int(i)] for i in order]
@@ -218,6 +261,9 @@ async def _check_unanswerable(asked: str, lang: str, graph: KnowledgeGraph, vect
         checks[f"answerable_from {chunk.id}"] = round(p, 4)
         if p >= THRESHOLD:
             return Verdict(False, "answer_in_knowledge_base", f"the judge finds the answer in {chunk.id} (P={p:.2f})", checks)
+    problem = unanchored(asked, None, term_index(graph))
+    if problem is not None:
+        return Verdict(False, "question_not_self_contained", problem, checks)
     return Verdict(True, checks=checks)
 
 
