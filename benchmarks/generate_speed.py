@@ -123,11 +123,16 @@ def markdown(results: dict[str, dict[str, Any]]) -> str:
         lines.append(f"| {name} | " + " | ".join(f"{counts.get(k, 0)} ({counts.get(k, 0) / generated:.0%})" for k in reasons) + " |")
     for name, result in results.items():
         reasons_text = ", ".join(f"{k} {v}" for k, v in result["summary"]["reasons"].items()) or "none"
+        dropped = result["summary"].get("boilerplate") or {}  # absent from reports older than the boilerplate filter
         lines += [
             "",
             f"## {name}",
             "",
             f"Rejection reasons: {reasons_text}.",
+            "",
+            f"Boilerplate dropped before chunking: {dropped.get('template_notices', '–')} wiki maintenance notices, "
+            f"{dropped.get('repeated_sentences', '–')} sentences repeated across documents, "
+            f"{dropped.get('documents_dropped', '–')} documents with nothing else.",
             "",
             "| id | type | style | question | reference |",
             "|---|---|---|---|---|",
