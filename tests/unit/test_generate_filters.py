@@ -13,7 +13,6 @@ from ragmeter.generate.chunking import Chunk
 from ragmeter.generate.filters import check, content_words, copied_span, leak, near_duplicates, restates
 from ragmeter.generate.graph import KnowledgeGraph
 from ragmeter.generate.plan import Slot
-from ragmeter.generate.runner import KnowledgeBase, generate_slot
 from ragmeter.generate.synthesize import NO_ANSWER, Draft
 from ragmeter.judges.embeddings import BatchingEmbedder
 
@@ -261,16 +260,12 @@ def test_a_relabelled_question_keeps_only_the_chunk_it_needs_as_its_reference_co
     def answerable(premise, question):
         return 0.9 if "approvals" in premise else 0.1  # mr#1 alone answers it
 
-    # Written from mr#2 then mr#1; mr#1 answers it alone and holds the copied reference.
-    writer = {"testset_multi_hop": {"question": "How many approvals does a merge request need?", "answer": "two approvals"}}
-    judge = _judge(answerable=answerable)
-    judge.generated = writer
-    kb = KnowledgeBase(2, [], GRAPH, np.eye(64, dtype=np.float32)[: len(CHUNKS)])
-    slot = Slot("q0001", "multi_hop", "plain", None, (1, 0), "en")
-    outcome = asyncio.run(generate_slot(slot, kb, judge, BatchingEmbedder(FixedVectors({}))))
-    sample = outcome.sample
-    assert outcome.status == "kept" and sample["metadata"]["type"] == "single_fact"
-    assert sample["metadata"]["original_type"] == "multi_hop"
+    # A multi-hop question written in one prompt (not composed: RAGAS's, in the side-by-side
+    # benchmark), from mr#2 then mr#1; mr#1 answers it alone and holds the copied reference.
+    draft = _draft("multi_hop", question="How many approvals does a merge request need?", reference="two approvals", chunks=(1, 0))
+    verdict = _check(draft, _judge(answerable=answerable))
+    sample = draft.sample(GRAPH, verdict.checks, verdict.needs)
+    assert verdict.kept and verdict.relabel == "single_fact"
     assert sample["reference_context_ids"] == ["mr#1"] and sample["reference_contexts"] == [CHUNKS[0].text]
     assert sample["metadata"]["dropped_context_ids"] == ["mr#2"] and sample["metadata"]["source_documents"] == ["mr"]
     # A question left multi-hop (a bridge: no chunk answers it alone) keeps both chunks.

@@ -44,7 +44,12 @@ def _writer(fields):
 
 def _judge(**extra) -> ScriptedJudge:
     generated = {f"testset_{t}": _writer for t in TYPES}
-    generated["testset_unanswerable"] = lambda fields: {"question": f"What is the parking fee at {fields['context'][3:12]}?"}
+    generated["testset_unanswerable_swap"] = lambda fields: {"questions": [f"What is the parking fee at {fields['context'][3:12]}?"]}
+    generated["testset_bridge_question"] = lambda fields: {
+        "question": f"What does {fields['subject']} need?",
+        "answer": fields["context"][-40:],
+    }
+    generated["testset_bridge_description"] = lambda fields: {"description": f"what {fields['context'].split()[-1]} is about"}
     generated["testset_style_colloquial"] = lambda fields: {"question": [' "so, ' + fields["question"].lower() + '" ']}
     # No chunk answers the parking questions; every other verdict says yes.
     return ScriptedJudge(

@@ -49,7 +49,9 @@ are named in ``metadata.dropped_context_ids``):
   reference is also copied from a sentence of that very chunk: a good single-fact question,
   rather than a reject. A copied reference alone does not relabel a multi-hop question: a
   bridge question ("the team that owns X freezes when?") has its answer in one chunk yet
-  needs the other to find it.
+  needs the other to find it. A question composed as a bridge (:mod:`ragmeter.generate.compose`)
+  is never relabelled: it names its subject by a description from the other chunk, so a
+  chunk that answers it alone is a ``single_chunk_answers`` reject.
 
 A question whose style hides words (misspelled) is checked in its original wording.
 """
@@ -220,7 +222,7 @@ async def check(draft: Draft, graph: KnowledgeGraph, vectors: np.ndarray, judge:
         for chunk_id, text in zip(draft.context_ids, draft.contexts, strict=True):
             p = (await judge.verdicts("answerable", {"premise": text}, [asked], lang))[0].p_yes
             checks[f"answerable_from {chunk_id}"] = round(p, 4)
-            if p >= THRESHOLD and chunk_id == copied:
+            if p >= THRESHOLD and chunk_id == copied and not draft.composition:
                 relabel = "single_fact"  # a good question, of one chunk: kept as what it is
                 break
             if p >= THRESHOLD:

@@ -24,6 +24,7 @@ from ragmeter.data.files import write_json, write_json_lines
 from ragmeter.data.issues import InputIssue
 from ragmeter.generate.boilerplate import drop_boilerplate
 from ragmeter.generate.chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, chunk_document
+from ragmeter.generate.compose import METHODS, compose
 from ragmeter.generate.documents import ingest
 from ragmeter.generate.filters import check, near_duplicates
 from ragmeter.generate.graph import KnowledgeGraph, build_graph
@@ -225,7 +226,7 @@ async def generate_slot(slot: Slot, kb: KnowledgeBase, judge: LLMJudge, embedder
     """
     with metered() as usage:
         try:
-            draft = await synthesize(slot, kb.graph, judge)
+            draft = await (compose if slot.type in METHODS else synthesize)(slot, kb.graph, judge)
         except (SynthesisError, JudgeError) as exc:
             return Outcome(slot, "failed", reason="generation_failed", detail=str(exc), usage=usage)
         try:
@@ -315,7 +316,7 @@ class _Run:
     async def round(self, slots: list[Slot], label: str) -> None:
         """Write the slots without an outcome (journalled ones are resumed), then reject the
         near-duplicates among all kept questions (the earliest stays)."""
-        identity = {"judge": self.judge.identity()}
+        identity = {"judge": self.judge.identity(), "composed": METHODS}
         self.outcomes.update(_resumed(self.records, [s for s in slots if s.id not in self.outcomes], self.kb.graph, identity))
         todo = [slot for slot in slots if slot.id not in self.outcomes]
 

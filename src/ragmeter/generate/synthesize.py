@@ -1,8 +1,10 @@
 """Writing one question through the LLM judge: the question of its type, then its style.
 
-Each question type has a prompt (``testset_<type>`` in ``judges/prompts/testset_<lang>.yaml``)
-that gets the slot's chunk (or two chunks) and returns JSON ``{"question", "answer"}``
-(``{"question"}`` for unanswerable ones). The persona, colloquial and web-search styles
+Each single-prompt question type (:data:`PROMPTED_TYPES`) has a prompt (``testset_<type>`` in
+``judges/prompts/testset_<lang>.yaml``) that gets the slot's chunk (or two chunks) and returns
+JSON ``{"question", "answer"}``; multi-hop and unanswerable questions are composed in several
+steps by :mod:`ragmeter.generate.compose`, which shares this module's draft, replies and
+styles. The persona, colloquial and web-search styles
 rewrite the question with a second prompt; the misspelled style adds typing mistakes in
 code (deterministic, seeded by the sample id). The prompts are in the chunks' language, so
 Chinese documents give Chinese questions.
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,12 +31,15 @@ NO_ANSWER = {
     "en": "The knowledge base does not contain this information.",
     "zh": "知识库中没有这方面的信息。",
 }
-_QA_SCHEMA = {
+#: The types written by one prompt here (the others: :mod:`ragmeter.generate.compose`).
+PROMPTED_TYPES = ("single_fact", "reasoning", "comparison", "conditional")
+#: The JSON asked of a prompt that writes a question and its answer, and of one that writes a question.
+QA_SCHEMA = {
     "type": "object",
     "properties": {"question": {"type": "string"}, "answer": {"type": "string"}},
     "required": ["question", "answer"],
 }
-_Q_SCHEMA = {"type": "object", "properties": {"question": {"type": "string"}}, "required": ["question"]}
+Q_SCHEMA = {"type": "object", "properties": {"question": {"type": "string"}}, "required": ["question"]}
 _REWRITTEN_STYLES = ("persona", "colloquial", "web_search")
 _HAN = re.compile(r"[\u4e00-\u9fff]")
 _QUOTES = " \n\t\"'“”「」"
@@ -55,6 +60,9 @@ class Draft:
         reference: The reference answer.
         contexts: The texts of the chunks it was written from.
         context_ids: Their ids.
+        composition: How a composed question was built (its steps' replies and the chunks
+            each came from; see :mod:`ragmeter.generate.compose`), kept in the sample's
+            ``metadata.composition``; ``None`` for a question written in one prompt.
     """
 
     slot: Slot
@@ -63,6 +71,7 @@ class Draft:
     reference: str
     contexts: tuple[str, ...]
     context_ids: tuple[str, ...]
+    composition: Mapping[str, Any] | None = None
 
     @property
     def answerable(self) -> bool:
@@ -96,6 +105,8 @@ class Draft:
         }
         if self.original != self.question:
             metadata["original_question"] = self.original
+        if self.composition:
+            metadata["composition"] = dict(self.composition)
         if not self.answerable:
             metadata["seed_context_ids"] = list(self.context_ids)
         if len(context_ids) < len(self.context_ids):
@@ -111,7 +122,7 @@ class Draft:
 
 
 async def synthesize(slot: Slot, graph: KnowledgeGraph, judge: LLMJudge) -> Draft:
-    """Write the question of ``slot``.
+    """Write the question of ``slot``, of one of the :data:`PROMPTED_TYPES`.
 
     Args:
         slot: What to write (type, style, persona, chunks).
@@ -119,20 +130,19 @@ async def synthesize(slot: Slot, graph: KnowledgeGraph, judge: LLMJudge) -> Draf
         judge: The LLM that writes (cached and metered by the caller's setup).
 
     Raises:
+        ValueError: The slot's type is not written by one prompt.
         SynthesisError: The slot has no chunks, or the judge's reply is unusable.
         JudgeError: The judge gave no answer.
     """
+    if slot.type not in PROMPTED_TYPES:
+        raise ValueError(f"{slot.type} questions are composed (ragmeter.generate.compose), not written by one prompt")
     if not slot.chunks:
         raise SynthesisError(f"no related pair of chunks for a {slot.type} question (the knowledge graph has no link)")
     contexts = tuple(graph.chunks[i].text for i in slot.chunks)
     ids = tuple(graph.chunks[i].id for i in slot.chunks)
     fields: dict[str, Any] = {"contexts": list(contexts)} if len(contexts) > 1 else {"context": contexts[0]}
-    if slot.type == "unanswerable":
-        reply = await judge.generate(f"testset_{slot.type}", fields, _Q_SCHEMA, slot.lang)
-        original, reference = reply_text(reply, "question"), NO_ANSWER[slot.lang]
-    else:
-        reply = await judge.generate(f"testset_{slot.type}", fields, _QA_SCHEMA, slot.lang)
-        original, reference = reply_text(reply, "question"), reply_text(reply, "answer")
+    reply = await judge.generate(f"testset_{slot.type}", fields, QA_SCHEMA, slot.lang)
+    original, reference = reply_text(reply, "question"), reply_text(reply, "answer")
     question = await restyle(slot, original, judge)
     return Draft(slot, question, original, reference, contexts, ids)
 
@@ -146,7 +156,7 @@ async def restyle(slot: Slot, question: str, judge: LLMJudge) -> str:
     fields: dict[str, Any] = {"question": question}
     if slot.style == "persona":
         fields = {"persona": slot.persona or "", "question": question}
-    reply = await judge.generate(f"testset_style_{slot.style}", fields, _Q_SCHEMA, slot.lang)
+    reply = await judge.generate(f"testset_style_{slot.style}", fields, Q_SCHEMA, slot.lang)
     return reply_text(reply, "question")
 
 

@@ -1,0 +1,313 @@
+"""Multi-hop and unanswerable questions, composed in code from small steps the judge can do.
+
+The 1.5B judge, asked in one prompt for a question that needs two chunks, writes a question
+one chunk answers; asked for a question the knowledge base does not answer, it asks what its
+chunk says (0 of 15 and 0 of 12 survived the filter as their type in
+``benchmarks/results/generate_review.md``). So each of its steps here is small, and each
+reply is checked in code before the next step:
+
+- **multi-hop, by a bridge** (as MuSiQue composes its questions): two linked chunks A and B
+  mention one phrase E (:func:`bridge_phrases` picks it, in code). The judge writes a question
+  about E that B answers (``testset_bridge_question``; it must name E), then describes E from
+  A alone, without naming it (``testset_bridge_description``; a short phrase, with a content
+  word of A, not giving B's answer away). The code puts the description in place of E
+  (:func:`substitute`): the question now needs A to tell what it is about and B to answer it.
+  Reference: B's answer; reference contexts: A, B.
+- **unanswerable, by a swapped subject**: the judge writes a single-fact question from the
+  seed chunk (``testset_single_fact``), then the same question about three other subjects of
+  the same kind (``testset_unanswerable_swap``); the code keeps the first that brings a word
+  found nowhere in the whole knowledge base (:func:`absent_words`).
+
+The quality filter then checks these drafts as any other (a bridge question is rejected,
+never relabelled, when one chunk answers it; an unanswerable one when the closest chunks of
+the knowledge base answer it). A failed step raises :class:`SynthesisError`, and the top-up
+rounds write another question in its place.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any
+
+from ragmeter.data.text import HAN, normalize, tokenize
+from ragmeter.generate.chunking import Chunk
+from ragmeter.generate.graph import KnowledgeGraph
+from ragmeter.generate.plan import Slot
+from ragmeter.generate.synthesize import NO_ANSWER, QA_SCHEMA, Draft, SynthesisError, reply_text, restyle
+from ragmeter.generate.words import content_words
+from ragmeter.judges.base import LLMJudge
+
+#: The question types written here, and the name of each one's method (in the samples'
+#: ``metadata.composition.method`` and in the journal's fingerprints).
+METHODS = {"multi_hop": "bridge", "unanswerable": "swap"}
+#: Bridge phrases tried per multi-hop question, the best first.
+ATTEMPTS = 2
+#: Longest description of a bridge phrase: words (English), characters (Chinese).
+DESCRIPTION_WORDS, DESCRIPTION_CHARS = 20, 40
+#: Fewest content words a description has besides those of the phrase it stands for
+#: ("incident" for "SEV1 incident" describes nothing).
+DESCRIPTION_MIN_WORDS = 2
+_NGRAM = 3
+_SWAPS_SCHEMA = {"type": "object", "properties": {"questions": {"type": "array", "items": {"type": "string"}}}, "required": ["questions"]}
+_DESCRIPTION_SCHEMA = {"type": "object", "properties": {"description": {"type": "string"}}, "required": ["description"]}
+_ARTICLE = re.compile(r"^(?:the|a|an)\s", re.IGNORECASE)
+_LETTERS = re.compile(f"[^\\W\\d_]|[{HAN}]")
+_HAN_ONLY = re.compile(f"^[{HAN}]+$")
+
+
+async def compose(slot: Slot, graph: KnowledgeGraph, judge: LLMJudge) -> Draft:
+    """Write the question of a multi-hop or unanswerable ``slot`` (:data:`METHODS`).
+
+    Args:
+        slot: What to write (type, style, persona, chunks).
+        graph: The knowledge graph the slot's chunks index into.
+        judge: The LLM that writes (cached and metered by the caller's setup).
+
+    Raises:
+        ValueError: The slot's type is not composed here.
+        SynthesisError: The slot has no chunks, or a step's reply failed its check.
+        JudgeError: The judge gave no answer.
+    """
+    if slot.type not in METHODS:
+        raise ValueError(f"{slot.type} questions are not composed; known: {', '.join(METHODS)}")
+    if not slot.chunks:
+        raise SynthesisError(f"no related pair of chunks for a {slot.type} question (the knowledge graph has no link)")
+    if slot.type == "multi_hop":
+        return await _bridge(slot, graph, judge)
+    return await _swap(slot, graph, judge)
+
+
+async def _bridge(slot: Slot, graph: KnowledgeGraph, judge: LLMJudge) -> Draft:
+    first, second = (graph.chunks[i] for i in slot.chunks)
+    described, answering = (first, second) if random.Random(slot.id).random() < 0.5 else (second, first)
+    phrases = bridge_phrases(described.text, answering.text, slot.lang, graph.chunks)
+    if not phrases:
+        raise SynthesisError(f"{described.id} and {answering.id} share no phrase to bridge them")
+    failures = []
+    for phrase in phrases[:ATTEMPTS]:
+        try:
+            question, answer, description = await _bridge_steps(phrase, described, answering, slot.lang, judge)
+        except SynthesisError as exc:
+            failures.append(f"'{phrase}': {exc}")
+            continue
+        composed = substitute(question, phrase, description, slot.lang)
+        notes = {
+            "method": METHODS["multi_hop"], "bridge": phrase, "bridge_question": question, "description": description,
+            "described_in": described.id, "answered_in": answering.id,
+        }  # fmt: skip
+        styled = await restyle(slot, composed, judge)
+        return Draft(slot, styled, composed, answer, (described.text, answering.text), (described.id, answering.id), notes)
+    raise SynthesisError("no bridge question: " + "; ".join(failures))
+
+
+async def _bridge_steps(phrase: str, described: Chunk, answering: Chunk, lang: str, judge: LLMJudge) -> tuple[str, str, str]:
+    """The question about ``phrase`` that ``answering`` answers, its answer, and the
+    description of ``phrase`` from ``described``, each checked (:class:`SynthesisError`)."""
+    reply = await judge.generate("testset_bridge_question", {"context": answering.text, "subject": phrase}, QA_SCHEMA, lang)
+    question, answer = reply_text(reply, "question"), reply_text(reply, "answer")
+    if not _pattern(phrase, lang).search(question):
+        raise SynthesisError(f"the question does not name it: {question!r}")
+    reply = await judge.generate("testset_bridge_description", {"context": described.text, "subject": phrase}, _DESCRIPTION_SCHEMA, lang)
+    description = reply_text(reply, "description").rstrip(".。")
+    problem = description_problem(description, phrase, described.text, question, answer, lang)
+    if problem:
+        raise SynthesisError(f"the description {description!r} {problem}")
+    return question, answer, description
+
+
+def description_problem(description: str, phrase: str, source: str, question: str, answer: str, lang: str) -> str | None:
+    """What is wrong with ``description`` as a stand-in for ``phrase`` in ``question``, or
+    ``None``: it names the phrase, is longer than :data:`DESCRIPTION_WORDS` words
+    (:data:`DESCRIPTION_CHARS` characters in Chinese), has fewer than
+    :data:`DESCRIPTION_MIN_WORDS` content words besides the phrase's, has no content word of
+    ``source`` (the chunk it must come from), or holds every word the answer adds to the question.
+
+    Args:
+        description: The judge's description of the phrase.
+        phrase: The bridge phrase it stands for.
+        source: The text of the chunk it must be drawn from.
+        question: The question about the phrase.
+        answer: That question's answer.
+        lang: ``"en"`` or ``"zh"``.
+    """
+    if _pattern(phrase, lang).search(description):
+        return "names the phrase it stands for"
+    if len(description.split()) > DESCRIPTION_WORDS or (lang == "zh" and len(description) > DESCRIPTION_CHARS):
+        return "is too long for a noun phrase"
+    words = content_words(description)
+    if len(words - content_words(phrase)) < DESCRIPTION_MIN_WORDS:
+        return f"says too little: fewer than {DESCRIPTION_MIN_WORDS} content words besides the phrase's own"
+    if not words & content_words(source):
+        return "has no word of the chunk it describes from"
+    own = content_words(answer) - content_words(question)
+    if own and own <= words:
+        return "gives the answer away"
+    return None
+
+
+def bridge_phrases(described: str, answering: str, lang: str, chunks: Sequence[Chunk]) -> list[str]:
+    """Phrases both texts contain, the best bridge first, as ``answering`` writes them.
+
+    A phrase is a run of up to three words (one or two Chinese words, widened to the longest
+    run of Chinese characters both texts hold) that begins and ends with a content word and
+    has a letter; the best are names (a capital letter), then the
+    rarest in the knowledge base (fewest chunks hold it), then the longest, then the first
+    in ``answering``.
+
+    Args:
+        described: The text of the chunk the bridge phrase will be described from.
+        answering: The text of the chunk that answers the question.
+        lang: ``"en"`` or ``"zh"``.
+        chunks: The knowledge base's chunks (for how rare a phrase is).
+    """
+    size = 2 if lang == "zh" else _NGRAM
+    shared = _phrases(described, size) & _phrases(answering, size)
+    lines = _token_lines(tuple(chunks))
+    ranked = []
+    for position, key in enumerate(_ordered(answering, size)):
+        if key not in shared:
+            continue
+        surface = _surface(key, answering, lang)
+        if surface is None:
+            continue
+        if lang == "zh":
+            surface = _widened(surface, answering, described)
+        rarity = sum(f" {' '.join(key)} " in line for line in lines)
+        ranked.append(((not _named(surface, (answering, described)), rarity, -len(key), position), surface))
+        shared.discard(key)
+    return list(dict.fromkeys(surface for _, surface in sorted(ranked)))
+
+
+def _named(surface: str, texts: Sequence[str]) -> bool:
+    """``surface`` is written as a name: a capital letter after its first character ("Forge
+    Vault", "SEV1"), or a capital first letter in the middle of a sentence of one of
+    ``texts`` (not "Protected" at the start of a sentence)."""
+    if any(ch.isupper() for ch in surface[1:]):
+        return True
+    if not surface[:1].isupper():
+        return False
+    return any(re.search(rf"[\w,;]\s+{re.escape(surface)}(?!\w)", text) for text in texts)
+
+
+def _widened(phrase: str, text: str, other: str) -> str:
+    """``phrase`` grown, a Chinese character at a time on either side of its first place in
+    ``text``, while ``other`` holds it too: rjieba may cut one name two ways in two texts
+    ("密钥保管|库存" and "密钥保管|库"), and the whole name is the bridge."""
+    start = text.find(phrase)
+    end = start + len(phrase)
+    while end < len(text) and _HAN_ONLY.match(text[end]) and text[start : end + 1] in other:
+        end += 1
+    while start > 0 and _HAN_ONLY.match(text[start - 1]) and text[start - 1 : end] in other:
+        start -= 1
+    return text[start:end]
+
+
+def _ordered(text: str, size: int) -> list[tuple[str, ...]]:
+    """The candidate phrases of ``text`` (token n-grams), in order of first appearance."""
+    tokens = tokenize(text)
+    seen: dict[tuple[str, ...], None] = {}
+    for n in range(1, size + 1):
+        for i in range(len(tokens) - n + 1):
+            key = tuple(tokens[i : i + n])
+            if content_words(key[0]) and content_words(key[-1]) and any(_LETTERS.search(t) for t in key):
+                seen.setdefault(key, None)
+    return list(seen)
+
+
+def _phrases(text: str, size: int) -> set[tuple[str, ...]]:
+    return set(_ordered(text, size))
+
+
+@lru_cache(maxsize=4)
+def _token_lines(chunks: tuple[Chunk, ...]) -> list[str]:
+    """Each chunk's tokens, space-joined and space-padded (a phrase is looked up as `` a b ``)."""
+    return [f" {' '.join(tokenize(chunk.text))} " for chunk in chunks]
+
+
+def _surface(key: tuple[str, ...], text: str, lang: str) -> str | None:
+    """How ``text`` writes the phrase of tokens ``key`` (its first occurrence), or ``None``."""
+    if lang == "zh" and all(_HAN_ONLY.match(t) for t in key):
+        return "".join(key) if "".join(key) in text else None
+    found = re.search(r"(?<!\w)" + r"\W*".join(re.escape(t) for t in key) + r"(?!\w)", text, re.IGNORECASE)
+    return found.group(0) if found else None
+
+
+def _pattern(phrase: str, lang: str) -> re.Pattern[str]:
+    """The phrase in any case, as whole words (Chinese: anywhere), with an article before it
+    in English (group 1)."""
+    words = r"\W+".join(re.escape(w) for w in phrase.split())
+    if lang == "zh":
+        return re.compile(f"()(?<![A-Za-z0-9]){words}(?![A-Za-z0-9])", re.IGNORECASE)
+    return re.compile(rf"(?<!\w)(\b(?:the|a|an)\s+)?{words}(?!\w)", re.IGNORECASE)
+
+
+def substitute(question: str, phrase: str, description: str, lang: str) -> str:
+    """``question`` with ``description`` in place of every mention of ``phrase``.
+
+    In English an article before the phrase gives way to the description's own ("the" +
+    "the library that..." is one "the"), and the question begins with a capital letter.
+
+    Args:
+        question: The question naming the phrase.
+        phrase: The bridge phrase.
+        description: What stands for it.
+        lang: ``"en"`` or ``"zh"``.
+    """
+
+    def replace(match: re.Match[str]) -> str:
+        article = match.group(1) or ""
+        return description if _ARTICLE.match(description) else article + description
+
+    composed = _pattern(phrase, lang).sub(replace, question)
+    return composed[:1].upper() + composed[1:] if lang != "zh" else composed
+
+
+async def _swap(slot: Slot, graph: KnowledgeGraph, judge: LLMJudge) -> Draft:
+    seed = graph.chunks[slot.chunks[0]]
+    reply = await judge.generate("testset_single_fact", {"context": seed.text}, QA_SCHEMA, slot.lang)
+    before = reply_text(reply, "question")
+    reply = await judge.generate("testset_unanswerable_swap", {"context": seed.text, "question": before}, _SWAPS_SCHEMA, slot.lang)
+    swaps = reply_texts(reply, "questions")
+    after, absent = next(((q, words) for q in swaps if (words := absent_words(q, before, graph.chunks))), (None, []))
+    if after is None:
+        raise SynthesisError(f"no swapped question brings a word the knowledge base lacks: {before!r} -> {swaps!r}")
+    notes: dict[str, Any] = {"method": METHODS["unanswerable"], "question_before_swap": before, "absent_from_knowledge_base": absent}
+    styled = await restyle(slot, after, judge)
+    return Draft(slot, styled, after, NO_ANSWER[slot.lang], (seed.text,), (seed.id,), notes)
+
+
+def reply_texts(reply: Any, key: str) -> list[str]:
+    """The texts at ``key`` of a judge's JSON reply (a list of texts, or one text), each
+    tidied as :func:`~ragmeter.generate.synthesize.reply_text` tidies one.
+
+    Raises:
+        SynthesisError: ``key`` holds no text.
+    """
+    value = reply.get(key) if isinstance(reply, dict) else None
+    items = value if isinstance(value, list) else [value]
+    texts = [reply_text({key: item}, key) for item in items if isinstance(item, str) and item.strip(" \n\t\"'“”「」")]
+    if not texts:
+        raise SynthesisError(f"the judge's reply has no usable '{key}': {str(reply)[:200]!r}")
+    return texts
+
+
+def absent_words(question: str, before: str, chunks: Sequence[Chunk]) -> list[str]:
+    """The content words ``question`` brings to ``before`` (:func:`content_words`, with a
+    letter: a changed number does not count) that no chunk holds, even inside a longer word.
+
+    Args:
+        question: The question with its subject swapped.
+        before: The question it was made from.
+        chunks: The knowledge base's chunks.
+    """
+    text = _kb_text(tuple(chunks))
+    new = content_words(question) - content_words(before)
+    return sorted(w for w in new if _LETTERS.search(w) and w not in text)
+
+
+@lru_cache(maxsize=4)
+def _kb_text(chunks: tuple[Chunk, ...]) -> str:
+    return "\n".join(normalize(chunk.text) for chunk in chunks)

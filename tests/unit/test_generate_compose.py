@@ -1,0 +1,221 @@
+"""Multi-hop questions composed through a bridge phrase and unanswerable questions with a
+swapped subject (ragmeter.generate.compose), step by step with a stand-in judge."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pytest
+from test_llm_double import FixedVectors, ScriptedJudge
+
+from ragmeter.generate.chunking import Chunk
+from ragmeter.generate.compose import absent_words, bridge_phrases, compose, description_problem, reply_texts, substitute
+from ragmeter.generate.filters import check
+from ragmeter.generate.graph import KnowledgeGraph
+from ragmeter.generate.plan import Slot
+from ragmeter.generate.runner import KnowledgeBase, generate_slot
+from ragmeter.generate.synthesize import NO_ANSWER, SynthesisError, synthesize
+from ragmeter.judges.embeddings import BatchingEmbedder
+
+VAULT = "Forge Vault keeps the service secrets. Its tokens are rotated every month by the platform team."
+BACKUP = "Forge Vault is backed up every night to the cold storage of the platform team."
+ONCALL = "The platform team answers a page within five minutes."
+ZH_A = "密钥保管库存放所有服务的密钥，由平台团队管理。"
+ZH_B = "密钥保管库每晚备份到冷存储。"
+CHUNKS = (
+    Chunk("vault#1", "vault", VAULT, "en"),
+    Chunk("backup#1", "backup", BACKUP, "en"),
+    Chunk("oncall#1", "oncall", ONCALL, "en"),
+    Chunk("vault-zh#1", "vault-zh", ZH_A, "zh"),
+    Chunk("backup-zh#1", "backup-zh", ZH_B, "zh"),
+)
+GRAPH = KnowledgeGraph(CHUNKS, ((),) * len(CHUNKS), ())
+
+
+def _bridge_judge(question=None, description=None, rule=lambda task, shared, item: 0.9) -> ScriptedJudge:
+    def asked(fields):
+        return {"question": f"How often is {fields['subject']} backed up?", "answer": "Every night."}
+
+    def described(fields):
+        return {"description": "the store that keeps the service secrets"}
+
+    return ScriptedJudge(
+        rule=rule, generated={"testset_bridge_question": question or asked, "testset_bridge_description": description or described}
+    )
+
+
+def _compose(slot, judge):
+    return asyncio.run(compose(slot, GRAPH, judge))
+
+
+def test_bridge_phrases_put_names_first_then_the_rarest_then_the_longest():
+    # "Forge" alone only starts sentences, so it is not taken for a name; "Vault" is one, after "Forge".
+    assert bridge_phrases(VAULT, BACKUP, "en", CHUNKS)[:2] == ["Forge Vault", "Vault"]
+    # "platform team" is in three chunks, so it comes after the rarer "every"; before "platform", being longer.
+    phrases = bridge_phrases(VAULT, BACKUP, "en", CHUNKS)
+    assert phrases.index("every") < phrases.index("platform team") < phrases.index("platform") and "the" not in phrases
+    assert bridge_phrases(ZH_A, ZH_B, "zh", CHUNKS)[0] in ("密钥保管库", "密钥", "保管库")
+    assert bridge_phrases("Lunch is at noon.", ONCALL, "en", CHUNKS) == []
+
+
+STORE = "How often is the store that keeps secrets backed up?"
+
+
+@pytest.mark.parametrize(
+    ("question", "phrase", "description", "lang", "expected"),
+    [
+        ("How often is Forge Vault backed up?", "Forge Vault", "the store that keeps secrets", "en", STORE),
+        ("How often is the Forge Vault backed up?", "Forge Vault", "the store that keeps secrets", "en", STORE),  # one article
+        ("How often is the Forge Vault backed up?", "Forge Vault", "store that keeps secrets", "en", STORE),
+        (
+            "forge vault: how often is it backed up?",
+            "Forge Vault",
+            "the secret store",
+            "en",
+            "The secret store: how often is it backed up?",
+        ),
+        ("密钥保管库多久备份一次？", "密钥保管库", "存放服务密钥的系统", "zh", "存放服务密钥的系统多久备份一次？"),
+    ],
+)
+def test_substitute_puts_the_description_in_place_of_the_phrase(question, phrase, description, lang, expected):
+    assert substitute(question, phrase, description, lang) == expected
+
+
+@pytest.mark.parametrize(
+    ("description", "problem"),
+    [
+        ("the store that keeps the service secrets", None),
+        ("the Forge Vault store", "names the phrase it stands for"),
+        ("the store " + "that is very large " * 5, "is too long for a noun phrase"),
+        ("a building downtown", "has no word of the chunk it describes from"),
+        ("the vault secrets", "says too little: fewer than 2 content words besides the phrase's own"),
+        ("the secrets store backed up every night", "gives the answer away"),
+    ],
+)
+def test_a_description_must_hide_the_phrase_be_short_come_from_its_chunk_and_not_give_the_answer(description, problem):
+    found = description_problem(description, "Forge Vault", VAULT, "How often is Forge Vault backed up?", "Every night.", "en")
+    assert found == problem
+
+
+def test_a_bridge_question_names_its_subject_by_the_other_chunk_and_is_answered_by_one():
+    judge = _bridge_judge()
+    draft = _compose(Slot("q0001", "multi_hop", "plain", None, (1, 0), "en"), judge)
+    notes = draft.composition
+    assert notes["method"] == "bridge" and notes["bridge"] == "Forge Vault"
+    assert draft.question == draft.original == "How often is the store that keeps the service secrets backed up?"
+    assert draft.reference == "Every night." and notes["bridge_question"] == "How often is Forge Vault backed up?"
+    # Which of the two chunks is described is a coin seeded by the slot's id: vault#1 for q0001 here.
+    assert (notes["described_in"], notes["answered_in"]) == draft.context_ids == ("vault#1", "backup#1")
+    asked = {c.task: c.shared["context"] for c in judge.calls}
+    assert asked == {"testset_bridge_question": BACKUP, "testset_bridge_description": VAULT}
+
+
+def test_a_bridge_step_that_fails_its_check_tries_the_next_phrase_then_gives_up():
+    def names_only_vault(fields):  # the question drops "Forge" from the first phrase
+        return {"question": "How often is Vault backed up?", "answer": "Every night."}
+
+    judge = _bridge_judge(question=names_only_vault)
+    draft = _compose(Slot("q0001", "multi_hop", "plain", None, (1, 0), "en"), judge)
+    assert draft.composition["bridge"] == "Vault" and judge.count("generate", "testset_bridge_question") == 2
+    assert draft.question == "How often is the store that keeps the service secrets backed up?"
+    naming = _bridge_judge(description=lambda fields: {"description": f"the {fields['subject']} store"})
+    with pytest.raises(SynthesisError, match=r"no bridge question: 'Forge Vault': .*names the phrase.*; 'Vault': "):
+        _compose(Slot("q0001", "multi_hop", "plain", None, (1, 0), "en"), naming)
+    assert naming.count("generate") == 4  # two phrases, two steps each
+    with pytest.raises(SynthesisError, match="share no phrase"):
+        _compose(Slot("q0001", "multi_hop", "plain", None, (2, 3), "en"), _bridge_judge())
+
+
+def test_a_composed_bridge_question_one_chunk_answers_is_rejected_not_relabelled():
+    draft = _compose(Slot("q0001", "multi_hop", "plain", None, (1, 0), "en"), _bridge_judge())
+    embed = BatchingEmbedder(FixedVectors({})).embed
+    vectors = np.eye(64, dtype=np.float32)[: len(CHUNKS)]
+    # Each chunk alone answers; the reference is copied from backup#1, yet a composed question is not relabelled.
+    verdict = asyncio.run(check(draft, GRAPH, vectors, _bridge_judge(), embed))
+    assert (verdict.kept, verdict.reason, verdict.relabel) == (False, "single_chunk_answers", None)
+
+    def both_needed(task, shared, item):  # every other verdict (supported, ...) says yes
+        return 0.2 if task == "answerable" and not isinstance(shared["premise"], list) else 0.9
+
+    verdict = asyncio.run(check(draft, GRAPH, vectors, _bridge_judge(rule=both_needed), embed))
+    assert verdict.kept and verdict.relabel is None
+    assert verdict.checks["answerable_from vault#1"] == 0.2 and verdict.checks["answerable_from backup#1"] == 0.2
+
+
+def _swap_judge(*swapped) -> ScriptedJudge:
+    generated = {
+        "testset_single_fact": {"question": "How often is Forge Vault backed up?", "answer": "Every night."},
+        "testset_unanswerable_swap": {"questions": list(swapped)},
+    }
+    # No chunk answers it; every other verdict (the question says what it asks about, ...) says yes.
+    return ScriptedJudge(rule=lambda task, shared, item: 0.1 if task == "answerable" else 0.9, generated=generated)
+
+
+def test_an_unanswerable_question_swaps_its_subject_for_one_the_knowledge_base_lacks():
+    # The first of the judge's three swaps brings only words the knowledge base has; the second is kept.
+    judge = _swap_judge(
+        "How often is the platform team backed up?", "How often is Harbor Ledger backed up?", "How often is Slate backed up?"
+    )
+    draft = _compose(Slot("q0002", "unanswerable", "plain", None, (1,), "en"), judge)
+    assert draft.question == "How often is Harbor Ledger backed up?" and draft.reference == NO_ANSWER["en"]
+    assert draft.composition == {
+        "method": "swap",
+        "question_before_swap": "How often is Forge Vault backed up?",
+        "absent_from_knowledge_base": ["harbor", "ledger"],
+    }
+    assert [c.task for c in judge.calls] == ["testset_single_fact", "testset_unanswerable_swap"]
+    assert judge.calls[1].shared["question"] == "How often is Forge Vault backed up?"
+
+
+@pytest.mark.parametrize(
+    "swapped",
+    [
+        "How often is the platform team backed up?",  # a subject the knowledge base has
+        "How often is Forge Vault backed up in 2031?",  # only a number is new
+        "How often is Forge Vault backed up?",  # nothing changed
+    ],
+)
+def test_a_swap_that_brings_no_word_the_knowledge_base_lacks_fails(swapped):
+    with pytest.raises(SynthesisError, match="no swapped question brings a word the knowledge base lacks"):
+        _compose(Slot("q0002", "unanswerable", "plain", None, (1,), "en"), _swap_judge(swapped))
+
+
+def test_reply_texts_take_a_list_or_one_text_tidied():
+    assert reply_texts({"questions": [' "Who runs it?" ', "", 3, "What  now?"]}, "questions") == ["Who runs it?", "What now?"]
+    assert reply_texts({"questions": "Who runs it?"}, "questions") == ["Who runs it?"]
+    with pytest.raises(SynthesisError, match="no usable 'questions'"):
+        reply_texts({"questions": ["  "]}, "questions")
+
+
+def test_absent_words_are_looked_up_in_the_whole_knowledge_base_and_inside_longer_words():
+    assert absent_words("How many vaults are there?", "How many are there?", CHUNKS) == []  # "vault" is in "Vault"
+    assert absent_words("冷存储在哪个机房？", "冷存储在哪里？", CHUNKS) == ["机房"]
+
+
+def test_an_unanswerable_sample_keeps_its_composition_and_says_it_has_no_answer():
+    kb = KnowledgeBase(5, [], GRAPH, np.eye(64, dtype=np.float32)[: len(CHUNKS)])
+    slot = Slot("q0002", "unanswerable", "plain", None, (1,), "en")
+    outcome = asyncio.run(generate_slot(slot, kb, _swap_judge("How often is Harbor Ledger backed up?"), BatchingEmbedder(FixedVectors({}))))
+    sample = outcome.sample
+    assert outcome.status == "kept" and sample["metadata"]["answerable"] is False and sample["reference_contexts"] == []
+    assert sample["metadata"]["composition"]["absent_from_knowledge_base"] == ["harbor", "ledger"]
+    assert sample["metadata"]["seed_context_ids"] == ["backup#1"] and len(sample["metadata"]["checks"]["searched"]) == 3
+
+
+def test_each_writer_refuses_the_types_of_the_other():
+    with pytest.raises(ValueError, match="are composed"):
+        asyncio.run(synthesize(Slot("q0001", "multi_hop", "plain", None, (1, 0), "en"), GRAPH, _bridge_judge()))
+    with pytest.raises(ValueError, match="not composed"):
+        _compose(Slot("q0001", "single_fact", "plain", None, (0,), "en"), _bridge_judge())
+
+
+def test_chinese_chunks_compose_through_the_chinese_prompts():
+    generated = {
+        "testset_bridge_question": lambda fields: {"question": f"{fields['subject']}多久备份一次？", "answer": "每晚备份。"},
+        "testset_bridge_description": {"description": "存放所有服务密钥的系统"},
+    }
+    judge = ScriptedJudge(generated=generated)
+    draft = _compose(Slot("q0001", "multi_hop", "plain", None, (4, 3), "zh"), judge)
+    assert draft.composition["bridge"] == "密钥保管库" and draft.question == "存放所有服务密钥的系统多久备份一次？"
+    assert {c.lang for c in judge.calls} == {"zh"}
