@@ -10,13 +10,16 @@ import pytest
 from test_llm_double import FixedVectors, ScriptedJudge
 
 from ragmeter.generate.chunking import Chunk
-from ragmeter.generate.compose import absent_words, bridge_phrases, compose, description_problem, reply_texts, substitute
+from ragmeter.generate.compose import METHODS, absent_words, bridge_phrases, compose, description_problem, reply_texts, substitute
 from ragmeter.generate.filters import check
 from ragmeter.generate.graph import KnowledgeGraph
 from ragmeter.generate.plan import Slot
 from ragmeter.generate.runner import KnowledgeBase, generate_slot
 from ragmeter.generate.synthesize import NO_ANSWER, SynthesisError, synthesize
+from ragmeter.judges.base import JudgeError
+from ragmeter.judges.dry_run import stand_in
 from ragmeter.judges.embeddings import BatchingEmbedder
+from ragmeter.judges.metering import PriceTable
 
 VAULT = "Forge Vault keeps the service secrets. Its tokens are rotated every month by the platform team."
 BACKUP = "Forge Vault is backed up every night to the cold storage of the platform team."
@@ -219,3 +222,15 @@ def test_chinese_chunks_compose_through_the_chinese_prompts():
     draft = _compose(Slot("q0001", "multi_hop", "plain", None, (4, 3), "zh"), judge)
     assert draft.composition["bridge"] == "密钥保管库" and draft.question == "存放所有服务密钥的系统多久备份一次？"
     assert {c.lang for c in judge.calls} == {"zh"}
+
+
+def test_a_dry_run_stand_in_goes_through_every_step_and_every_check():
+    dry = stand_in(ScriptedJudge(fail=lambda *args: JudgeError("must not be called")), "single", PriceTable())
+    kb = KnowledgeBase(5, [], GRAPH, np.eye(64, dtype=np.float32)[: len(CHUNKS)])
+    for slot in (Slot("q0001", "multi_hop", "plain", None, (1, 0), "en"), Slot("q0002", "unanswerable", "plain", None, (1,), "en")):
+        outcome = asyncio.run(generate_slot(slot, kb, dry, BatchingEmbedder(FixedVectors({}))))
+        # Placeholder replies pass the checks between steps: two writing steps, then the
+        # filter's verdicts (the question alone, then its contexts or the closest chunks, until
+        # the stand-in's P=0.5 ends them as a real verdict would).
+        assert outcome.status != "failed", outcome.detail
+        assert outcome.usage.calls >= 2 + 2 and outcome.sample["metadata"]["composition"]["method"] == METHODS[slot.type]

@@ -18,6 +18,10 @@ reply is checked in code before the next step:
   the same kind (``testset_unanswerable_swap``); the code keeps the first that brings a word
   found nowhere in the whole knowledge base (:func:`absent_words`).
 
+A stand-in judge whose replies are placeholders (``--dry-run``'s: ``placeholders`` is true)
+is let through every check between steps, so that the estimate counts every step and the
+filter's checks after them.
+
 The quality filter then checks these drafts as any other (a bridge question is rejected,
 never relabelled, when one chunk answers it; an unanswerable one when the closest chunks of
 the knowledge base answer it). A failed step raises :class:`SynthesisError`, and the top-up
@@ -89,7 +93,7 @@ async def _bridge(slot: Slot, graph: KnowledgeGraph, judge: LLMJudge) -> Draft:
     failures = []
     for phrase in phrases[:ATTEMPTS]:
         try:
-            question, answer, description = await _bridge_steps(phrase, described, answering, slot.lang, judge)
+            question, answer, description = await _bridge_steps(phrase, described, answering, slot.lang, judge, _checking(judge))
         except SynthesisError as exc:
             failures.append(f"'{phrase}': {exc}")
             continue
@@ -103,16 +107,19 @@ async def _bridge(slot: Slot, graph: KnowledgeGraph, judge: LLMJudge) -> Draft:
     raise SynthesisError("no bridge question: " + "; ".join(failures))
 
 
-async def _bridge_steps(phrase: str, described: Chunk, answering: Chunk, lang: str, judge: LLMJudge) -> tuple[str, str, str]:
+async def _bridge_steps(
+    phrase: str, described: Chunk, answering: Chunk, lang: str, judge: LLMJudge, checking: bool
+) -> tuple[str, str, str]:
     """The question about ``phrase`` that ``answering`` answers, its answer, and the
-    description of ``phrase`` from ``described``, each checked (:class:`SynthesisError`)."""
+    description of ``phrase`` from ``described``, each checked when ``checking``
+    (:class:`SynthesisError`)."""
     reply = await judge.generate("testset_bridge_question", {"context": answering.text, "subject": phrase}, QA_SCHEMA, lang)
     question, answer = reply_text(reply, "question"), reply_text(reply, "answer")
-    if not _pattern(phrase, lang).search(question):
+    if checking and not _pattern(phrase, lang).search(question):
         raise SynthesisError(f"the question does not name it: {question!r}")
     reply = await judge.generate("testset_bridge_description", {"context": described.text, "subject": phrase}, _DESCRIPTION_SCHEMA, lang)
     description = reply_text(reply, "description").rstrip(".。")
-    problem = description_problem(description, phrase, described.text, question, answer, lang)
+    problem = description_problem(description, phrase, described.text, question, answer, lang) if checking else None
     if problem:
         raise SynthesisError(f"the description {description!r} {problem}")
     return question, answer, description
@@ -272,11 +279,18 @@ async def _swap(slot: Slot, graph: KnowledgeGraph, judge: LLMJudge) -> Draft:
     reply = await judge.generate("testset_unanswerable_swap", {"context": seed.text, "question": before}, _SWAPS_SCHEMA, slot.lang)
     swaps = reply_texts(reply, "questions")
     after, absent = next(((q, words) for q in swaps if (words := absent_words(q, before, graph.chunks))), (None, []))
+    if after is None and not _checking(judge):
+        after = swaps[0]
     if after is None:
         raise SynthesisError(f"no swapped question brings a word the knowledge base lacks: {before!r} -> {swaps!r}")
     notes: dict[str, Any] = {"method": METHODS["unanswerable"], "question_before_swap": before, "absent_from_knowledge_base": absent}
     styled = await restyle(slot, after, judge)
     return Draft(slot, styled, after, NO_ANSWER[slot.lang], (seed.text,), (seed.id,), notes)
+
+
+def _checking(judge: LLMJudge) -> bool:
+    """Check the judge's replies between steps (not a stand-in's placeholders)."""
+    return not getattr(judge, "placeholders", False)
 
 
 def reply_texts(reply: Any, key: str) -> list[str]:
