@@ -52,14 +52,14 @@ def _compose(slot, judge):
     return asyncio.run(compose(slot, GRAPH, judge))
 
 
-def test_bridge_phrases_put_names_first_then_the_rarest_then_the_longest():
-    # "Forge" alone only starts sentences, so it is not taken for a name; "Vault" is one, after "Forge".
-    assert bridge_phrases(VAULT, BACKUP, "en", CHUNKS)[:2] == ["Forge Vault", "Vault"]
-    # "platform team" is in three chunks, so it comes after the rarer "every"; before "platform", being longer.
+def test_bridge_phrases_put_names_first_then_phrases_of_several_words_then_the_rarest():
+    # "Forge" alone only opens sentences, so it is not taken for a name; "Vault" is one, after "Forge".
     phrases = bridge_phrases(VAULT, BACKUP, "en", CHUNKS)
-    assert phrases.index("every") < phrases.index("platform team") < phrases.index("platform") and "the" not in phrases
-    assert bridge_phrases(ZH_A, ZH_B, "zh", CHUNKS)[0] in ("密钥保管库", "密钥", "保管库")
+    assert phrases == ["Forge Vault", "Vault", "platform team", "Forge", "every", "platform", "team"]
+    assert bridge_phrases(ZH_A, ZH_B, "zh", CHUNKS) == ["密钥保管库"]  # rjieba cuts 密钥保管|库存 and 密钥保管|库
     assert bridge_phrases("Lunch is at noon.", ONCALL, "en", CHUNKS) == []
+    # No bare number, no word in -ed at either end.
+    assert bridge_phrases("Rotated 12 tokens daily.", "Keys rotated 12 times.", "en", CHUNKS) == []
 
 
 STORE = "How often is the store that keeps secrets backed up?"

@@ -36,7 +36,10 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
+import rjieba
+
 from ragmeter.data.text import HAN, normalize, tokenize
+from ragmeter.generate.anchors import rare_limit
 from ragmeter.generate.chunking import Chunk
 from ragmeter.generate.graph import KnowledgeGraph
 from ragmeter.generate.plan import Slot
@@ -159,10 +162,12 @@ def bridge_phrases(described: str, answering: str, lang: str, chunks: Sequence[C
     """Phrases both texts contain, the best bridge first, as ``answering`` writes them.
 
     A phrase is a run of up to three words (one or two Chinese words, widened to the longest
-    run of Chinese characters both texts hold) that begins and ends with a content word and
-    has a letter; the best are names (a capital letter), then the
-    rarest in the knowledge base (fewest chunks hold it), then the longest, then the first
-    in ``answering``.
+    run of Chinese characters both texts hold) that begins and ends with a content word, has
+    a letter and no bare number; in English it neither begins nor ends with a word in -ed
+    or -ly (rarely a thing's name), in Chinese it ends with a noun (rjieba's tags). The best are distinctive names (a capital letter, and
+    held by at most :func:`~ragmeter.generate.anchors.rare_limit` chunks), then phrases of
+    several words, then the rarest in the knowledge base (fewest chunks hold it), then the
+    first in ``answering``.
 
     Args:
         described: The text of the chunk the bridge phrase will be described from.
@@ -172,7 +177,11 @@ def bridge_phrases(described: str, answering: str, lang: str, chunks: Sequence[C
     """
     size = 2 if lang == "zh" else _NGRAM
     shared = _phrases(described, size) & _phrases(answering, size)
+    if lang == "zh":
+        nouns = _nouns(answering)
+        shared = {key for key in shared if key[-1].isascii() or key[-1] in nouns}
     lines = _token_lines(tuple(chunks))
+    limit = rare_limit(len(chunks))
     ranked = []
     for position, key in enumerate(_ordered(answering, size)):
         if key not in shared:
@@ -183,7 +192,8 @@ def bridge_phrases(described: str, answering: str, lang: str, chunks: Sequence[C
         if lang == "zh":
             surface = _widened(surface, answering, described)
         rarity = sum(f" {' '.join(key)} " in line for line in lines)
-        ranked.append(((not _named(surface, (answering, described)), rarity, -len(key), position), surface))
+        name = _named(surface, (answering, described)) and rarity <= limit
+        ranked.append(((not name, len(key) == 1, rarity, position), surface))
         shared.discard(key)
     return list(dict.fromkeys(surface for _, surface in sorted(ranked)))
 
@@ -191,12 +201,13 @@ def bridge_phrases(described: str, answering: str, lang: str, chunks: Sequence[C
 def _named(surface: str, texts: Sequence[str]) -> bool:
     """``surface`` is written as a name: a capital letter after its first character ("Forge
     Vault", "SEV1"), or a capital first letter in the middle of a sentence of one of
-    ``texts`` (not "Protected" at the start of a sentence)."""
+    ``texts`` (after a lower-case word on the same line: not "Protected" opening a sentence
+    or a heading)."""
     if any(ch.isupper() for ch in surface[1:]):
         return True
     if not surface[:1].isupper():
         return False
-    return any(re.search(rf"[\w,;]\s+{re.escape(surface)}(?!\w)", text) for text in texts)
+    return any(re.search(rf"[a-z0-9,;][ \t]+{re.escape(surface)}(?!\w)", text) for text in texts)
 
 
 def _widened(phrase: str, text: str, other: str) -> str:
@@ -205,11 +216,16 @@ def _widened(phrase: str, text: str, other: str) -> str:
     ("密钥保管|库存" and "密钥保管|库"), and the whole name is the bridge."""
     start = text.find(phrase)
     end = start + len(phrase)
-    while end < len(text) and _HAN_ONLY.match(text[end]) and text[start : end + 1] in other:
+    while end < len(text) and _widens(text[end]) and text[start : end + 1] in other:
         end += 1
-    while start > 0 and _HAN_ONLY.match(text[start - 1]) and text[start - 1 : end] in other:
+    while start > 0 and _widens(text[start - 1]) and text[start - 1 : end] in other:
         start -= 1
     return text[start:end]
+
+
+def _widens(char: str) -> bool:
+    """``char`` may be added to a Chinese phrase: a Chinese character that is not a stop word (的, 在)."""
+    return bool(_HAN_ONLY.match(char) and content_words(char))
 
 
 def _ordered(text: str, size: int) -> list[tuple[str, ...]]:
@@ -219,9 +235,23 @@ def _ordered(text: str, size: int) -> list[tuple[str, ...]]:
     for n in range(1, size + 1):
         for i in range(len(tokens) - n + 1):
             key = tuple(tokens[i : i + n])
-            if content_words(key[0]) and content_words(key[-1]) and any(_LETTERS.search(t) for t in key):
+            if _candidate(key):
                 seen.setdefault(key, None)
     return list(seen)
+
+
+def _nouns(text: str) -> set[str]:
+    """The words rjieba tags as nouns (n, nr, ns, nt, nz, vn...) in Chinese ``text``."""
+    return {word for word, tag in rjieba.tag(text) if tag.startswith("n") or tag == "vn"}
+
+
+def _candidate(key: tuple[str, ...]) -> bool:
+    """The tokens ``key`` may be a bridge phrase (see :func:`bridge_phrases`)."""
+    if not (content_words(key[0]) and content_words(key[-1]) and any(_LETTERS.search(t) for t in key)):
+        return False
+    if any(t.isdigit() for t in key):
+        return False
+    return not any(t.isascii() and t.endswith(("ed", "ly")) for t in (key[0], key[-1]))
 
 
 def _phrases(text: str, size: int) -> set[tuple[str, ...]]:
