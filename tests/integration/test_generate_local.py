@@ -61,8 +61,15 @@ def test_generate_writes_checked_questions_in_each_documents_language(tmp_path, 
     assert re.search(r"[\u4e00-\u9fff]", samples["db-zh#1"]["user_input"])
     assert not re.search(r"[\u4e00-\u9fff]", samples["mr#1"]["user_input"]) and samples["mr#1"]["user_input"].strip()
     for sample in kept:
-        assert sample["metadata"]["checks"]["answerable_from_contexts"] >= 0.5
-    assert {r["reject_reason"] for r in rejected} <= {"unanswerable_from_contexts", "reference_unsupported", "source_leak"}
+        checks = sample["metadata"]["checks"]
+        assert checks["answerable_from_contexts"] >= 0.5 and "reference_answers_question" in checks
+    assert {r["reject_reason"] for r in rejected} <= {
+        "unanswerable_from_contexts",
+        "reference_unsupported",
+        "source_leak",
+        "question_not_self_contained",
+        "reference_does_not_answer",
+    }
     # The same command again: every judge answer comes from the cache, the test set is the same.
     again = CliRunner().invoke(app, command)
     assert again.exit_code == 0, again.output

@@ -219,8 +219,8 @@ def test_dry_run_counts_every_call_and_asks_the_judge_nothing(tmp_path):
     generation = _generate(tmp_path, dry, size=3, mix={"single_fact": 1}, styles={"colloquial": 1}, top_up_rounds=0)
     usage = generation.summary()["usage"]
     assert target.calls == []
-    # Each question: its generation, its style, and four verdicts (self_contained, answerable, supported, answers).
-    assert usage["calls"] == 3 * 6 and usage["prompt_tokens"] > 0 and usage["completion_tokens"] > 0
+    # Each question: its generation, its style, and three verdicts (answerable, supported, answers).
+    assert usage["calls"] == 3 * 5 and usage["prompt_tokens"] > 0 and usage["completion_tokens"] > 0
 
 
 def test_cli_without_a_usable_judge_says_what_is_missing(tmp_path):

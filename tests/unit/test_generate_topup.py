@@ -42,7 +42,7 @@ def _rejecting_judge(rejected=lambda premise: "REJECT" in premise, **extra) -> S
         return {"question": f"What does the rule {fields['context'][3:9]} say?", "answer": fields["context"][-25:]}
 
     def rule(task, shared, item):
-        premise = shared.get("premise", "")  # the question's own checks (no chunk) pass
+        premise = shared.get("premise", "")  # the reference-answers-question check (no chunk) passes
         if not premise:
             return 0.9
         return 0.1 if rejected(" ".join(premise) if isinstance(premise, list) else premise) else 0.9

@@ -11,8 +11,10 @@ question with no anchor, or with no distinctive one, does not say what it asks a
 "unanswerable" question asks for what its chunk does not say, so all its content words are
 its anchors (a word no chunk holds is distinctive: a name the knowledge base does not know).
 
-This check needs no model; the judge's ``self_contained`` verdict (the quality filter) catches
-what words cannot, such as a rare word used with "the film" in place of its title.
+This check needs no model. It cannot see a rare word used with "the film" in place of the
+film's title, nor a vague question in a knowledge base so small that all its words are rare; a
+yes/no verdict of the packaged judge on the question alone was tried for those and did not tell
+vague questions from real ones (``benchmarks/results/generate_review.md``).
 """
 
 from __future__ import annotations
