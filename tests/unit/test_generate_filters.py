@@ -306,7 +306,7 @@ def test_a_reference_that_does_not_answer_its_question_is_rejected():
     ).kept
 
 
-def test_a_question_that_shares_no_word_with_its_chunk_is_not_self_contained_even_when_the_judge_passes_it():
+def test_a_question_that_shares_no_word_with_its_chunk_is_not_self_contained():
     judge = _judge()
     verdict = _check(_draft(question="Which version fixed it?", reference="Two approvals."), judge)
     assert (verdict.kept, verdict.reason) == (False, "question_not_self_contained")
