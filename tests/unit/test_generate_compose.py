@@ -146,25 +146,25 @@ def test_a_composed_bridge_question_one_chunk_answers_is_rejected_not_relabelled
     assert verdict.checks["answerable_from vault#1"] == 0.2 and verdict.checks["answerable_from backup#1"] == 0.2
 
 
-def _swap_judge(*swapped) -> ScriptedJudge:
+def _swap_judge(*others, subject="Forge Vault") -> ScriptedJudge:
     generated = {
         "testset_single_fact": {"question": "How often is Forge Vault backed up?", "answer": "Every night."},
-        "testset_unanswerable_swap": {"questions": list(swapped)},
+        "testset_unanswerable_swap": {"subject": subject, "others": list(others)},
     }
     # No chunk answers it; every other verdict (the question says what it asks about, ...) says yes.
     return ScriptedJudge(rule=lambda task, shared, item: 0.1 if task == "answerable" else 0.9, generated=generated)
 
 
 def test_an_unanswerable_question_swaps_its_subject_for_one_the_knowledge_base_lacks():
-    # The first of the judge's three swaps brings only words the knowledge base has; the second is kept.
-    judge = _swap_judge(
-        "How often is the platform team backed up?", "How often is Harbor Ledger backed up?", "How often is Slate backed up?"
-    )
+    # The first other subject is one the knowledge base has; the second is kept.
+    judge = _swap_judge("platform team", "Harbor Ledger", "Slate")
     draft = _compose(Slot("q0002", "unanswerable", "plain", None, (1,), "en"), judge)
     assert draft.question == "How often is Harbor Ledger backed up?" and draft.reference == NO_ANSWER["en"]
     assert draft.composition == {
         "method": "swap",
         "question_before_swap": "How often is Forge Vault backed up?",
+        "subject": "Forge Vault",
+        "swapped_for": "Harbor Ledger",
         "absent_from_knowledge_base": ["harbor", "ledger"],
     }
     assert [c.task for c in judge.calls] == ["testset_single_fact", "testset_unanswerable_swap"]
@@ -172,23 +172,24 @@ def test_an_unanswerable_question_swaps_its_subject_for_one_the_knowledge_base_l
 
 
 @pytest.mark.parametrize(
-    "swapped",
+    ("others", "subject", "error"),
     [
-        "How often is the platform team backed up?",  # a subject the knowledge base has
-        "How often is Forge Vault backed up in 2031?",  # only a number is new
-        "How often is Forge Vault backed up?",  # nothing changed
+        (["platform team", "cold storage"], "Forge Vault", "no other subject brings a word the knowledge base lacks"),
+        (["Forge Vault 2031"], "Forge Vault", "no other subject brings"),  # only a number is new
+        (["forge vault"], "Forge Vault", "no other subject brings"),  # the subject given back
+        (["Harbor Ledger"], "the archive", "is not words of the question"),
     ],
 )
-def test_a_swap_that_brings_no_word_the_knowledge_base_lacks_fails(swapped):
-    with pytest.raises(SynthesisError, match="no swapped question brings a word the knowledge base lacks"):
-        _compose(Slot("q0002", "unanswerable", "plain", None, (1,), "en"), _swap_judge(swapped))
+def test_a_swap_that_brings_no_word_the_knowledge_base_lacks_fails(others, subject, error):
+    with pytest.raises(SynthesisError, match=error):
+        _compose(Slot("q0002", "unanswerable", "plain", None, (1,), "en"), _swap_judge(*others, subject=subject))
 
 
 def test_reply_texts_take_a_list_or_one_text_tidied():
-    assert reply_texts({"questions": [' "Who runs it?" ', "", 3, "What  now?"]}, "questions") == ["Who runs it?", "What now?"]
-    assert reply_texts({"questions": "Who runs it?"}, "questions") == ["Who runs it?"]
-    with pytest.raises(SynthesisError, match="no usable 'questions'"):
-        reply_texts({"questions": ["  "]}, "questions")
+    assert reply_texts({"others": [' "Harbor Ledger" ', "", 3, "Old  Town"]}, "others") == ["Harbor Ledger", "Old Town"]
+    assert reply_texts({"others": "Harbor Ledger"}, "others") == ["Harbor Ledger"]
+    with pytest.raises(SynthesisError, match="no usable 'others'"):
+        reply_texts({"others": ["  "]}, "others")
 
 
 def test_absent_words_are_looked_up_in_the_whole_knowledge_base_and_inside_longer_words():
@@ -199,7 +200,7 @@ def test_absent_words_are_looked_up_in_the_whole_knowledge_base_and_inside_longe
 def test_an_unanswerable_sample_keeps_its_composition_and_says_it_has_no_answer():
     kb = KnowledgeBase(5, [], GRAPH, np.eye(64, dtype=np.float32)[: len(CHUNKS)])
     slot = Slot("q0002", "unanswerable", "plain", None, (1,), "en")
-    outcome = asyncio.run(generate_slot(slot, kb, _swap_judge("How often is Harbor Ledger backed up?"), BatchingEmbedder(FixedVectors({}))))
+    outcome = asyncio.run(generate_slot(slot, kb, _swap_judge("Harbor Ledger"), BatchingEmbedder(FixedVectors({}))))
     sample = outcome.sample
     assert outcome.status == "kept" and sample["metadata"]["answerable"] is False and sample["reference_contexts"] == []
     assert sample["metadata"]["composition"]["absent_from_knowledge_base"] == ["harbor", "ledger"]

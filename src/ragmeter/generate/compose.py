@@ -14,9 +14,12 @@ reply is checked in code before the next step:
   (:func:`substitute`): the question now needs A to tell what it is about and B to answer it.
   Reference: B's answer; reference contexts: A, B.
 - **unanswerable, by a swapped subject**: the judge writes a single-fact question from the
-  seed chunk (``testset_single_fact``), then the same question about three other subjects of
-  the same kind (``testset_unanswerable_swap``); the code keeps the first that brings a word
-  found nowhere in the whole knowledge base (:func:`absent_words`).
+  seed chunk (``testset_single_fact``), then names the words of it that say what it asks
+  about and three other things of the same kind (``testset_unanswerable_swap``; asked to
+  rewrite the question itself, it often gave it back unchanged). The subject must be words of
+  the question; the code puts each other thing in its place (:func:`substitute`) and keeps the
+  first question that brings a word found nowhere in the whole knowledge base
+  (:func:`absent_words`).
 
 A stand-in judge whose replies are placeholders (``--dry-run``'s: ``placeholders`` is true)
 is let through every check between steps, so that the estimate counts every step and the
@@ -58,7 +61,11 @@ DESCRIPTION_WORDS, DESCRIPTION_CHARS = 20, 40
 #: ("incident" for "SEV1 incident" describes nothing).
 DESCRIPTION_MIN_WORDS = 2
 _NGRAM = 3
-_SWAPS_SCHEMA = {"type": "object", "properties": {"questions": {"type": "array", "items": {"type": "string"}}}, "required": ["questions"]}
+_SWAP_SCHEMA = {
+    "type": "object",
+    "properties": {"subject": {"type": "string"}, "others": {"type": "array", "items": {"type": "string"}}},
+    "required": ["subject", "others"],
+}
 _DESCRIPTION_SCHEMA = {"type": "object", "properties": {"description": {"type": "string"}}, "required": ["description"]}
 _ARTICLE = re.compile(r"^(?:the|a|an)\s", re.IGNORECASE)
 _LETTERS = re.compile(f"[^\\W\\d_]|[{HAN}]")
@@ -306,14 +313,24 @@ async def _swap(slot: Slot, graph: KnowledgeGraph, judge: LLMJudge) -> Draft:
     seed = graph.chunks[slot.chunks[0]]
     reply = await judge.generate("testset_single_fact", {"context": seed.text}, QA_SCHEMA, slot.lang)
     before = reply_text(reply, "question")
-    reply = await judge.generate("testset_unanswerable_swap", {"context": seed.text, "question": before}, _SWAPS_SCHEMA, slot.lang)
-    swaps = reply_texts(reply, "questions")
-    after, absent = next(((q, words) for q in swaps if (words := absent_words(q, before, graph.chunks))), (None, []))
-    if after is None and not _checking(judge):
-        after = swaps[0]
-    if after is None:
-        raise SynthesisError(f"no swapped question brings a word the knowledge base lacks: {before!r} -> {swaps!r}")
-    notes: dict[str, Any] = {"method": METHODS["unanswerable"], "question_before_swap": before, "absent_from_knowledge_base": absent}
+    reply = await judge.generate("testset_unanswerable_swap", {"context": seed.text, "question": before}, _SWAP_SCHEMA, slot.lang)
+    subject, others = reply_text(reply, "subject"), reply_texts(reply, "others")
+    checking = _checking(judge)
+    if checking and not _pattern(subject, slot.lang).search(before):
+        raise SynthesisError(f"the subject {subject!r} is not words of the question {before!r}")
+    swaps = [
+        (other, substitute(before, subject, other, slot.lang)) for other in others if not checking or normalize(other) != normalize(subject)
+    ]
+    found = next(((other, q, words) for other, q in swaps if (words := absent_words(q, before, graph.chunks))), None)
+    if found is None and not checking and swaps:
+        found = (swaps[0][0], swaps[0][1], [])
+    if found is None:
+        raise SynthesisError(f"no other subject brings a word the knowledge base lacks: {subject!r} -> {others!r}")
+    other, after, absent = found
+    notes: dict[str, Any] = {
+        "method": METHODS["unanswerable"], "question_before_swap": before, "subject": subject, "swapped_for": other,
+        "absent_from_knowledge_base": absent,
+    }  # fmt: skip
     styled = await restyle(slot, after, judge)
     return Draft(slot, styled, after, NO_ANSWER[slot.lang], (seed.text,), (seed.id,), notes)
 
