@@ -31,6 +31,13 @@ def test_wiki_maintenance_notices_are_dropped_and_the_article_kept():
     assert dropped.template_notices == 4 and dropped.documents_changed == 1 and dropped.documents_dropped == []
     multiple = "( hide ) This article has multiple issues . Please help improve it or discuss these issues on the talk page . " + BODY
     assert drop_boilerplate([_doc("ferry", multiple)])[0][0].text == BODY
+    references = (
+        "This article includes a list of references , but its sources remain unclear because it has insufficient inline citations . "
+        "Please help to improve this article by introducing more precise citations . ( June 2012 ) "
+    )
+    assert drop_boilerplate([_doc("ferry", references + BODY)])[0][0].text == BODY
+    imdb = "This media section uses IMDb for verification . IMDb may not be a reliable source for film information . "
+    assert drop_boilerplate([_doc("ferry", imdb + BODY)])[0][0].text == BODY
     inline = "The ferry entered service in 1961 [citation needed] and was rebuilt in 1990."
     assert drop_boilerplate([_doc("ferry", inline)])[0][0].text == "The ferry entered service in 1961 and was rebuilt in 1990."
 
