@@ -204,7 +204,7 @@ async def check(draft: Draft, graph: KnowledgeGraph, vectors: np.ndarray, judge:
             return Verdict(False, "source_leak", f"the {where} points at its source: {found!r}", checks)
     lang = draft.slot.lang
     if not draft.answerable:
-        return await _check_unanswerable(draft, asked, graph, vectors, judge, embed, checks)
+        return await _check_unanswerable(asked, lang, graph, vectors, judge, embed, checks)
     premise = list(draft.contexts)
     p = (await judge.verdicts("answerable", {"premise": premise}, [asked], lang))[0].p_yes
     checks["answerable_from_contexts"] = round(p, 4)
@@ -241,10 +241,7 @@ async def check(draft: Draft, graph: KnowledgeGraph, vectors: np.ndarray, judge:
     return Verdict(True, checks=checks, relabel=relabel, needs=(copied,) if relabel and copied else None)
 
 
-async def _check_unanswerable(
-    draft: Draft, asked: str, graph: KnowledgeGraph, vectors: np.ndarray, judge: LLMJudge, embed, checks
-) -> Verdict:
-    lang = draft.slot.lang
+async def _check_unanswerable(asked: str, lang: str, graph: KnowledgeGraph, vectors: np.ndarray, judge: LLMJudge, embed, checks) -> Verdict:
     query = (await embed([asked]))[0]
     order = np.argsort(-(vectors @ query), kind="stable")[:TOP_K] if len(vectors) else np.zeros(0, dtype=int)
     top = [graph.chunks[int(i)] for i in order]
