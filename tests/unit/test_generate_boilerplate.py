@@ -38,6 +38,11 @@ def test_wiki_maintenance_notices_are_dropped_and_the_article_kept():
     assert drop_boilerplate([_doc("ferry", references + BODY)])[0][0].text == BODY
     imdb = "This media section uses IMDb for verification . IMDb may not be a reliable source for film information . "
     assert drop_boilerplate([_doc("ferry", imdb + BODY)])[0][0].text == BODY
+    fiction = (
+        "This article describes a work or element of fiction in a primarily in - universe style . Please help rewrite it to explain "
+        "the fiction more clearly . ( April 2010 ) This article 's plot summary may be too long or excessively detailed . "
+    )
+    assert drop_boilerplate([_doc("ferry", fiction + BODY)])[0][0].text == BODY
     inline = "The ferry entered service in 1961 [citation needed] and was rebuilt in 1990."
     assert drop_boilerplate([_doc("ferry", inline)])[0][0].text == "The ferry entered service in 1961 and was rebuilt in 1990."
 

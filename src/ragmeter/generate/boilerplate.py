@@ -40,7 +40,10 @@ MIN_REPEATED_WORDS = 3
 MIN_CONTENT_WORDS = 5
 
 _DATE = r"(?:\s*\(\s*[A-Z][a-z]+ \d{4}\s*\))?"  # the "(May 2017)" stamp after a template's sentence
-_NOTICE_VERBS = r"needs|does not cite|has multiple issues|possibly contains|relies|may (?:need|require)|is missing|lacks|includes a list of references|uses IMDb"
+_NOTICE_VERBS = (
+    r"needs|does not cite|has multiple issues|possibly contains|relies|may (?:need|require)|is missing|lacks"
+    r"|includes a list of references|uses IMDb|describes a work or element of fiction"
+)
 #: Wiki maintenance templates (regular expressions), English then Chinese.
 TEMPLATES = tuple(
     re.compile(pattern, re.IGNORECASE)
@@ -48,7 +51,9 @@ TEMPLATES = tuple(
         # "This article needs additional citations for verification.", "This section does not cite any sources.",
         # "This biographical article needs ...", "(hide) This article has multiple issues."
         rf"(?:\(\s*)?(?:\bhide\s*\)?\s*)?\bThis (?:[\w-]+ ){{0,2}}(?:article|section|list)\b (?:{_NOTICE_VERBS})\b[^.]*\.{_DATE}",
-        rf"\bPlease (?:help (?:to )?(?:improve|by adding|by replacing)|improve (?:it|this (?:article|section)))\b[^.]*\.{_DATE}",
+        rf"\bPlease (?:help (?:to )?(?:improve|rewrite|by adding|by replacing)|improve (?:it|this (?:article|section)))\b[^.]*\.{_DATE}",
+        # "This article's plot summary may be too long", "This article's tone or style may not reflect ..."
+        rf"\bThis (?:article|section) ?['’]s [\w -]{{1,40}}? may (?:be|not)\b[^.]*\.{_DATE}",
         rf"\bIMDb may not be a reliable source\b[^.]*\.{_DATE}",
         rf"\b(?:Unsourced|Contentious|Unverified) material\b[^.]*\.{_DATE}",
         rf"\bStatements consisting only of original research\b[^.]*\.{_DATE}",
