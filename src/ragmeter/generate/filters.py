@@ -28,8 +28,9 @@ Checks, in this order (cheapest first, but for the model-free checks after the j
   after the judge's checks for the same reason): the question shares no content word with
   its chunks, or only words that many chunks of the knowledge base hold: it does not say
   what it asks about ("What did the company announce?"). A judge verdict on the question
-  alone was tried and dropped: on 19 real questions and 19 that name nothing, its P(yes)
-  did not separate them (``benchmarks/results/generate_review.md``).
+  alone was tried and dropped: on 19 real questions and 17 that name nothing, its P(yes)
+  ranked them at ROC-AUC 0.67 only, and at 0.5 it rejected 7 of the 19 real ones
+  (``benchmarks/results/generate_review.md``).
 - ``answer_in_knowledge_base``: an "unanswerable" question whose answer the judge finds in
   one of the :data:`TOP_K` chunks of the whole knowledge base closest to it (embeddings),
   each judged on its own; then its self-containment, as above, every word of it counting
