@@ -17,7 +17,9 @@ How it judges:
   is read once per run. Reuse happens at segment boundaries only and every segment is
   evaluated the same way whether or not it is reused, so verdicts do not depend on the
   order in which samples arrive.
-- JSON answers use grammar-constrained generation from the JSON schema.
+- JSON answers use grammar-constrained generation from the JSON schema. Their head (system
+  prompt and examples) is kept and reused the same way, so a task's examples are read once
+  per run; the answer depends only on the prompt, never on what was asked before.
 - The packaged model says yes too easily. With ``calibrated=True``, where
   ``resources/local_judge_calibration.json`` holds a calibration for a verdict task and
   language (fitted on labelled data by ``benchmarks/calibrate_local_judge.py``), P(yes) is
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import json
 import os
 import threading
 import time
@@ -358,35 +361,56 @@ class LocalJudge(LLMJudge):
     async def scale(self, task: str, shared: Mapping[str, FieldValue], options: Sequence[str], lang: str) -> dict[str, float]:
         return await self._run_metered(self._scale_sync, task, shared, options, lang)
 
+    def _generation_segments(self, messages: list[dict[str, str]]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """Head (system prompt and examples, the same for every call of a task) and the
+        rest of a generation prompt. The last message is the data: it is tokenized without
+        special tokens, so text that looks like a chat marker stays text."""
+        llm = self._model()
+        text = self._render(messages)
+        data = messages[-1]["content"]
+        start = text.rfind(data)
+        head, tail = text[:start], text[start + len(data) :]
+        if head not in self._head_tokens:
+            self._head_tokens[head] = tuple(llm.tokenize(head.encode("utf-8"), add_bos=True, special=True))
+        rest = llm.tokenize(data.encode("utf-8"), add_bos=False, special=False) + (
+            llm.tokenize(tail.encode("utf-8"), add_bos=False, special=True) if tail else []
+        )
+        return self._head_tokens[head], tuple(rest)
+
     def _generate_sync(self, task: str, fields: Mapping[str, FieldValue], schema: Mapping[str, Any], lang: str) -> dict[str, Any]:
+        from llama_cpp.llama_grammar import LlamaGrammar
 
         llm = self._model()
-        messages = PromptBook(lang).generation_messages(task, fields)
-        prompt_tokens = len(llm.tokenize(self._render(messages).encode("utf-8"), add_bos=True, special=True))
-        if prompt_tokens + self.max_new_tokens > self.context_window:
-            raise ContextTooLong(prompt_tokens + self.max_new_tokens, self.context_window)
+        head, rest = self._generation_segments(PromptBook(lang).generation_messages(task, fields))
+        if len(head) + len(rest) + self.max_new_tokens > self.context_window:
+            raise ContextTooLong(len(head) + len(rest) + self.max_new_tokens, self.context_window)
         started = time.perf_counter()
-        # Generation moves the model's memory in ways the segment bookkeeping cannot follow.
-        self._segments = []
-        llm.reset()
-        reply = llm.create_chat_completion(
-            messages=messages,
-            response_format={"type": "json_object", "schema": dict(schema)},
-            temperature=0.0,
-            max_tokens=self.max_new_tokens,
-            seed=0,
-        )
+        # The head's state is restored (or read once and kept); llama-cpp-python then finds
+        # it as the prompt's cached prefix and reads only the rest.
+        evaluated = self._reach([head]) + len(rest)
+        try:
+            reply = llm.create_completion(
+                prompt=[*head, *rest],
+                grammar=LlamaGrammar.from_json_schema(json.dumps(dict(schema)), verbose=False),
+                temperature=0.0,
+                max_tokens=self.max_new_tokens,
+                seed=0,
+            )
+        finally:
+            # Generation leaves tokens the segment bookkeeping does not know: back to the head.
+            self._segments = [head]
+            self._truncate(1)
         usage = reply.get("usage", {})
         record(
             Usage(
                 calls=1,
-                prompt_tokens=usage.get("prompt_tokens", prompt_tokens),
-                prompt_tokens_evaluated=usage.get("prompt_tokens", prompt_tokens),
+                prompt_tokens=len(head) + len(rest),
+                prompt_tokens_evaluated=evaluated,
                 completion_tokens=usage.get("completion_tokens", 0),
                 seconds=time.perf_counter() - started,
             )
         )
-        content = reply["choices"][0]["message"]["content"] or ""
+        content = reply["choices"][0]["text"] or ""
         if reply["choices"][0].get("finish_reason") == "length":
             raise JudgeError(f"the answer was cut off at {self.max_new_tokens} tokens")
         try:
