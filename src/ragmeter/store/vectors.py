@@ -160,22 +160,22 @@ def embed_questions(
 def _insert_new(store: RunStore, rows: list[dict[str, Any]]) -> int:
     """Insert the rows whose vector is not stored yet, in one transaction; return how many.
     A concurrent writer that stored some of them first is tolerated (checked again once)."""
-    for attempt in (1, 2):
-        try:
-            with store.engine.begin() as connection:
-                model = rows[0]["model"]
-                query = select(question_vectors.c.trace_id, question_vectors.c.span_id).where(
-                    question_vectors.c.model == model, question_vectors.c.trace_id.in_(list({r["trace_id"] for r in rows}))
-                )
-                present = {tuple(r) for r in connection.execute(query)}
-                fresh = [r for r in rows if (r["trace_id"], r["span_id"]) not in present]
-                if fresh:
-                    connection.execute(insert(question_vectors), fresh)
-                return len(fresh)
-        except IntegrityError:
-            if attempt == 2:
-                raise
-    return 0
+    try:
+        return _insert_absent(store, rows)
+    except IntegrityError:
+        return _insert_absent(store, rows)
+
+
+def _insert_absent(store: RunStore, rows: list[dict[str, Any]]) -> int:
+    with store.engine.begin() as connection:
+        query = select(question_vectors.c.trace_id, question_vectors.c.span_id).where(
+            question_vectors.c.model == rows[0]["model"], question_vectors.c.trace_id.in_(list({r["trace_id"] for r in rows}))
+        )
+        present = {tuple(r) for r in connection.execute(query)}
+        fresh = [r for r in rows if (r["trace_id"], r["span_id"]) not in present]
+        if fresh:
+            connection.execute(insert(question_vectors), fresh)
+        return len(fresh)
 
 
 def stored_vectors(store: RunStore, model: str, questions: Sequence[StoredQuestion]) -> list[np.ndarray | None]:
