@@ -135,6 +135,16 @@ def test_instructions_are_taken_out_of_a_text_premise():
     assert judge.calls[0].shared == {"premise": "Loans last three weeks."}
 
 
+def test_citations_are_taken_out_of_what_the_judge_reads_and_verdicts_stay_with_each_statement():
+    judge = ScriptedJudge()
+    statements = ["Loans last three weeks [policy#1].", "Fines are 20 cents 【2】。", "[3]"]
+    response = "Loans last three weeks [1], [2]. Fines are 20 cents."
+    verdicts, _ = asyncio.run(supported(judges_with(judge), response, statements, "en"))
+    assert judge.calls[0].shared == {"premise": "Loans last three weeks. Fines are 20 cents."}
+    assert judge.calls[0].items == ["Loans last three weeks.", "Fines are 20 cents。", "[3]"]  # a bare marker stays itself
+    assert [v.p_yes for v in verdicts] == [1.0, 1.0, 0.0]
+
+
 def test_duplicate_statements_are_asked_once_and_answered_for_each():
     judge = ScriptedJudge()
     verdicts, _ = asyncio.run(supported(judges_with(judge), "a b c.", ["a b", "x y", "a b"], "en"))
