@@ -22,6 +22,11 @@ from ragmeter.run.ray_executor import RayExecutor
 
 ray = pytest.importorskip("ray")
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+#: How far a faithfulness value may move between two runs through llama.cpp servers. A server
+#: reuses whatever prompt prefix it holds from the request before, and workers interleave their
+#: requests, so the same prompt is not evaluated in the same batches: one claim's P(yes) was
+#: seen at 0.599 in one run and 0.560 in the other (faithfulness 0.388 against 0.359).
+SERVER_NUMERICS = 0.05
 UNIT_TESTS = Path(__file__).resolve().parents[1] / "unit"
 
 
@@ -142,7 +147,8 @@ def test_workers_judge_through_an_endpoint_as_the_local_engine_does(cluster, lla
     for a, b in zip(local.samples, remote.samples, strict=True):
         score_a, score_b = a.scores["faithfulness"], b.scores["faithfulness"]
         assert score_a.value is not None and score_b.value is not None and not score_b.failed
-        assert score_b.value == pytest.approx(score_a.value, abs=0.02)  # the server's prompt-prefix reuse moves P(yes) slightly
+        assert score_b.value == pytest.approx(score_a.value, abs=SERVER_NUMERICS)
+        assert [c["claim"] for c in score_b.details["claims"]] == [c["claim"] for c in score_a.details["claims"]]
         assert b.usage["faithfulness"].calls == a.usage["faithfulness"].calls > 0
 
 
@@ -204,7 +210,8 @@ def test_cli_spreads_workers_over_two_servers_and_scores_as_one_server_does(clus
     calls = 0
     for a, b in zip(local_rows, ray_rows, strict=True):
         score_a, score_b = a["scores"]["faithfulness"], b["scores"]["faithfulness"]
-        assert score_a["value"] is not None and score_b["value"] == pytest.approx(score_a["value"], abs=0.02)
+        assert score_a["value"] is not None and score_b["value"] == pytest.approx(score_a["value"], abs=SERVER_NUMERICS)
+        assert [c["claim"] for c in score_b["details"]["claims"]] == [c["claim"] for c in score_a["details"]["claims"]]
         assert b["usage"]["faithfulness"]["calls"] == a["usage"]["faithfulness"]["calls"] > 0
         calls += b["usage"]["faithfulness"]["calls"]
     assert sum(served.values()) == calls  # the servers answered exactly the run's judge calls
