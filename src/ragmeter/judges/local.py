@@ -185,28 +185,30 @@ class LocalJudge(LLMJudge):
         return self._formatter(messages)
 
     def _segments_of(self, prompt: VerdictPrompt, item_text: str) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
-        """Head, shared and item tokens. Data is tokenized without special tokens, so text
-        that looks like a chat marker stays text."""
-        llm = self._model()
+        """Head, shared and item tokens of a verdict prompt."""
         messages = [{"role": "system", "content": prompt.system}]
         for user, assistant in prompt.examples:
             messages += [{"role": "user", "content": user}, {"role": "assistant", "content": assistant}]
         messages.append({"role": "user", "content": prompt.shared + item_text})
+        head, tail = self._head_and_tail(messages)
+        return head, self._tokens(prompt.shared), self._tokens(item_text) + tail
+
+    def _head_and_tail(self, messages: list[dict[str, str]]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """Tokens of the rendered prompt before the last message's content (the head: system
+        prompt and examples, the same for every call of a task, tokenized once) and after it
+        (the template's end). The content itself is data: see :meth:`_tokens`."""
         text = self._render(messages)
-        start = text.rfind(prompt.shared + item_text)
-        head, rest = text[:start], text[start + len(prompt.shared) :]
-        template_tail = rest[len(item_text) :]
+        data = messages[-1]["content"]
+        start = text.rfind(data)
+        head, tail = text[:start], text[start + len(data) :]
+        if head not in self._head_tokens:
+            self._head_tokens[head] = self._tokens(head, special=True, bos=True)
+        return self._head_tokens[head], self._tokens(tail, special=True)
 
-        def tokens(piece: str, special: bool, bos: bool = False) -> tuple[int, ...]:
-            return tuple(llm.tokenize(piece.encode("utf-8"), add_bos=bos, special=special)) if piece else ()
-
-        if head not in self._head_tokens:  # the same few-shot head for every item of a task
-            self._head_tokens[head] = tokens(head, special=True, bos=True)
-        return (
-            self._head_tokens[head],
-            tokens(prompt.shared, special=False),
-            tokens(item_text, special=False) + tokens(template_tail, special=True),
-        )
+    def _tokens(self, text: str, special: bool = False, bos: bool = False) -> tuple[int, ...]:
+        """Tokens of ``text``. Data is tokenized without special tokens, so text that looks like
+        a chat marker stays text."""
+        return tuple(self._model().tokenize(text.encode("utf-8"), add_bos=bos, special=special)) if text else ()
 
     # ---- model memory: segment-level prefix reuse ------------------------------------
 
@@ -361,27 +363,13 @@ class LocalJudge(LLMJudge):
     async def scale(self, task: str, shared: Mapping[str, FieldValue], options: Sequence[str], lang: str) -> dict[str, float]:
         return await self._run_metered(self._scale_sync, task, shared, options, lang)
 
-    def _generation_segments(self, messages: list[dict[str, str]]) -> tuple[tuple[int, ...], tuple[int, ...]]:
-        """Head (system prompt and examples, the same for every call of a task) and the
-        rest of a generation prompt. The last message is the data: it is tokenized without
-        special tokens, so text that looks like a chat marker stays text."""
-        llm = self._model()
-        text = self._render(messages)
-        data = messages[-1]["content"]
-        start = text.rfind(data)
-        head, tail = text[:start], text[start + len(data) :]
-        if head not in self._head_tokens:
-            self._head_tokens[head] = tuple(llm.tokenize(head.encode("utf-8"), add_bos=True, special=True))
-        rest = llm.tokenize(data.encode("utf-8"), add_bos=False, special=False) + (
-            llm.tokenize(tail.encode("utf-8"), add_bos=False, special=True) if tail else []
-        )
-        return self._head_tokens[head], tuple(rest)
-
     def _generate_sync(self, task: str, fields: Mapping[str, FieldValue], schema: Mapping[str, Any], lang: str) -> dict[str, Any]:
         from llama_cpp.llama_grammar import LlamaGrammar
 
         llm = self._model()
-        head, rest = self._generation_segments(PromptBook(lang).generation_messages(task, fields))
+        messages = PromptBook(lang).generation_messages(task, fields)
+        head, tail = self._head_and_tail(messages)
+        rest = self._tokens(messages[-1]["content"]) + tail
         if len(head) + len(rest) + self.max_new_tokens > self.context_window:
             raise ContextTooLong(len(head) + len(rest) + self.max_new_tokens, self.context_window)
         started = time.perf_counter()
