@@ -40,10 +40,16 @@ _RUNS_ON = re.compile(
 CITATION = re.compile(r"(?<![A-Za-z0-9_])[\[【［]\^?\s*([\w\-#./:@|]+(?:\s*[,，;；]\s*[\w\-#./:@|]+)*)\s*[\]】］](?!\()")
 
 
+#: A run of citations with what separates them: "[1], [2]", "【1】【3】".
+_CITATION_RUN = re.compile(rf"{CITATION.pattern}(?:\s*[,，、;；]?\s*{CITATION.pattern})*")
+
+
 def without_citations(text: str) -> str:
-    """``text`` without its bracketed citations (``[1]``, ``[runbook#2]``, ``【1】``): they name
-    sources, they are not part of what the text states."""
-    return CITATION.sub("", text)
+    """``text`` without its bracketed citations (``[1]``, ``[1], [2]``, ``[runbook#2]``,
+    ``【1】``) and the spaces they leave: they name sources, they are not part of what the
+    text states."""
+    text = re.sub(r"[ \t]{2,}", " ", _CITATION_RUN.sub("", text))
+    return re.sub(r"[ \t]+(?=[.,;:!?。，；：！？)]|$)", "", text).strip()
 
 
 def normalize(text: str) -> str:

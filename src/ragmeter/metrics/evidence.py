@@ -11,22 +11,18 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ragmeter.data.text import CITATION, join_text, split_sentences
+from ragmeter.data.text import join_text, split_sentences, without_citations
 from ragmeter.judges.base import Verdict
 from ragmeter.judges.windowing import premise_verdicts
 from ragmeter.metrics.checks import judge_instruction
 
 if TYPE_CHECKING:
     from ragmeter.judges import Judges
-
-#: A run of bracketed citations, with what separates them: "[1], [2]", "【1】【3】".
-_CITATIONS = re.compile(rf"{CITATION.pattern}(?:\s*[,，、;；]?\s*{CITATION.pattern})*")
 
 #: The verdict on a statement that addresses the judge instead of stating a fact.
 SCREENED = Verdict(
@@ -50,12 +46,12 @@ async def supported(judges: Judges, premise: str | Sequence[str], statements: Se
     supported, and are not put to the judge: a small model can be talked into a Yes. They
     are also taken out of a premise that is a single text (a response judged as premise).
     Bracketed citations are taken out of the statements and of such a premise before the
-    judge reads them (:func:`as_stated`); each verdict still belongs to its statement as given.
+    judge reads them (:func:`~ragmeter.data.text.without_citations`); each verdict still belongs to its statement as given.
     """
     screened = {s for s in statements if judge_instruction(s)}
     if isinstance(premise, str):
-        premise = as_stated(" ".join(s for s in split_sentences(premise) if not judge_instruction(s)))
-    stated = {s: as_stated(s) or s for s in statements if s not in screened}
+        premise = without_citations(" ".join(s for s in split_sentences(premise) if not judge_instruction(s)))
+    stated = {s: without_citations(s) or s for s in statements if s not in screened}
     asked = list(dict.fromkeys(stated.values()))
     evidence = await closest_evidence(judges, premise, asked, judges.require_llm().evidence_sentences) if asked else None
     if evidence is None:
@@ -78,14 +74,6 @@ async def supported(judges: Judges, premise: str | Sequence[str], statements: Se
         verdicts, strategy = [by_group[s] for s in asked], "closest"
     by_statement = dict(zip(asked, verdicts, strict=True))
     return [by_statement[stated[s]] if s in stated else SCREENED for s in statements], strategy
-
-
-def as_stated(text: str) -> str:
-    """``text`` without its bracketed citations (``[1]``, ``[runbook#2]``, ``【1】``): they name
-    a source, they are not part of what it states, and a small judge reads an id it cannot
-    find in the premise as something unsupported."""
-    text = re.sub(r"[ \t]{2,}", " ", _CITATIONS.sub("", text))
-    return re.sub(r"[ \t]+(?=[.,;:!?。，；：！？)]|$)", "", text).strip()
 
 
 async def closest_evidence(judges: Judges, premise: str | Sequence[str], statements: Sequence[str], k: int) -> list[list[str]] | None:
