@@ -10,7 +10,18 @@ import pytest
 from test_llm_double import FixedVectors, ScriptedJudge
 
 from ragmeter.generate.chunking import Chunk
-from ragmeter.generate.compose import METHODS, absent_words, bridge_phrases, compose, description_problem, reply_texts, substitute
+from ragmeter.generate.compose import (
+    METHODS,
+    absent_words,
+    bridge_phrases,
+    bridge_statement,
+    compose,
+    description_problem,
+    question_problem,
+    reply_texts,
+    sentence_about,
+    substitute,
+)
 from ragmeter.generate.filters import check
 from ragmeter.generate.graph import KnowledgeGraph
 from ragmeter.generate.plan import Slot
@@ -58,11 +69,33 @@ def test_bridge_phrases_put_names_first_then_phrases_of_several_words_then_the_r
     assert phrases == ["Forge Vault", "Vault", "platform team", "Forge", "every", "platform", "team"]
     assert bridge_phrases(ZH_A, ZH_B, "zh", CHUNKS) == ["密钥保管库"]  # rjieba cuts 密钥保管|库存 and 密钥保管|库
     assert bridge_phrases("Lunch is at noon.", ONCALL, "en", CHUNKS) == []
+    # A single word more than rare_limit chunks hold ("team": 4 of 6) names nothing one chunk can describe.
+    common = (*CHUNKS, Chunk("team#1", "team", "Each team has a lead.", "en"))
+    assert "team" not in bridge_phrases(VAULT, BACKUP, "en", common) and "platform team" in bridge_phrases(VAULT, BACKUP, "en", common)
+    # Not a part of a hyphenated word: "Break" of "Break-glass" is no phrase.
+    assert bridge_phrases("Use the break-glass procedure.", "Break-glass accounts exist.", "en", CHUNKS) == ["Break-glass"]
     # No bare number, no word in -ed at either end.
     assert bridge_phrases("Rotated 12 tokens daily.", "Keys rotated 12 times.", "en", CHUNKS) == []
 
 
 STORE = "How often is the store that keeps secrets backed up?"
+
+
+def test_a_bridge_question_is_written_from_the_sentence_that_is_about_its_phrase():
+    text = (
+        "## SEV1 page\n\nPages go to on-call. A SEV1 page that is not acknowledged in 5 minutes escalates. Anyone may escalate a SEV1 page."
+    )
+    assert sentence_about("SEV1 page", text, "en") == "A SEV1 page that is not acknowledged in 5 minutes escalates."
+    assert sentence_about("密钥保管库", ZH_A + ZH_B, "zh") == ZH_A  # both start with it: the longer
+    assert sentence_about("cold storage", VAULT, "en") == VAULT  # no sentence names it: the whole chunk
+
+
+def test_a_bridge_statement_says_the_phrase_is_its_description():
+    assert (
+        bridge_statement("merge request", "the request that needs two approvals", "en")
+        == "Merge request is the request that needs two approvals."
+    )
+    assert bridge_statement("密钥保管库", "存放服务密钥的系统", "zh") == "密钥保管库是存放服务密钥的系统。"
 
 
 @pytest.mark.parametrize(
@@ -91,13 +124,15 @@ def test_substitute_puts_the_description_in_place_of_the_phrase(question, phrase
         ("the store that keeps the service secrets", None),
         ("the Forge Vault store", "names the phrase it stands for"),
         ("the store " + "that is very large " * 5, "is too long for a noun phrase"),
-        ("a building downtown", "has no word of the chunk it describes from"),
+        ("a building downtown", "has no word that only the chunk it describes from holds"),
+        # Every word is also the answering chunk's: that chunk alone could tell what it is.
+        ("the store of the platform team", "has no word that only the chunk it describes from holds"),
         ("the vault secrets", "says too little: fewer than 2 content words besides the phrase's own"),
         ("the secrets store backed up every night", "gives the answer away"),
     ],
 )
 def test_a_description_must_hide_the_phrase_be_short_come_from_its_chunk_and_not_give_the_answer(description, problem):
-    found = description_problem(description, "Forge Vault", VAULT, "How often is Forge Vault backed up?", "Every night.", "en")
+    found = description_problem(description, "Forge Vault", VAULT, BACKUP, "How often is Forge Vault backed up?", "Every night.", "en")
     assert found == problem
 
 
@@ -123,27 +158,64 @@ def test_a_bridge_step_that_fails_its_check_tries_the_next_phrase_then_gives_up(
     assert draft.composition["bridge"] == "Vault" and judge.count("generate", "testset_bridge_question") == 2
     assert draft.question == "How often is the store that keeps the service secrets backed up?"
     naming = _bridge_judge(description=lambda fields: {"description": f"the {fields['subject']} store"})
-    with pytest.raises(SynthesisError, match=r"no bridge question: 'Forge Vault': .*names the phrase.*; 'Vault': "):
+    with pytest.raises(SynthesisError, match=r"no bridge question: 'Forge Vault': .*names the phrase.*; 'Vault': .*; 'platform team': "):
         _compose(Slot("q0001", "multi_hop", "plain", None, (1, 0), "en"), naming)
-    assert naming.count("generate") == 4  # two phrases, two steps each
+    assert naming.count("generate") == 6  # ATTEMPTS (3) phrases, two steps each
     with pytest.raises(SynthesisError, match="share no phrase"):
         _compose(Slot("q0001", "multi_hop", "plain", None, (2, 3), "en"), _bridge_judge())
 
 
-def test_a_composed_bridge_question_one_chunk_answers_is_rejected_not_relabelled():
+STATEMENT = "Forge Vault is the store that keeps the service secrets."
+
+
+def _statement_rule(described: float, answering: float):
+    """P(yes) of the bridge statement on each of its chunks; every other verdict says yes."""
+
+    def rule(task, shared, item):
+        if task == "supported" and item == STATEMENT:
+            return {VAULT: described, BACKUP: answering}[shared["premise"]]
+        return 0.9
+
+    return rule
+
+
+@pytest.mark.parametrize(
+    ("described", "answering", "reason"),
+    [
+        (0.9, 0.2, None),  # the described chunk tells what the subject is, the answering one does not
+        (0.9, 0.7, "single_chunk_answers"),  # the answering chunk tells it too: it answers alone
+        (0.3, 0.2, "bridge_description_unsupported"),  # the description is not what its chunk says
+    ],
+)
+def test_a_composed_bridge_question_needs_its_description_from_one_chunk_only(described, answering, reason):
     draft = _compose(Slot("q0001", "multi_hop", "plain", None, (1, 0), "en"), _bridge_judge())
     embed = BatchingEmbedder(FixedVectors({})).embed
     vectors = np.eye(64, dtype=np.float32)[: len(CHUNKS)]
-    # Each chunk alone answers; the reference is copied from backup#1, yet a composed question is not relabelled.
-    verdict = asyncio.run(check(draft, GRAPH, vectors, _bridge_judge(), embed))
-    assert (verdict.kept, verdict.reason, verdict.relabel) == (False, "single_chunk_answers", None)
+    judge = _bridge_judge(rule=_statement_rule(described, answering))
+    verdict = asyncio.run(check(draft, GRAPH, vectors, judge, embed))
+    # The reference is copied from backup#1, yet a composed question is never relabelled.
+    assert (verdict.kept, verdict.reason, verdict.relabel) == (reason is None, reason, None)
+    assert verdict.checks["description_supported_by vault#1"] == described
+    if reason != "bridge_description_unsupported":
+        assert verdict.checks["description_supported_by backup#1"] == answering
+    assert STATEMENT in (verdict.detail or STATEMENT)
+    assert judge.count("verdicts", "answerable") == 1  # the question, on both chunks together; never on one alone
 
-    def both_needed(task, shared, item):  # every other verdict (supported, ...) says yes
-        return 0.2 if task == "answerable" and not isinstance(shared["premise"], list) else 0.9
 
-    verdict = asyncio.run(check(draft, GRAPH, vectors, _bridge_judge(rule=both_needed), embed))
-    assert verdict.kept and verdict.relabel is None
-    assert verdict.checks["answerable_from vault#1"] == 0.2 and verdict.checks["answerable_from backup#1"] == 0.2
+@pytest.mark.parametrize(
+    ("question", "answer", "problem"),
+    [
+        ("Who may use break-glass?", "Anyone on call.", None),
+        ("What is the break-glass procedure for?", "SEV1 incidents only.", None),  # the described chunk's own longer name
+        ("How are the accounts used?", "SEV1 incidents only.", "does not name it"),
+        # "break-glass accounts" and the "break-glass procedure": two things, no bridge.
+        ("Who uses break-glass accounts?", "Admins.", "names 'break-glass accounts', which the other chunk does not mention"),
+        ("When must someone review break-glass?", "After 24 hours.", "is answered by the chunk the subject is described from, too"),
+    ],
+)
+def test_a_bridge_question_must_name_its_subject_as_both_chunks_do_and_not_be_answered_by_the_described_one(question, answer, problem):
+    described = "People use the break-glass procedure during an incident, and accounts are reviewed after 24 hours."
+    assert question_problem(question, answer, "break-glass", described, "en") == problem
 
 
 def _swap_judge(*others, subject="Forge Vault") -> ScriptedJudge:

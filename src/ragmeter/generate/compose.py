@@ -8,11 +8,15 @@ reply is checked in code before the next step:
 
 - **multi-hop, by a bridge** (as MuSiQue composes its questions): two linked chunks A and B
   mention one phrase E (:func:`bridge_phrases` picks it, in code). The judge writes a question
-  about E that B answers (``testset_bridge_question``; it must name E), then describes E from
-  A alone, without naming it (``testset_bridge_description``; a short phrase, with a content
-  word of A, not giving B's answer away). The code puts the description in place of E
-  (:func:`substitute`): the question now needs A to tell what it is about and B to answer it.
-  Reference: B's answer; reference contexts: A, B.
+  about E that a sentence of B answers (:func:`sentence_about` picks it;
+  ``testset_bridge_question``; it must name E, as the thing E names in
+  B, not as a word of a longer name, and A must not state its answer), then describes E from
+  A alone, without naming it (``testset_bridge_description``; a short phrase with a content
+  word that A holds and B does not, not giving B's answer away). The code puts the description
+  in place of E (:func:`substitute`): the question now needs A to tell what it is about and B
+  to answer it. Reference: B's answer; reference contexts: A, B. The quality filter then asks
+  the judge whether A supports "E is <description>" and whether B does too (then B alone
+  answers it).
 - **unanswerable, by a swapped subject**: the judge writes a single-fact question from the
   seed chunk (``testset_single_fact``), then names the words of it that say what it asks
   about and three other things of the same kind (``testset_unanswerable_swap``; asked to
@@ -41,7 +45,7 @@ from typing import Any
 
 import rjieba
 
-from ragmeter.data.text import HAN, normalize, tokenize
+from ragmeter.data.text import HAN, normalize, split_sentences, tokenize
 from ragmeter.generate.anchors import rare_limit
 from ragmeter.generate.chunking import Chunk
 from ragmeter.generate.graph import KnowledgeGraph
@@ -54,7 +58,7 @@ from ragmeter.judges.base import LLMJudge
 #: ``metadata.composition.method`` and in the journal's fingerprints).
 METHODS = {"multi_hop": "bridge", "unanswerable": "swap"}
 #: Bridge phrases tried per multi-hop question, the best first.
-ATTEMPTS = 2
+ATTEMPTS = 3
 #: Longest description of a bridge phrase: words (English), characters (Chinese).
 DESCRIPTION_WORDS, DESCRIPTION_CHARS = 20, 40
 #: Fewest content words a description has besides those of the phrase it stands for
@@ -123,29 +127,92 @@ async def _bridge_steps(
     """The question about ``phrase`` that ``answering`` answers, its answer, and the
     description of ``phrase`` from ``described``, each checked when ``checking``
     (:class:`SynthesisError`)."""
-    reply = await judge.generate("testset_bridge_question", {"context": answering.text, "subject": phrase}, QA_SCHEMA, lang)
+    about = sentence_about(phrase, answering.text, lang)
+    reply = await judge.generate("testset_bridge_question", {"context": about, "subject": phrase}, QA_SCHEMA, lang)
     question, answer = reply_text(reply, "question"), reply_text(reply, "answer")
-    if checking and not _pattern(phrase, lang).search(question):
-        raise SynthesisError(f"the question does not name it: {question!r}")
+    problem = question_problem(question, answer, phrase, described.text, lang) if checking else None
+    if problem:
+        raise SynthesisError(f"the question {question!r} {problem}")
     reply = await judge.generate("testset_bridge_description", {"context": described.text, "subject": phrase}, _DESCRIPTION_SCHEMA, lang)
     description = reply_text(reply, "description").rstrip(".。")
-    problem = description_problem(description, phrase, described.text, question, answer, lang) if checking else None
+    problem = description_problem(description, phrase, described.text, answering.text, question, answer, lang) if checking else None
     if problem:
         raise SynthesisError(f"the description {description!r} {problem}")
     return question, answer, description
 
 
-def description_problem(description: str, phrase: str, source: str, question: str, answer: str, lang: str) -> str | None:
+def sentence_about(phrase: str, text: str, lang: str) -> str:
+    """The sentence of ``text`` the bridge question about ``phrase`` is written from: of the
+    sentences that name the phrase (headings left out), the one that names it nearest its
+    start (the phrase is most likely what the sentence is about), then the longest; ``text``
+    itself when none does.
+
+    Given the whole chunk, the packaged judge mostly asked for the phrase instead of about it
+    ("What is the name of the channel that ...?" for "incident channel"; see
+    ``benchmarks/results/generate_multi_hop.md``).
+
+    Args:
+        phrase: The bridge phrase.
+        text: The text of the chunk that answers the question.
+        lang: ``"en"`` or ``"zh"``.
+    """
+    pattern = _pattern(phrase, lang)
+    ranked = []
+    for sentence in split_sentences(text):
+        found = pattern.search(sentence)
+        if found and not sentence.lstrip().startswith("#"):
+            ranked.append(((found.start(), -len(sentence)), sentence))
+    return min(ranked)[1] if ranked else text
+
+
+def question_problem(question: str, answer: str, phrase: str, described: str, lang: str) -> str | None:
+    """What is wrong with ``question`` as the bridge question about ``phrase``, or ``None``:
+    it does not name the phrase; in English, a hyphenated phrase is followed by a content
+    word that ``described`` does not write after it (a hyphenated word before another is the
+    first word of a longer name: "Break-glass accounts" against the "break-glass procedure"
+    are two things, no bridge); or ``described`` holds every word the
+    answer adds to the question (the chunk meant to say only what the question is about
+    would answer it alone).
+
+    Args:
+        question: The judge's question about the phrase.
+        answer: Its answer.
+        phrase: The bridge phrase.
+        described: The text of the chunk the phrase will be described from.
+        lang: ``"en"`` or ``"zh"``.
+    """
+    mention = _pattern(phrase, lang).search(question)
+    if mention is None:
+        return "does not name it"
+    after = _word_after(question, mention.end()) if lang != "zh" and "-" in phrase else ""
+    if content_words(after) and not re.search(rf"{_pattern(phrase, lang).pattern}[ \t]+{re.escape(after)}\b", described, re.IGNORECASE):
+        return f"names '{phrase} {after}', which the other chunk does not mention"
+    own = content_words(answer) - content_words(question)
+    if own and own <= content_words(described):
+        return "is answered by the chunk the subject is described from, too"
+    return None
+
+
+def _word_after(text: str, end: int) -> str:
+    """The word right after position ``end`` of ``text`` (a space or hyphen between), or ``""``."""
+    found = re.match(r"[ \t-]+([^\W\d_]+)", text[end:])
+    return found.group(1) if found else ""
+
+
+def description_problem(description: str, phrase: str, source: str, other: str, question: str, answer: str, lang: str) -> str | None:
     """What is wrong with ``description`` as a stand-in for ``phrase`` in ``question``, or
     ``None``: it names the phrase, is longer than :data:`DESCRIPTION_WORDS` words
     (:data:`DESCRIPTION_CHARS` characters in Chinese), has fewer than
-    :data:`DESCRIPTION_MIN_WORDS` content words besides the phrase's, has no content word of
-    ``source`` (the chunk it must come from), or holds every word the answer adds to the question.
+    :data:`DESCRIPTION_MIN_WORDS` content words besides the phrase's, has no content word that
+    ``source`` (the chunk it must come from) holds and ``other`` does not (then ``other``
+    alone could tell what it describes, or it describes from neither: "a request for changes
+    to a codebase" for "merge request"), or holds every word the answer adds to the question.
 
     Args:
         description: The judge's description of the phrase.
         phrase: The bridge phrase it stands for.
         source: The text of the chunk it must be drawn from.
+        other: The text of the chunk that answers the question.
         question: The question about the phrase.
         answer: That question's answer.
         lang: ``"en"`` or ``"zh"``.
@@ -157,8 +224,8 @@ def description_problem(description: str, phrase: str, source: str, question: st
     words = content_words(description)
     if len(words - content_words(phrase)) < DESCRIPTION_MIN_WORDS:
         return f"says too little: fewer than {DESCRIPTION_MIN_WORDS} content words besides the phrase's own"
-    if not words & content_words(source):
-        return "has no word of the chunk it describes from"
+    if not words & (content_words(source) - content_words(other)):
+        return "has no word that only the chunk it describes from holds"
     own = content_words(answer) - content_words(question)
     if own and own <= words:
         return "gives the answer away"
@@ -171,7 +238,8 @@ def bridge_phrases(described: str, answering: str, lang: str, chunks: Sequence[C
     A phrase is a run of up to three words (one or two Chinese words, widened to the longest
     run of Chinese characters both texts hold) that begins and ends with a content word, has
     a letter and no bare number; in English it neither begins nor ends with a word in -ed
-    or -ly (rarely a thing's name), in Chinese it ends with a noun (rjieba's tags). The best are distinctive names (a capital letter, and
+    or -ly (rarely a thing's name), in Chinese it ends with a noun (rjieba's tags); a single
+    word is held by at most :func:`~ragmeter.generate.anchors.rare_limit` chunks. The best are distinctive names (a capital letter, and
     held by at most :func:`~ragmeter.generate.anchors.rare_limit` chunks), then phrases of
     several words, then the rarest in the knowledge base (fewest chunks hold it), then the
     first in ``answering``.
@@ -199,6 +267,8 @@ def bridge_phrases(described: str, answering: str, lang: str, chunks: Sequence[C
         if lang == "zh":
             surface = _widened(surface, answering, described)
         rarity = sum(f" {' '.join(key)} " in line for line in lines)
+        if len(key) == 1 and rarity > limit:
+            continue  # "access", "secret": a word many chunks hold names nothing one chunk can describe
         name = _named(surface, (answering, described)) and rarity <= limit
         ranked.append(((not name, len(key) == 1, rarity, position), surface))
         shared.discard(key)
@@ -272,20 +342,36 @@ def _token_lines(chunks: tuple[Chunk, ...]) -> list[str]:
 
 
 def _surface(key: tuple[str, ...], text: str, lang: str) -> str | None:
-    """How ``text`` writes the phrase of tokens ``key`` (its first occurrence), or ``None``."""
+    """How ``text`` writes the phrase of tokens ``key`` (its first occurrence, not part of a
+    hyphenated word), or ``None``."""
     if lang == "zh" and all(_HAN_ONLY.match(t) for t in key):
         return "".join(key) if "".join(key) in text else None
-    found = re.search(r"(?<!\w)" + r"\W*".join(re.escape(t) for t in key) + r"(?!\w)", text, re.IGNORECASE)
+    found = re.search(r"(?<![\w-])" + r"\W*".join(re.escape(t) for t in key) + r"(?![\w-])", text, re.IGNORECASE)
     return found.group(0) if found else None
 
 
 def _pattern(phrase: str, lang: str) -> re.Pattern[str]:
-    """The phrase in any case, as whole words (Chinese: anywhere), with an article before it
-    in English (group 1)."""
+    """The phrase in any case, as whole words, not part of a hyphenated one ("Break" is not in
+    "Break-glass"; Chinese: anywhere), with an article before it in English (group 1)."""
     words = r"\W+".join(re.escape(w) for w in phrase.split())
     if lang == "zh":
         return re.compile(f"()(?<![A-Za-z0-9]){words}(?![A-Za-z0-9])", re.IGNORECASE)
-    return re.compile(rf"(?<!\w)(\b(?:the|a|an)\s+)?{words}(?!\w)", re.IGNORECASE)
+    return re.compile(rf"(?<![\w-])(\b(?:the|a|an)\s+)?{words}(?![\w-])", re.IGNORECASE)
+
+
+def bridge_statement(phrase: str, description: str, lang: str) -> str:
+    """The claim that ``description`` tells what ``phrase`` is ("Forge Vault is the store that
+    keeps secrets."), which the chunk it was described from must support and the chunk that
+    answers the question must not (the quality filter asks the judge).
+
+    Args:
+        phrase: The bridge phrase.
+        description: What stands for it in the question.
+        lang: ``"en"`` or ``"zh"``.
+    """
+    if lang == "zh":
+        return f"{phrase}是{description}。"
+    return f"{phrase[:1].upper()}{phrase[1:]} is {description}."
 
 
 def substitute(question: str, phrase: str, description: str, lang: str) -> str:

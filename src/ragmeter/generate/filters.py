@@ -16,7 +16,18 @@ Checks, in this order (cheapest first, but for the model-free checks after the j
   supported, yet answers another question (en q0012 and zh q0013 of
   ``benchmarks/results/generate_review.md``). At the packaged judge's strength this catches a
   reference about something else than the question, not one on the same subject.
-- ``single_chunk_answers``: a multi-hop question that one of its chunks answers alone.
+- ``bridge_description_unsupported`` (a multi-hop question composed through a bridge phrase,
+  :mod:`ragmeter.generate.compose`): the judge does not find "<phrase> is <description>"
+  supported by the chunk the description was written from: the question names its subject
+  by something that chunk does not say.
+- ``single_chunk_answers``: a multi-hop question that one of its chunks answers alone. For a
+  composed bridge question: the chunk that answers it also supports "<phrase> is
+  <description>", so it tells alone what the question is about (that the described chunk
+  does not hold the answer is checked in code as the question is written). The packaged
+  ``answerable`` verdict is not asked of each chunk there: it says yes to a chunk that speaks
+  of the question's kind of fact, and rejected every composed question of the example
+  knowledge base, mostly on the chunk that lacks the answer
+  (``benchmarks/results/generate_multi_hop.md``).
 - ``reference_restates_question`` (no model, :func:`restates`): the reference adds no
   content word to the question, as in "What is the name of the party that opposes the
   President's party?" answered "The major political party opposing the President's party"
@@ -53,7 +64,7 @@ are named in ``metadata.dropped_context_ids``):
   bridge question ("the team that owns X freezes when?") has its answer in one chunk yet
   needs the other to find it. A question composed as a bridge (:mod:`ragmeter.generate.compose`)
   is never relabelled: it names its subject by a description from the other chunk, so a
-  chunk that answers it alone is a ``single_chunk_answers`` reject.
+  chunk that tells alone what it is about is a ``single_chunk_answers`` reject.
 
 A question whose style hides words (misspelled) is checked in its original wording.
 """
@@ -61,7 +72,7 @@ A question whose style hides words (misspelled) is checked in its original wordi
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,6 +80,7 @@ import numpy as np
 
 from ragmeter.data.text import split_sentences, tokenize
 from ragmeter.generate.anchors import term_index, unanchored
+from ragmeter.generate.compose import bridge_statement
 from ragmeter.generate.graph import KnowledgeGraph
 from ragmeter.generate.synthesize import Draft
 from ragmeter.generate.words import content_words
@@ -225,11 +237,15 @@ async def check(draft: Draft, graph: KnowledgeGraph, vectors: np.ndarray, judge:
     if copied is not None:
         checks["copied_from"] = copied
     relabel = "single_fact" if draft.slot.type == "reasoning" and copied else None
-    if draft.slot.type == "multi_hop":
+    if draft.slot.type == "multi_hop" and draft.composition:
+        rejected = await _check_bridge(draft.composition, draft.contexts, lang, judge, checks)
+        if rejected is not None:
+            return rejected
+    elif draft.slot.type == "multi_hop":
         for chunk_id, text in zip(draft.context_ids, draft.contexts, strict=True):
             p = (await judge.verdicts("answerable", {"premise": text}, [asked], lang))[0].p_yes
             checks[f"answerable_from {chunk_id}"] = round(p, 4)
-            if p >= THRESHOLD and chunk_id == copied and not draft.composition:
+            if p >= THRESHOLD and chunk_id == copied:
                 relabel = "single_fact"  # a good question, of one chunk: kept as what it is
                 break
             if p >= THRESHOLD:
@@ -240,6 +256,35 @@ async def check(draft: Draft, graph: KnowledgeGraph, vectors: np.ndarray, judge:
     if problem is not None:
         return Verdict(False, "question_not_self_contained", problem, checks)
     return Verdict(True, checks=checks, relabel=relabel, needs=(copied,) if relabel and copied else None)
+
+
+async def _check_bridge(
+    notes: Mapping[str, Any], contexts: Sequence[str], lang: str, judge: LLMJudge, checks: dict[str, Any]
+) -> Verdict | None:
+    """Reject a question composed through a bridge phrase (:mod:`ragmeter.generate.compose`)
+    whose description of the phrase its own chunk does not support, or that the chunk that
+    answers it could tell alone; else ``None``.
+
+    Args:
+        notes: The draft's composition (bridge phrase, description, chunk ids).
+        contexts: The texts of the described chunk and of the answering chunk, in that order.
+        lang: ``"en"`` or ``"zh"``.
+        judge: The LLM judge giving the verdicts.
+        checks: Where each verdict's P(yes) is recorded.
+    """
+    statement = bridge_statement(notes["bridge"], notes["description"], lang)
+    described, answered = notes["described_in"], notes["answered_in"]
+    p = (await judge.verdicts("supported", {"premise": contexts[0]}, [statement], lang))[0].p_yes
+    checks[f"description_supported_by {described}"] = round(p, 4)
+    if p < THRESHOLD:
+        detail = f"{described} does not support what the question says of its subject, {statement!r} (P={p:.2f})"
+        return Verdict(False, "bridge_description_unsupported", detail, checks)
+    p = (await judge.verdicts("supported", {"premise": contexts[1]}, [statement], lang))[0].p_yes
+    checks[f"description_supported_by {answered}"] = round(p, 4)
+    if p >= THRESHOLD:
+        detail = f"{answered} alone answers it: it also tells what the question is about, {statement!r} (P={p:.2f})"
+        return Verdict(False, "single_chunk_answers", detail, checks)
+    return None
 
 
 async def _check_unanswerable(asked: str, lang: str, graph: KnowledgeGraph, vectors: np.ndarray, judge: LLMJudge, embed, checks) -> Verdict:
