@@ -143,10 +143,19 @@ def test_a_bridge_question_names_its_subject_by_the_other_chunk_and_is_answered_
     assert notes["method"] == "bridge" and notes["bridge"] == "Forge Vault"
     assert draft.question == draft.original == "How often is the store that keeps the service secrets backed up?"
     assert draft.reference == "Every night." and notes["bridge_question"] == "How often is Forge Vault backed up?"
-    # Which of the two chunks is described is a coin seeded by the slot's id: vault#1 for q0001 here.
+    # Which of the two chunks is described is a coin seeded by the pair, turned by the slot's order.
     assert (notes["described_in"], notes["answered_in"]) == draft.context_ids == ("vault#1", "backup#1")
     asked = {c.task: c.shared["context"] for c in judge.calls}
     assert asked == {"testset_bridge_question": BACKUP, "testset_bridge_description": VAULT}
+    # The same link the other way round (a top-up round's): the other chunk is described.
+    other = _compose(
+        Slot("q0009", "multi_hop", "plain", None, (0, 1), "en"),
+        _bridge_judge(
+            question=lambda f: {"question": f"What does {f['subject']} keep?", "answer": "Service secrets."},
+            description=lambda f: {"description": "the store backed up to cold storage"},
+        ),
+    )
+    assert (other.composition["described_in"], other.composition["answered_in"]) == ("backup#1", "vault#1")
 
 
 def test_a_bridge_step_that_fails_its_check_tries_the_next_phrase_then_gives_up():
@@ -292,7 +301,7 @@ def test_chinese_chunks_compose_through_the_chinese_prompts():
         "testset_bridge_description": {"description": "存放所有服务密钥的系统"},
     }
     judge = ScriptedJudge(generated=generated)
-    draft = _compose(Slot("q0001", "multi_hop", "plain", None, (4, 3), "zh"), judge)
+    draft = _compose(Slot("q0001", "multi_hop", "plain", None, (3, 4), "zh"), judge)
     assert draft.composition["bridge"] == "密钥保管库" and draft.question == "存放所有服务密钥的系统多久备份一次？"
     assert {c.lang for c in judge.calls} == {"zh"}
 

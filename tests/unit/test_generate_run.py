@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from ragmeter.cli import app
 from ragmeter.generate import GenerateOptions, agenerate, write_outputs
 from ragmeter.generate.chunking import Chunk
-from ragmeter.generate.graph import build_graph, key_phrases
+from ragmeter.generate.graph import KnowledgeGraph, Link, build_graph, key_phrases
 from ragmeter.generate.plan import TYPES, allocate, parse_mix, plan
 from ragmeter.generate.synthesize import NO_ANSWER, misspell
 from ragmeter.judges.base import JudgeError
@@ -193,6 +193,15 @@ def test_plan_is_deterministic_and_two_chunk_types_without_links_get_no_chunks()
     assert sorted({s.chunks for s in slots if s.type == "single_fact"}) == [(0,), (1,), (2,)]
     assert all(s.chunks == () for s in slots if s.type == "multi_hop")
     assert all((s.persona is not None) == (s.style == "persona") for s in slots)
+
+
+def test_a_link_planned_again_is_taken_the_other_way_round_until_both_ways_are_used():
+    chunks = tuple(Chunk(f"d#{n}", "d", f"text {n}", "en") for n in range(1, 3))
+    graph = KnowledgeGraph(chunks, ((), ()), (Link(0, 1, 0.9, ()),))
+    mix, styles = {"multi_hop": 1.0}, {"plain": 1.0}
+    assert [s.chunks for s in plan(graph, 1, mix, styles)] == [(0, 1)]
+    assert [s.chunks for s in plan(graph, 1, mix, styles, used={(0, 1)})] == [(1, 0)]
+    assert [s.chunks for s in plan(graph, 1, mix, styles, used={(0, 1), (1, 0)})] == [(0, 1)]
 
 
 runner = CliRunner()

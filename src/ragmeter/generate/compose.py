@@ -100,7 +100,10 @@ async def compose(slot: Slot, graph: KnowledgeGraph, judge: LLMJudge) -> Draft:
 
 async def _bridge(slot: Slot, graph: KnowledgeGraph, judge: LLMJudge) -> Draft:
     first, second = (graph.chunks[i] for i in slot.chunks)
-    described, answering = (first, second) if random.Random(slot.id).random() < 0.5 else (second, first)
+    # A coin seeded by the pair, turned by the slot's order: a link planned again the other way
+    # round (a top-up round's) is described from its other chunk.
+    coin = random.Random(f"{min(slot.chunks)}-{max(slot.chunks)}").random() < 0.5
+    described, answering = (second, first) if coin else (first, second)
     phrases = bridge_phrases(described.text, answering.text, slot.lang, graph.chunks)
     if not phrases:
         raise SynthesisError(f"{described.id} and {answering.id} share no phrase to bridge them")

@@ -8,7 +8,9 @@ journal can tell which are already done.
 Single-chunk types (single fact, reasoning, conditional, unanswerable) take the chunks in a
 seeded random order, cycling when there are more questions than chunks. Two-chunk types
 (multi-hop, comparison) take the graph's links, strongest first, each link once before any
-is reused; with no link, such a slot has no chunks and is reported as not generated.
+is reused, and a reused link in the other order (a greedy judge given the same prompt writes
+the same question again); with no link, such a slot has no chunks and is reported as not
+generated.
 
 :func:`top_up` plans the extra slots of a top-up round (questions the filter rejected are
 replaced): the same rules, with a seed derived from the round so other chunks come first,
@@ -163,7 +165,7 @@ def plan(
     rng.shuffle(singles)
     used = set(used)
     singles.sort(key=lambda i: (i,) in used)
-    links = sorted(graph.links, key=lambda link: (link.a, link.b) in used)
+    links = sorted(graph.links, key=lambda link: (link.a, link.b) in used or (link.b, link.a) in used)
     taken = {"single": 0, "link": 0}
     slots = []
     for number, (kind, style) in enumerate(zip(types, chosen_styles, strict=True), start=1):
@@ -171,13 +173,20 @@ def plan(
             chunks: tuple[int, ...] = ()
             if links:
                 link = links[taken["link"] % len(links)]
-                chunks, taken["link"] = (link.a, link.b), taken["link"] + 1
+                chunks, taken["link"] = _ordered(link.a, link.b, used), taken["link"] + 1
         else:
             chunks, taken["single"] = (singles[taken["single"] % len(singles)],), taken["single"] + 1
         lang = graph.chunks[chunks[0]].lang if chunks else "en"
         persona = rng.choice(personas(lang)) if style == "persona" else None
         slots.append(Slot(f"q{number:04d}", kind, style, persona, chunks, lang))
     return slots
+
+
+def _ordered(a: int, b: int, used: Collection[tuple[int, ...]]) -> tuple[int, int]:
+    """The chunks of link ``a``-``b`` in the order no earlier slot took them, if one is left
+    (a link taken again is written the other way round: for a multi-hop question the other
+    chunk is described)."""
+    return (b, a) if (a, b) in used and (b, a) not in used else (a, b)
 
 
 def top_up(
