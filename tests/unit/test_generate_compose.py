@@ -13,6 +13,7 @@ from ragmeter.generate.chunking import Chunk
 from ragmeter.generate.compose import (
     METHODS,
     absent_words,
+    answer_amount,
     bridge_phrases,
     bridge_statement,
     compose,
@@ -74,6 +75,8 @@ def test_bridge_phrases_put_names_first_then_phrases_of_several_words_then_the_r
     assert "team" not in bridge_phrases(VAULT, BACKUP, "en", common) and "platform team" in bridge_phrases(VAULT, BACKUP, "en", common)
     # Not a part of a hyphenated word: "Break" of "Break-glass" is no phrase.
     assert bridge_phrases("Use the break-glass procedure.", "Break-glass accounts exist.", "en", CHUNKS) == ["Break-glass"]
+    # Words apart by a comma or a line break are no phrase.
+    assert bridge_phrases("Hamlin , Denny won.", "Truex Jr .\nHamlin , Denny was second.", "en", CHUNKS) == ["Denny", "Hamlin"]
     # No bare number, no word in -ed at either end.
     assert bridge_phrases("Rotated 12 tokens daily.", "Keys rotated 12 times.", "en", CHUNKS) == []
 
@@ -88,6 +91,36 @@ def test_a_bridge_question_is_written_from_the_sentence_that_is_about_its_phrase
     assert sentence_about("SEV1 page", text, "en") == "A SEV1 page that is not acknowledged in 5 minutes escalates."
     assert sentence_about("密钥保管库", ZH_A + ZH_B, "zh") == ZH_A  # both start with it: the longer
     assert sentence_about("cold storage", VAULT, "en") == VAULT  # no sentence names it: the whole chunk
+
+
+@pytest.mark.parametrize(
+    ("sentence", "phrase", "lang", "amount"),
+    [
+        ("A merge request needs at least two approvals before a merge.", "merge request", "en", "at least two approvals"),
+        ("A SEV1 page not acknowledged within 5 minutes escalates to Tier 2.", "SEV1 page", "en", "within 5 minutes"),
+        ("The freeze runs from 18:00 UTC on 20 December.", "freeze", "en", "18:00 UTC"),
+        ("With one approval, the incident commander merges.", "incident commander", "en", None),  # before the phrase
+        ("The Security team gets one alert per use; one of them reads it.", "Security team", "en", "one alert"),
+        ("Using the vault, one sends a request.", "vault", "en", None),  # "one" as a pronoun
+        ("SEV1 incidents use break-glass accounts only.", "break-glass", "en", None),  # no number of its own
+        ("预计运行超过 5 分钟的迁移需要 DBRE 团队评审。", "迁移", "zh", "超过 5 分钟"),  # before the phrase, in Chinese
+        ("特藏服务台在两个工作日内答复。", "特藏服务台", "zh", "两个工作日内"),
+    ],
+)
+def test_the_answer_of_a_bridge_question_is_an_amount_its_sentence_states_about_the_phrase(sentence, phrase, lang, amount):
+    assert answer_amount(sentence, phrase, lang) == amount
+
+
+def test_given_an_amount_the_judge_writes_only_the_question_and_the_sentence_stating_it_is_its_reference():
+    answering = "Forge Vault is backed up every 24 hours to cold storage."
+    graph = KnowledgeGraph((CHUNKS[0], Chunk("backup#2", "backup", answering, "en")), ((), ()), ())
+    judge = _bridge_judge()
+    judge.generated["testset_bridge_question_for"] = lambda fields: {"question": f"How often is {fields['subject']} backed up?"}
+    draft = asyncio.run(compose(Slot("q0001", "multi_hop", "plain", None, (1, 0), "en"), graph, judge))
+    assert draft.reference == answering and draft.question == "How often is the store that keeps the service secrets backed up?"
+    asked = [c for c in judge.calls if c.task == "testset_bridge_question_for"]
+    assert [c.shared for c in asked] == [{"context": answering, "subject": "Forge Vault", "answer": "every 24 hours"}]
+    assert judge.count("generate", "testset_bridge_question") == 0
 
 
 def test_a_bridge_statement_says_the_phrase_is_its_description():
@@ -219,6 +252,8 @@ def test_a_composed_bridge_question_needs_its_description_from_one_chunk_only(de
         ("How are the accounts used?", "SEV1 incidents only.", "does not name it"),
         # "break-glass accounts" and the "break-glass procedure": two things, no bridge.
         ("Who uses break-glass accounts?", "Admins.", "names 'break-glass accounts', which the other chunk does not mention"),
+        ("What is break-glass during an incident?", "SEV1 incidents only.", None),  # "during" is no part of a name
+        ("Who may use Forge break-glass?", "Admins.", "names 'Forge break-glass', a longer name"),
         ("When must someone review break-glass?", "After 24 hours.", "is answered by the chunk the subject is described from, too"),
     ],
 )
