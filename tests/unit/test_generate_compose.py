@@ -250,6 +250,11 @@ def test_a_composed_bridge_question_needs_its_description_from_one_chunk_only(de
         ("Who may use break-glass?", "Anyone on call.", None),
         ("What is the break-glass procedure for?", "SEV1 incidents only.", None),  # the described chunk's own longer name
         ("How are the accounts used?", "SEV1 incidents only.", "does not name it"),
+        (
+            "What is break-glass?",
+            "An emergency account.",
+            "asks only what the subject is: its description, from the other chunk, would answer it",
+        ),
         # "break-glass accounts" and the "break-glass procedure": two things, no bridge.
         ("Who uses break-glass accounts?", "Admins.", "names 'break-glass accounts', which the other chunk does not mention"),
         ("What is break-glass during an incident?", "SEV1 incidents only.", None),  # "during" is no part of a name

@@ -285,7 +285,8 @@ def answer_amount(sentence: str, phrase: str, lang: str) -> str | None:
 
 def question_problem(question: str, answer: str, phrase: str, described: str, lang: str) -> str | None:
     """What is wrong with ``question`` as the bridge question about ``phrase``, or ``None``:
-    it does not name the phrase; in English, a capitalised word other than the question's
+    it does not name the phrase; it asks nothing but what the phrase is ("Who is Toby?"); in
+    English, a capitalised word other than the question's
     first comes right before it ("Forge Vault" for "Vault": the description would replace half
     a name), or a hyphenated phrase is followed by a content word that ``described`` does not
     write after it (a hyphenated word before another is the first word of a longer name:
@@ -304,6 +305,8 @@ def question_problem(question: str, answer: str, phrase: str, described: str, la
     mention = _pattern(phrase, lang).search(question)
     if mention is None:
         return "does not name it"
+    if not content_words(question) - content_words(phrase):
+        return "asks only what the subject is: its description, from the other chunk, would answer it"
     if lang != "zh":
         before = re.search(r"([^\W\d_][\w-]*)[ \t]+$", question[: mention.start() + len(mention.group(1) or "")])
         if before and before.group(1)[:1].isupper() and question[: before.start()].strip():
