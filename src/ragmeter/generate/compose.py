@@ -10,12 +10,13 @@ reply is checked in code before the next step:
   mention one phrase E (:func:`bridge_phrases` picks it, in code). The judge writes a question
   about E that a sentence of B answers (:func:`sentence_about` picks it; when the sentence
   states an amount, :func:`answer_amount` takes it as the answer and the judge writes only the
-  question, ``testset_bridge_question_for``, else ``testset_bridge_question``; it must name E, as the thing E names in
-  B, not as a word of a longer name, and A must not state its answer), then describes E from
-  A alone, without naming it (``testset_bridge_description``; a short phrase with a content
-  word that A holds and B does not, not giving B's answer away). The code puts the description
-  in place of E (:func:`substitute`): the question now needs A to tell what it is about and B
-  to answer it. Reference: B's answer; reference contexts: A, B. The quality filter then asks
+  question, ``testset_bridge_question_for``, else ``testset_bridge_question``; it must name
+  E, as the thing E names in B, not as a word of a longer name, and A must not state its
+  answer), then describes E from A alone, without naming it (``testset_bridge_description``;
+  a short phrase with a content word that A holds and B does not, not giving B's answer
+  away). The code puts the description in place of E (:func:`substitute`): the question now
+  needs A to tell what it is about and B to answer it. Reference: B's answer (for an amount,
+  the sentence stating it); reference contexts: A, B. The quality filter then asks
   the judge whether A supports "E is <description>" and whether B does too (then B alone
   answers it).
 - **unanswerable, by a swapped subject**: the judge writes a single-fact question from the
@@ -74,68 +75,19 @@ _SWAP_SCHEMA = {
 _DESCRIPTION_SCHEMA = {"type": "object", "properties": {"description": {"type": "string"}}, "required": ["description"]}
 _ARTICLE = re.compile(r"^(?:the|a|an)\s", re.IGNORECASE)
 _NUMBER_WORDS = "one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|hundred"
+# fmt: off
 #: Words after a hyphenated phrase that do not make it part of a longer name ("break-glass during").
 _LINKING_WORDS = frozenset(
-    [
-        "about",
-        "above",
-        "across",
-        "after",
-        "against",
-        "along",
-        "among",
-        "around",
-        "at",
-        "before",
-        "behind",
-        "below",
-        "beside",
-        "between",
-        "beyond",
-        "by",
-        "during",
-        "for",
-        "from",
-        "in",
-        "inside",
-        "into",
-        "near",
-        "of",
-        "off",
-        "on",
-        "onto",
-        "out",
-        "outside",
-        "over",
-        "past",
-        "per",
-        "since",
-        "through",
-        "throughout",
-        "to",
-        "toward",
-        "towards",
-        "under",
-        "until",
-        "unto",
-        "up",
-        "upon",
-        "via",
-        "with",
-        "within",
-        "without",
-        "and",
-        "or",
-        "but",
-        "nor",
-        "so",
-        "yet",
-        "if",
-        "when",
-        "while",
-        "because",
-    ]
+    (
+        "about", "above", "across", "after", "against", "along", "among", "around", "at", "before",
+        "behind", "below", "beside", "between", "beyond", "by", "during", "for", "from", "in", "inside",
+        "into", "near", "of", "off", "on", "onto", "out", "outside", "over", "past", "per", "since",
+        "through", "throughout", "to", "toward", "towards", "under", "until", "unto", "up", "upon",
+        "via", "with", "within", "without", "and", "or", "but", "nor", "so", "yet", "if", "when",
+        "while", "because",
+    )
 )
+# fmt: on
 _PRONOUN_ONE = re.compile(r"one\s+(?:of\b|\w+s\b)", re.IGNORECASE)
 #: An amount a sentence states (see :func:`answer_amount`), by language.
 _AMOUNTS = {
@@ -286,14 +238,13 @@ def answer_amount(sentence: str, phrase: str, lang: str) -> str | None:
 def question_problem(question: str, answer: str, phrase: str, described: str, lang: str) -> str | None:
     """What is wrong with ``question`` as the bridge question about ``phrase``, or ``None``:
     it does not name the phrase; it asks nothing but what the phrase is ("Who is Toby?"); in
-    English, a capitalised word other than the question's
-    first comes right before it ("Forge Vault" for "Vault": the description would replace half
-    a name), or a hyphenated phrase is followed by a content word that ``described`` does not
-    write after it (a hyphenated word before another is the first word of a longer name:
-    "Break-glass accounts" against the "break-glass procedure" are two things, no bridge); or
-    ``described`` holds every word the
-    answer adds to the question (the chunk meant to say only what the question is about
-    would answer it alone).
+    English, a capitalised word other than the question's first comes right before it ("Forge
+    Vault" for "Vault": the description would replace half a name), or a hyphenated phrase is
+    followed by a content word that ``described`` does not write after it (a hyphenated word
+    before another is the first word of a longer name: "Break-glass accounts" against the
+    "break-glass procedure" are two things, no bridge); or ``described`` holds every word the
+    answer adds to the question (the chunk meant to say only what the question is about would
+    answer it alone).
 
     Args:
         question: The judge's question about the phrase.
@@ -367,10 +318,10 @@ def bridge_phrases(described: str, answering: str, lang: str, chunks: Sequence[C
     run of Chinese characters both texts hold) that begins and ends with a content word, has
     a letter and no bare number; in English it neither begins nor ends with a word in -ed
     or -ly (rarely a thing's name), in Chinese it ends with a noun (rjieba's tags); a single
-    word is held by at most :func:`~ragmeter.generate.anchors.rare_limit` chunks. The best are distinctive names (a capital letter, and
-    held by at most :func:`~ragmeter.generate.anchors.rare_limit` chunks), then phrases of
-    several words, then the rarest in the knowledge base (fewest chunks hold it), then the
-    first in ``answering``.
+    word is held by at most :func:`~ragmeter.generate.anchors.rare_limit` chunks. The best
+    are distinctive names (a capital letter, and held by at most that many chunks), then
+    phrases of several words, then the rarest in the knowledge base (fewest chunks hold it),
+    then the first in ``answering``.
 
     Args:
         described: The text of the chunk the bridge phrase will be described from.
