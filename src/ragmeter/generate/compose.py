@@ -75,19 +75,6 @@ _SWAP_SCHEMA = {
 _DESCRIPTION_SCHEMA = {"type": "object", "properties": {"description": {"type": "string"}}, "required": ["description"]}
 _ARTICLE = re.compile(r"^(?:the|a|an)\s", re.IGNORECASE)
 _NUMBER_WORDS = "one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|hundred"
-# fmt: off
-#: Words after a hyphenated phrase that do not make it part of a longer name ("break-glass during").
-_LINKING_WORDS = frozenset(
-    (
-        "about", "above", "across", "after", "against", "along", "among", "around", "at", "before",
-        "behind", "below", "beside", "between", "beyond", "by", "during", "for", "from", "in", "inside",
-        "into", "near", "of", "off", "on", "onto", "out", "outside", "over", "past", "per", "since",
-        "through", "throughout", "to", "toward", "towards", "under", "until", "unto", "up", "upon",
-        "via", "with", "within", "without", "and", "or", "but", "nor", "so", "yet", "if", "when",
-        "while", "because",
-    )
-)
-# fmt: on
 _PRONOUN_ONE = re.compile(r"one\s+(?:of\b|\w+s\b)", re.IGNORECASE)
 #: An amount a sentence states (see :func:`answer_amount`), by language.
 _AMOUNTS = {
@@ -225,14 +212,13 @@ def answer_amount(sentence: str, phrase: str, lang: str) -> str | None:
     """
     mentions = [(m.start(), m.end()) for m in _pattern(phrase, lang).finditer(sentence)]
     amounts = [
-        m.group(0).strip()
+        m
         for m in _AMOUNTS[lang].finditer(sentence)
         if not any(m.start() < end and start < m.end() for start, end in mentions) and not _PRONOUN_ONE.match(m.group(0))
-        and (lang == "zh" or (mentions and m.start() >= mentions[0][1]))
-    ]  # fmt: skip
-    after = [m for m in amounts if mentions and sentence.find(m) >= mentions[0][1]]
-    found = after or amounts
-    return found[0] if found else None
+    ]
+    phrase_end = mentions[0][1] if mentions else len(sentence)
+    chosen = [m for m in amounts if m.start() >= phrase_end] or (amounts if lang == "zh" else [])
+    return chosen[0].group(0).strip() if chosen else None
 
 
 def question_problem(question: str, answer: str, phrase: str, described: str, lang: str) -> str | None:
@@ -253,7 +239,8 @@ def question_problem(question: str, answer: str, phrase: str, described: str, la
         described: The text of the chunk the phrase will be described from.
         lang: ``"en"`` or ``"zh"``.
     """
-    mention = _pattern(phrase, lang).search(question)
+    pattern = _pattern(phrase, lang)
+    mention = pattern.search(question)
     if mention is None:
         return "does not name it"
     if not content_words(question) - content_words(phrase):
@@ -263,8 +250,7 @@ def question_problem(question: str, answer: str, phrase: str, described: str, la
         if before and before.group(1)[:1].isupper() and question[: before.start()].strip():
             return f"names '{before.group(1)} {phrase}', a longer name"
         after = _word_after(question, mention.end()) if "-" in phrase else ""
-        longer = content_words(after) and after.lower() not in _LINKING_WORDS
-        if longer and not re.search(rf"{_pattern(phrase, lang).pattern}[ \t]+{re.escape(after)}\b", described, re.IGNORECASE):
+        if content_words(after) and not re.search(rf"{pattern.pattern}[ \t]+{re.escape(after)}\b", described, re.IGNORECASE):
             return f"names '{phrase} {after}', which the other chunk does not mention"
     own = content_words(answer) - content_words(question)
     if own and own <= content_words(described):
