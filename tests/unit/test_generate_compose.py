@@ -247,8 +247,9 @@ def test_a_composed_bridge_question_needs_its_description_from_one_chunk_only(de
 @pytest.mark.parametrize(
     ("question", "answer", "problem"),
     [
-        ("Who may use break-glass?", "Anyone on call.", None),
-        ("What is the break-glass procedure for?", "SEV1 incidents only.", None),  # the described chunk's own longer name
+        ("Who may use break-glass?", "Anyone on call.", None),  # a verb before it, as in the answering chunk
+        # A longer name, even the described chunk's own: the description would replace half of it.
+        ("What is the break-glass procedure for?", "SEV1 incidents only.", "names 'break-glass procedure', a longer name"),
         ("How are the accounts used?", "SEV1 incidents only.", "does not name it"),
         (
             "What is break-glass?",
@@ -256,7 +257,7 @@ def test_a_composed_bridge_question_needs_its_description_from_one_chunk_only(de
             "asks only what the subject is: its description, from the other chunk, would answer it",
         ),
         # "break-glass accounts" and the "break-glass procedure": two things, no bridge.
-        ("Who uses break-glass accounts?", "Admins.", "names 'break-glass accounts', which the other chunk does not mention"),
+        ("Who uses break-glass accounts?", "Admins.", "names 'break-glass accounts', a longer name"),
         ("What is break-glass during an incident?", "SEV1 incidents only.", None),  # "during" is no part of a name
         ("Who may use Forge break-glass?", "Admins.", "names 'Forge break-glass', a longer name"),
         ("When must someone review break-glass?", "After 24 hours.", "is answered by the chunk the subject is described from, too"),
@@ -264,7 +265,25 @@ def test_a_composed_bridge_question_needs_its_description_from_one_chunk_only(de
 )
 def test_a_bridge_question_must_name_its_subject_as_both_chunks_do_and_not_be_answered_by_the_described_one(question, answer, problem):
     described = "People use the break-glass procedure during an incident, and accounts are reviewed after 24 hours."
-    assert question_problem(question, answer, "break-glass", described, "en") == problem
+    answering = "Anyone on call may use break-glass."
+    assert question_problem(question, answer, "break-glass", described, answering, "en") == problem
+
+
+@pytest.mark.parametrize(
+    ("question", "problem"),
+    [
+        ("How long does the deployment freeze last?", None),  # "last" never follows the phrase in a chunk
+        ("Who declares a deployment freeze?", None),  # an article: no longer name
+        ("When does the company-wide deployment freeze start?", "names 'company-wide deployment freeze', a longer name"),
+        ("What is in the deployment freeze calendar?", "names 'deployment freeze calendar', a longer name"),
+        ("Who approves an exception to the Deployment Freeze?", None),  # "the" before it, any case
+        ("When does each company-wide deployment freeze start?", "names 'company-wide deployment freeze', a longer name"),
+    ],
+)
+def test_a_bridge_phrase_that_modifies_a_noun_in_its_chunk_is_half_a_name(question, problem):
+    described = "The release manager may call a deployment freeze before a launch."
+    answering = "A company-wide deployment freeze starts on December 20; see the deployment freeze calendar."
+    assert question_problem(question, "December 20.", "deployment freeze", described, answering, "en") == problem
 
 
 def _swap_judge(*others, subject="Forge Vault") -> ScriptedJudge:

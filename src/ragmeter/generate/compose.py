@@ -74,6 +74,8 @@ _SWAP_SCHEMA = {
 }
 _DESCRIPTION_SCHEMA = {"type": "object", "properties": {"description": {"type": "string"}}, "required": ["description"]}
 _ARTICLE = re.compile(r"^(?:the|a|an)\s", re.IGNORECASE)
+#: An article or determiner right before a word: the word opens a noun phrase ("the company-wide").
+_ARTICLE_BEFORE = re.compile(r"(?<![\w-])(?:the|a|an|this|that|each|every|any|its|their|our|your)[ \t]+$", re.IGNORECASE)
 _NUMBER_WORDS = "one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|hundred"
 _PRONOUN_ONE = re.compile(r"one\s+(?:of\b|\w+s\b)", re.IGNORECASE)
 #: An amount a sentence states (see :func:`answer_amount`), by language.
@@ -159,7 +161,7 @@ async def _bridge_steps(
         reply = await judge.generate("testset_bridge_question", {"context": about, "subject": phrase}, QA_SCHEMA, lang)
         question, answer = reply_text(reply, "question"), reply_text(reply, "answer")
         reference = answer
-    problem = question_problem(question, answer, phrase, described.text, lang) if checking else None
+    problem = question_problem(question, answer, phrase, described.text, answering.text, lang) if checking else None
     if problem:
         raise SynthesisError(f"the question {question!r} {problem}")
     reply = await judge.generate("testset_bridge_description", {"context": described.text, "subject": phrase}, _DESCRIPTION_SCHEMA, lang)
@@ -221,22 +223,28 @@ def answer_amount(sentence: str, phrase: str, lang: str) -> str | None:
     return chosen[0].group(0).strip() if chosen else None
 
 
-def question_problem(question: str, answer: str, phrase: str, described: str, lang: str) -> str | None:
+def question_problem(question: str, answer: str, phrase: str, described: str, answering: str, lang: str) -> str | None:
     """What is wrong with ``question`` as the bridge question about ``phrase``, or ``None``:
     it does not name the phrase; it asks nothing but what the phrase is ("Who is Toby?"); in
-    English, a capitalised word other than the question's first comes right before it ("Forge
-    Vault" for "Vault": the description would replace half a name), or a hyphenated phrase is
-    followed by a content word that ``described`` does not write after it (a hyphenated word
-    before another is the first word of a longer name: "Break-glass accounts" against the
-    "break-glass procedure" are two things, no bridge); or ``described`` holds every word the
-    answer adds to the question (the chunk meant to say only what the question is about would
-    answer it alone).
+    English, the phrase is part of a longer name there, so the description would replace half
+    of it; or ``described`` holds every word the answer adds to the question (the chunk meant
+    to say only what the question is about would answer it alone).
+
+    Part of a longer name: a capitalised word other than the question's first comes right
+    before it ("Forge Vault" for "Vault"); a hyphenated phrase is followed by a content word
+    (a hyphenated word before another is the first word of a longer name: "break-glass
+    accounts"); or a content word right before or after it (no article) stands next to the
+    phrase in ``described`` or ``answering`` too, a word before it only when an article comes
+    before that word (a modifier, "the company-wide deployment freeze", not a verb, "may use
+    break-glass"); after it, "rollback plan". In their place the description gave "the
+    company-wide the period during which..." and "the script that reverses a migration plan".
 
     Args:
         question: The judge's question about the phrase.
         answer: Its answer.
         phrase: The bridge phrase.
         described: The text of the chunk the phrase will be described from.
+        answering: The text of the chunk that answers the question.
         lang: ``"en"`` or ``"zh"``.
     """
     pattern = _pattern(phrase, lang)
@@ -246,22 +254,35 @@ def question_problem(question: str, answer: str, phrase: str, described: str, la
     if not content_words(question) - content_words(phrase):
         return "asks only what the subject is: its description, from the other chunk, would answer it"
     if lang != "zh":
-        before = re.search(r"([^\W\d_][\w-]*)[ \t]+$", question[: mention.start() + len(mention.group(1) or "")])
-        if before and before.group(1)[:1].isupper() and question[: before.start()].strip():
-            return f"names '{before.group(1)} {phrase}', a longer name"
-        after = _word_after(question, mention.end()) if "-" in phrase else ""
-        if content_words(after) and not re.search(rf"{pattern.pattern}[ \t]+{re.escape(after)}\b", described, re.IGNORECASE):
-            return f"names '{phrase} {after}', which the other chunk does not mention"
+        longer = _longer_name(question, mention, phrase, (described, answering))
+        if longer:
+            return f"names '{longer}', a longer name"
     own = content_words(answer) - content_words(question)
     if own and own <= content_words(described):
         return "is answered by the chunk the subject is described from, too"
     return None
 
 
-def _word_after(text: str, end: int) -> str:
-    """The word right after position ``end`` of ``text`` (a space or hyphen between), or ``""``."""
-    found = re.match(r"[ \t-]+([^\W\d_]+)", text[end:])
-    return found.group(1) if found else ""
+def _longer_name(question: str, mention: re.Match[str], phrase: str, texts: Sequence[str]) -> str | None:
+    """The longer name ``mention`` of ``phrase`` is part of in English ``question`` (see
+    :func:`question_problem`), or ``None``."""
+    named = mention.group(0)[len(mention.group(1) or "") :]
+    before = None if mention.group(1) else re.search(r"([^\W\d_][\w-]*)[ \t]+$", question[: mention.start()])
+    if before and question[: before.start()].strip():
+        word = before.group(1)
+        modifies = _ARTICLE_BEFORE.search(question[: before.start()]) and content_words(word)
+        if word[:1].isupper() or (modifies and _adjacent(f"{word} {phrase}", texts)):
+            return f"{word} {named}"
+    after = re.match(r"[ \t-]+([^\W\d_]+)", question[mention.end() :])
+    if after and content_words(after.group(1)) and ("-" in phrase or _adjacent(f"{phrase} {after.group(1)}", texts)):
+        return f"{named} {after.group(1)}"
+    return None
+
+
+def _adjacent(words: str, texts: Sequence[str]) -> bool:
+    """One of ``texts`` writes ``words`` one after the other (any case, spaces or hyphens between)."""
+    pattern = re.compile(r"(?<![\w-])" + r"[ \t-]+".join(re.escape(w) for w in words.split()) + r"(?![\w-])", re.IGNORECASE)
+    return any(pattern.search(text) for text in texts)
 
 
 def description_problem(description: str, phrase: str, source: str, other: str, question: str, answer: str, lang: str) -> str | None:
