@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from ragmeter import Sample, Score, create_metric
-from ragmeter.metrics.checks import belongs_to, find_citations, judge_instruction, refusal_phrase
+from ragmeter.metrics.checks import belongs_to, declines_only, find_citations, judge_instruction, refusal_phrase
 
 
 def score(spec: str, **fields) -> Score:
@@ -370,3 +370,23 @@ def test_judge_instructions_are_recognised(text):
 )
 def test_ordinary_statements_are_not_judge_instructions(text):
     assert judge_instruction(text) is None
+
+
+@pytest.mark.parametrize(
+    ("sentence", "question", "phrase"),
+    [
+        ("I don't know.", "What is the on-call pay rate?", "I don't know"),
+        ("The provided context does not mention the on-call pay rate.", "What is the on-call pay rate?", "context does not mention"),
+        ("The knowledge base does not say.", "What is the on-call pay rate?", "knowledge base does not say"),
+        ("抱歉，知识库中没有提到值班补贴。", "值班补贴是多少？", "抱歉"),
+        ("我不知道。", "值班补贴是多少？", "我不知道"),
+        # Facts beside the refusal phrase, or no refusal at all: a claim like any other.
+        ("The context does not mention the pay rate, but it is $50 per hour.", "What is the on-call pay rate?", None),
+        ("I cannot find the pay rate in the documents; on-call engineers are paid weekly.", "What is the on-call pay rate?", None),
+        ("知识库中没有提到值班补贴，但一般是每小时 50 元。", "值班补贴是多少？", None),
+        ("The free plan does not include SSO.", "Does the free plan include SSO?", None),
+        ("Temporary production access lasts at most 8 hours.", "How long does access last?", None),
+    ],
+)
+def test_declines_only_finds_sentences_that_say_nothing_but_no_answer(sentence, question, phrase):
+    assert declines_only(sentence, question) == phrase

@@ -195,6 +195,41 @@ def test_faithfulness_with_llm_claims_and_no_statements_is_unscored():
     assert_unscored(run("faithfulness", judge, params={"claims": "llm"}, **STANDARD), "has no 'statements'", failed=True)
 
 
+@pytest.mark.parametrize(
+    ("question", "response"),
+    [
+        ("What is the fine for a lost card?", "I don't know. The provided context does not mention the fine for a lost card."),
+        ("What is the fine for a lost card?", "I'm sorry, but I cannot answer that from the documents."),
+        ("丢失借书卡罚款多少？", "抱歉，知识库中没有提到丢失借书卡的罚款。"),
+    ],
+)
+def test_a_response_that_only_declines_to_answer_states_nothing_unsupported(question, response):
+    judge = ScriptedJudge()
+    score = run("faithfulness", judge, user_input=question, response=response, retrieved_contexts=[LOANS, FINES])
+    assert score.value == 1.0
+    assert score.details["claims"] == [] and score.details["declines"]
+    assert "only declines to answer" in score.explanation
+    assert judge.calls == []
+
+
+def test_a_declining_sentence_is_set_aside_and_the_facts_beside_it_are_checked():
+    judge = ScriptedJudge()
+    response = "The documents do not say what a lost card costs. Fines are 50 cents per day."
+    score = run("faithfulness", judge, user_input="What does a lost card cost?", response=response, retrieved_contexts=[LOANS, FINES])
+    assert judge.calls[0].items == ["Fines are 50 cents per day."]
+    assert score.details["declines"] == ["The documents do not say what a lost card costs."]
+    assert score.value < 0.01 and "1 more only decline to answer" in score.explanation
+    # A fact in the declining sentence itself keeps it a claim.
+    response = "The documents do not mention the fine for a lost card, but it is 5 dollars."
+    score = run(
+        "faithfulness", ScriptedJudge(), user_input="What is the fine for a lost card?", response=response, retrieved_contexts=[FINES]
+    )
+    assert "declines" not in score.details and score.value < 0.5
+    shared = run("faithfulness", ScriptedJudge(), params={"combine_evidence": False}, user_input="What is the fine?",
+                 response="I don't know the fine. Loans last three weeks.", retrieved_contexts=[LOANS])  # fmt: skip
+    assert shared.value == 1.0 and shared.details["declines"] == ["I don't know the fine."]
+
+
 def test_faithfulness_in_chinese_uses_chinese_prompts():
     judge = ScriptedJudge()
     score = run(

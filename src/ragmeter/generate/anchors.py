@@ -4,7 +4,7 @@ A test question must make sense to a user who never saw its passage. "What did t
 announce?" or "2008 movie title" (ClapNQ q0013, q0014 of ``benchmarks/results/generate_review.md``)
 pass the judge's checks, because the judge reads them beside their chunk, yet no user could ask
 them: nothing in them says which company or which filmography. :func:`unanchored` finds such a
-question from words alone: its content words (:func:`~ragmeter.generate.words.content_words`,
+question from words alone: its content words (:func:`~ragmeter.data.words.content_words`,
 Chinese segmented) that its reference contexts also hold are its *anchors*, and an anchor is
 *distinctive* when at most :func:`rare_limit` chunks of the whole knowledge base hold it. A
 question with no anchor, or with no distinctive one, does not say what it asks about. An
@@ -25,8 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from ragmeter.data.words import content_words
 from ragmeter.generate.graph import KnowledgeGraph
-from ragmeter.generate.words import content_words
 
 #: Share of the knowledge base's chunks that a distinctive word may be found in.
 RARE_SHARE = 0.05

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from functools import reduce
 
 from ragmeter.data.text import join_text, split_sentences
+from ragmeter.data.words import content_words
 from ragmeter.generate.documents import Document
-from ragmeter.generate.words import content_words
 
 #: Documents a sentence must be found in to be boilerplate.
 REPEATED_IN = 3

@@ -48,12 +48,12 @@ from typing import Any
 import rjieba
 
 from ragmeter.data.text import HAN, normalize, split_sentences, tokenize
+from ragmeter.data.words import content_words
 from ragmeter.generate.anchors import rare_limit
 from ragmeter.generate.chunking import Chunk
 from ragmeter.generate.graph import KnowledgeGraph
 from ragmeter.generate.plan import Slot
 from ragmeter.generate.synthesize import NO_ANSWER, Q_SCHEMA, QA_SCHEMA, Draft, SynthesisError, reply_text, restyle
-from ragmeter.generate.words import content_words
 from ragmeter.judges.base import LLMJudge
 
 #: The question types written here, and the name of each one's method (in the samples'

@@ -79,11 +79,11 @@ from typing import Any
 import numpy as np
 
 from ragmeter.data.text import split_sentences, tokenize
+from ragmeter.data.words import content_words
 from ragmeter.generate.anchors import term_index, unanchored
 from ragmeter.generate.compose import bridge_statement
 from ragmeter.generate.graph import KnowledgeGraph
 from ragmeter.generate.synthesize import Draft
-from ragmeter.generate.words import content_words
 from ragmeter.judges.base import LLMJudge
 
 #: P(yes) at or above which a verdict counts as yes.

@@ -17,6 +17,7 @@ from typing import Any
 
 from ragmeter.data.schema import Sample
 from ragmeter.data.text import CITATION
+from ragmeter.data.words import content_words
 from ragmeter.metrics.base import Metric, Score
 from ragmeter.metrics.registry import register
 
@@ -152,6 +153,38 @@ def refusal_phrase(response: str) -> str | None:
             if match:
                 return match.group(0)
     return None
+
+
+#: Words a sentence that declines to answer uses besides its refusal phrase and the
+#: question's own words: about the sources, the asking and the answering.
+_DECLINING_WORDS = content_words(
+    """answer answered know say tell find found determine confirm provide provided given retrieved available supplied
+    context contexts document documents documentation docs source sources passage passages excerpt excerpts text texts
+    material materials knowledge base information search result results mention mentioned question specific detail
+    details sorry unfortunately afraid currently question asked
+    知识库 文档 资料 上下文 信息 内容 相关 提供 问题 回答 抱歉 具体 找到 提到 提及 说明 无法 没有 答案 检索 结果 目前 不 清楚 知道 确定"""
+)
+
+
+def declines_only(sentence: str, question: str) -> str | None:
+    """The refusal phrase of ``sentence`` when it does nothing but decline to answer
+    ``question`` ("I don't know.", "The context does not mention the on-call pay rate.",
+    "抱歉，知识库中没有提到值班补贴。"), else ``None``: besides its refusal phrases it holds
+    only the question's words and words about sources and answering, and no number. "The
+    context does not mention it, but it is $50 an hour" states a fact, and is no refusal.
+
+    Args:
+        sentence: One claim of a response.
+        question: The question the response answers.
+    """
+    spans = [m.span() for patterns in _refusal_patterns().values() for pattern in patterns for m in pattern.finditer(sentence)]
+    if not spans:
+        return None
+    rest = "".join(ch for i, ch in enumerate(sentence) if not any(start <= i < end for start, end in spans))
+    if re.search(r"\d", rest) or content_words(rest) - content_words(question) - _DECLINING_WORDS:
+        return None
+    start, end = min(spans)
+    return sentence[start:end]
 
 
 @lru_cache(maxsize=1)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from ragmeter.data.schema import Sample
 from ragmeter.metrics.base import Score
+from ragmeter.metrics.checks import declines_only
 from ragmeter.metrics.claim_support import packaged_head, supported_probability
 from ragmeter.metrics.llm import ClaimCheck, ClaimCheckingMetric, blank, chunks_of, clip
 from ragmeter.metrics.registry import register
@@ -37,6 +38,13 @@ class Faithfulness(ClaimCheckingMetric):
         combine_evidence: ``False`` scores the share of claims whose P(yes) alone reaches
             ``threshold`` (the judge's verdicts, uncombined).
 
+    A claim that does nothing but decline to answer ("I don't know.", "The context does not
+    mention the pay rate.", :func:`~ragmeter.metrics.checks.declines_only`) states nothing the
+    contexts could fail to support: it is set aside, listed in the details as ``declines``,
+    and a response that only declines scores 1.0 (the judge gave such sentences P(supported)
+    0.01 to 0.05, as low as a made-up fact). Whether declining was right is what
+    ``refusal_accuracy`` and ``negative_rejection`` score.
+
     Unscored when the response is empty or nothing was retrieved: faithfulness is undefined
     without contexts. Text in the response that addresses the judge is just another claim,
     and never a supported one.
@@ -52,12 +60,21 @@ class Faithfulness(ClaimCheckingMetric):
         contexts = chunks_of(sample)
         if not contexts and not blank(sample.response):
             return Score.unscored("nothing retrieved to ground the response in")
-        claims = await self.claims_in(sample.response or "", "response", sample.user_input, judges, lang)
-        if isinstance(claims, Score):
-            return claims
+        found = await self.claims_in(sample.response or "", "response", sample.user_input, judges, lang)
+        if isinstance(found, Score):
+            return found
+        declines = [claim for claim in found if declines_only(claim, sample.user_input or "")]
+        claims = [claim for claim in found if claim not in declines]
+        if not claims:
+            return Score(
+                1.0,
+                f"the response only declines to answer ({clip(declines[0])}): it states nothing the contexts could fail to support",
+                details={"claims": [], "declines": declines},
+            )
         check = await self.check_claims(claims, contexts, judges, lang)
         if not self.combine_evidence:
-            return self.share_score(check)
+            score = self.share_score(check)
+            return dataclasses.replace(score, details={**(score.details or {}), "declines": declines}) if declines else score
         check = self.combined(check, contexts)
         probabilities = check.probabilities or []
         weakest = min(range(len(claims)), key=probabilities.__getitem__)
@@ -65,6 +82,8 @@ class Faithfulness(ClaimCheckingMetric):
             f"{check.n_supported} of {len(claims)} claims are supported by the retrieved contexts; "
             f"least supported (P {probabilities[weakest]:.2f}): {clip(claims[weakest])}"
         )
+        if declines:
+            explanation += f"; {len(declines)} more only decline to answer"
         details = {
             "claims": check.details(),
             "strategy": check.strategy,
@@ -72,6 +91,8 @@ class Faithfulness(ClaimCheckingMetric):
             "supported_share": round(check.n_supported / len(claims), 4),
             "claim_support": packaged_head().description,
         }
+        if declines:
+            details["declines"] = declines
         return Score(min(probabilities), explanation, details=details)
 
     def combined(self, check: ClaimCheck, contexts: Sequence[str]) -> ClaimCheck:

@@ -1,8 +1,9 @@
 """Content words: the words of a text that carry its meaning, in English and Chinese.
 
-Shared by the quality filter (does a reference add a word to its question? does a question
-name what it asks about?) and by the boilerplate rule of ingestion (is anything left of a
-document once its boilerplate is dropped?).
+Shared by the test-set generator's quality filter (does a reference add a word to its
+question? does a question name what it asks about?), by its boilerplate rule (is anything left
+of a document once its boilerplate is dropped?) and by faithfulness (does a sentence that
+declines to answer say anything else?).
 """
 
 from __future__ import annotations
