@@ -19,6 +19,7 @@ from test_openai_judge import KEY, PREMISE, Server, completion, error, make_judg
 from ragmeter.judges.base import JudgeError, Verdict
 from ragmeter.judges.cache import CachingJudge, DiskCache
 from ragmeter.judges.probe import (
+    MARGIN,
     MIN_AUC,
     UNIFORM_AFTER,
     Separation,
@@ -226,6 +227,35 @@ def test_auto_falls_back_to_single_mode_when_batch_verdicts_do_not_separate(batc
     assert (single["mode"], single["passed"], single["roc_auc"]) == ("single", True, 1.0)
     assert probe["chosen"] == "single" and probe["warning"] is None
     assert judge.describe()["verdict_mode_used"] == "single"
+
+
+def mostly_right(claim, label):
+    """Right but for the first two claims of each label: passes the probe, far from perfect."""
+    misses = [c for c, y in TRUTH.items() if y][:2] + [c for c, y in TRUTH.items() if not y][:2]
+    return (0.1 if label else 0.9) if claim in misses else (0.9 if label else 0.1)
+
+
+def test_auto_prefers_single_mode_when_batch_passes_the_probe_but_single_separates_much_better():
+    real = [completion("No", top={"Yes": math.log(0.2), "No": math.log(0.8)}) for _ in CLAIMS]
+    server = probe_server(mostly_right, right, then=real)
+    judge = make_judge(server, verdict_mode="auto")
+    result, _ = run(judge, verdicts())
+    assert [v.p_yes for v in result] == pytest.approx([0.2] * 3)
+    probe = judge.describe()["probe"]
+    batch, single = probe["tried"]
+    assert batch["passed"] and batch["balanced_accuracy"] == pytest.approx(10 / 12, abs=1e-4) and batch["balanced_accuracy"] < 1 - MARGIN
+    assert single["passed"] and single["balanced_accuracy"] == 1.0
+    assert probe["chosen"] == "single" and probe["warning"] is None
+
+
+def test_auto_keeps_batch_when_single_mode_is_no_better_by_the_margin():
+    server = probe_server(mostly_right, mostly_right, batch_logprobs=True, then=[batch_logprob_reply([0.8, 0.2, 0.3])])
+    judge = make_judge(server, verdict_mode="auto")
+    result, _ = run(judge, verdicts())
+    assert [v.p_yes for v in result] == pytest.approx([0.8, 0.2, 0.3])
+    probe = judge.describe()["probe"]
+    assert [t["mode"] for t in probe["tried"]] == ["batch", "single"] and all(t["passed"] for t in probe["tried"])
+    assert probe["chosen"] == "batch" and judge.describe()["verdict_mode_used"] == "batch"
 
 
 def test_auto_warns_loudly_when_no_mode_separates_the_probe(caplog):

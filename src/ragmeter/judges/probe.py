@@ -2,13 +2,19 @@
 
 An endpoint judge with ``verdict_mode="auto"`` runs the probe once, before its first
 verdicts: a few clear-cut claims in English and Chinese (``resources/verdict_probe.yaml``,
-half supported by their premise, half not), judged in batch mode, then, if batch verdicts
-cannot tell them apart, one by one. A mode passes when its P(yes) ranks the supported
-claims above the others (ROC-AUC at least :data:`MIN_AUC`) and its decisions at 0.5 get
-them right (balanced accuracy at least :data:`MIN_BALANCED_ACCURACY`): with 12 claims of
-each kind, a judge answering at random reaches 0.75 about once in 30 tries, one answering
-yes to everything or in a fixed order never does. The first mode that passes is used;
-when none passes, the best one is used and a warning says the verdicts have no signal.
+half supported by their premise, half not), judged in batch mode, then, unless batch
+verdicts get nearly all of them right, one by one. A mode passes when its P(yes) ranks the
+supported claims above the others (ROC-AUC at least :data:`MIN_AUC`) and its decisions at
+0.5 get them right (balanced accuracy at least :data:`MIN_BALANCED_ACCURACY`): with 12
+claims of each kind, a judge answering at random reaches 0.75 about once in 30 tries, one
+answering yes to everything or in a fixed order never does. Batch mode, the cheaper, is
+used when it passes and single mode is not better by :data:`MARGIN` of balanced accuracy;
+when no mode passes, the best one is used and a warning says the verdicts have no signal.
+
+Passing alone was not enough: through llama-cpp-python's server the packaged 1.5B model
+passed the probe in batch mode (balanced accuracy 0.79, against 0.96 one by one) and then
+said yes to 83% of the claims of real documents (balanced accuracy 0.54, against 0.65 one by
+one; ``benchmarks/results/endpoint_verdicts.md``).
 
 :class:`VerdictTally` counts, while a run goes, the share of yes per task, and warns when a
 task's verdicts have all been the same over many items.
@@ -35,6 +41,10 @@ PROBE_TASK = "supported"
 #: What a mode's probe verdicts must reach to pass.
 MIN_AUC = 0.75
 MIN_BALANCED_ACCURACY = 0.75
+#: How much higher a later (dearer) mode's probe balanced accuracy must be for it to be
+#: chosen over an earlier mode that passes; an earlier mode this close to perfect is chosen
+#: without trying the later ones.
+MARGIN = 0.1
 #: A task's verdicts all the same over at least this many items draws a warning.
 UNIFORM_AFTER = 30
 
@@ -69,8 +79,10 @@ def probe_cases() -> list[ProbeCase]:
 
 
 def probe_version() -> str:
-    """Hash of the probe file: editing it invalidates cached probe outcomes."""
-    return hashlib.sha256(_probe_text().encode("utf-8")).hexdigest()[:16]
+    """Hash of the probe file and of how a mode is chosen: editing either invalidates cached
+    probe outcomes."""
+    rule = f"pass: ROC-AUC {MIN_AUC}, balanced accuracy {MIN_BALANCED_ACCURACY}; a later mode better by {MARGIN}"
+    return hashlib.sha256(f"{_probe_text()}\n{rule}".encode()).hexdigest()[:16]
 
 
 def roc_auc(labels: Sequence[bool], scores: Sequence[float]) -> float:
@@ -183,9 +195,11 @@ Asker = Callable[[str, ProbeCase], Awaitable[list[Verdict]]]
 
 
 async def run_probe(ask: Asker, modes: Sequence[str] = ("batch", "single")) -> ProbeOutcome:
-    """Try ``modes`` in order on the probe; the first that passes is chosen. When none
-    passes, the one with the best ROC-AUC (the last on a tie) is chosen and the outcome
-    carries a warning."""
+    """Try ``modes`` (the cheapest first) on the probe, until one passes with a balanced
+    accuracy within :data:`MARGIN` of perfect. Of the modes that pass, the first is chosen
+    unless a later one's balanced accuracy is higher by :data:`MARGIN` or more (then the
+    best). When none passes, the one with the best ROC-AUC (the last on a tie) is chosen and
+    the outcome carries a warning."""
     cases = probe_cases()
     labels = [label for case in cases for label in case.supported]
     tried: list[Separation] = []
@@ -197,8 +211,13 @@ async def run_probe(ask: Asker, modes: Sequence[str] = ("batch", "single")) -> P
             continue
         separation = Separation.measure(mode, labels, verdicts)
         tried.append(separation)
-        if separation.passed:
-            return ProbeOutcome(mode, tried)
+        if separation.passed and (separation.balanced_accuracy or 0.0) >= 1.0 - MARGIN:
+            break
+    passed = [s for s in tried if s.passed]
+    if passed:
+        best = max(s.balanced_accuracy or 0.0 for s in passed)
+        chosen = next(s for s in passed if (s.balanced_accuracy or 0.0) > best - MARGIN)
+        return ProbeOutcome(chosen.mode, tried)
     scored = [s for s in tried if s.error is None]
     chosen = max(reversed(scored), key=lambda s: s.roc_auc or 0.0).mode if scored else modes[-1]
     warning = (
