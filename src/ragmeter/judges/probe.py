@@ -216,8 +216,8 @@ async def run_probe(ask: Asker, modes: Sequence[str] = ("batch", "single")) -> P
     passed = [s for s in tried if s.passed]
     if passed:
         best = max(s.balanced_accuracy or 0.0 for s in passed)
-        chosen = next(s for s in passed if (s.balanced_accuracy or 0.0) > best - MARGIN)
-        return ProbeOutcome(chosen.mode, tried)
+        cheapest = next(s for s in passed if (s.balanced_accuracy or 0.0) > best - MARGIN)
+        return ProbeOutcome(cheapest.mode, tried)
     scored = [s for s in tried if s.error is None]
     chosen = max(reversed(scored), key=lambda s: s.roc_auc or 0.0).mode if scored else modes[-1]
     warning = (
