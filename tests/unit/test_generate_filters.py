@@ -10,7 +10,17 @@ from test_llm_double import FixedVectors, ScriptedJudge
 
 from ragmeter.generate.anchors import rare_limit, term_index, unanchored
 from ragmeter.generate.chunking import Chunk
-from ragmeter.generate.filters import ANSWERS, THRESHOLD, check, content_words, copied_span, leak, near_duplicates, restates
+from ragmeter.generate.filters import (
+    ANSWERS,
+    THRESHOLD,
+    check,
+    content_words,
+    copied_span,
+    leak,
+    near_duplicates,
+    restates,
+    stated_span,
+)
 from ragmeter.generate.graph import KnowledgeGraph
 from ragmeter.generate.plan import Slot
 from ragmeter.generate.synthesize import NO_ANSWER, Draft
@@ -285,6 +295,43 @@ def test_a_reasoning_question_relabelled_needs_the_chunk_its_answer_is_copied_fr
 )
 def test_copied_span_is_a_run_of_words_of_one_sentence(reference, contexts, lang, expected):
     assert copied_span(reference, contexts, ["c#1"], lang) == expected
+
+
+@pytest.mark.parametrize(
+    ("reference", "question", "context", "lang", "expected"),
+    [
+        # Few words beyond the question's, all in one sentence; numbers in words or digits alike.
+        ("Five business days.", "What time is allowed for a postmortem?", "A postmortem is due within 5 business days.", "en", "c#1"),
+        (
+            "Two approvals are required.",
+            "How many approvals are required for a merge?",
+            "A merge needs at least two approvals.",
+            "en",
+            "c#1",
+        ),
+        ("执行 CI 作业。", "Forge 命令行工具用于执行什么？", "可以用 Forge 命令行工具在本地容器里运行单个 CI 作业。", "zh", "c#1"),
+        # Spread over two sentences, or more than a few new words: an inference may join them.
+        ("Two approvals within a day.", "What does a merge need?", "A merge needs two approvals. Reviews take a day.", "en", None),
+        (
+            "Deploys stop on Friday afternoon, Saturday and Sunday.",
+            "Can I deploy at the weekend?",
+            "No deploys after 15:00 on Friday afternoon, or on Saturday and Sunday.",
+            "en",
+            None,
+        ),
+        # A yes or no is the inference itself.
+        ("No, two approvals are needed.", "Can the author approve alone?", "A merge request needs two approvals.", "en", None),
+        ("不能，需要两个批准。", "作者能独自批准吗？", "合并请求需要两个批准。", "zh", None),
+    ],
+)
+def test_stated_span_finds_answers_one_sentence_states(reference, question, context, lang, expected):
+    assert stated_span(reference, question, [context], ["c#1"], lang) == expected
+
+
+def test_a_reasoning_question_whose_short_answer_one_sentence_states_is_kept_as_a_single_fact():
+    draft = _draft("reasoning", question="How many approvals does a merge request need?", reference="Two approvals are needed.")
+    verdict = _check(draft, _judge())
+    assert verdict.kept and verdict.relabel == "single_fact" and verdict.needs == ("mr#1",)
 
 
 def test_a_reference_that_does_not_answer_its_question_is_rejected():

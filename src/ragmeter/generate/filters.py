@@ -56,8 +56,11 @@ whose reference contexts are then that one chunk alone (:attr:`Verdict.needs`; t
 are named in ``metadata.dropped_context_ids``):
 
 - a ``reasoning`` question whose reference is copied word for word from one sentence of one
-  of its chunks: the answer is stated, no inference is needed ("8 hours", stated outright,
-  for en q0002, and ClapNQ q0002 of ``benchmarks/results/generate_review.md``);
+  of its chunks, or adds to the question at most :data:`STATED_WORDS` content words that one
+  sentence holds (:func:`stated_span`): the answer is stated, no inference is needed ("8
+  hours", stated outright, for en q0002, and ClapNQ q0002 of
+  ``benchmarks/results/generate_review.md``; "Five business days." for "due within 5 business
+  days" in its read of 2026-11-27);
 - a ``multi_hop`` question that one chunk answers alone (``single_chunk_answers``) when its
   reference is also copied from a sentence of that very chunk: a good single-fact question,
   rather than a reject. A copied reference alone does not relabel a multi-hop question: a
@@ -117,6 +120,12 @@ _LEAKS = {
 }
 
 _RELABELLED = ("reasoning", "multi_hop")
+#: Most content words a reasoning question's reference may add to the question and still be
+#: a fact one sentence states (see :func:`stated_span`).
+STATED_WORDS = 3
+_NUMBERS = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty".split()  # noqa: SIM905
+_YES_NO = re.compile(r"\s*(?:(?:yes|no)\b|(?:是的|是|不是|不|否|对|不对|可以|不可以|能|不能|会|不会)[，,。.！!])", re.IGNORECASE)
+_NUMBER_WORD = re.compile(rf"\b(?:{'|'.join(_NUMBERS)})\b", re.IGNORECASE)
 
 
 @dataclass
@@ -198,6 +207,38 @@ def copied_span(reference: str, contexts: Sequence[str], ids: Sequence[str], lan
     return None
 
 
+def stated_span(reference: str, question: str, contexts: Sequence[str], ids: Sequence[str], lang: str) -> str | None:
+    """The id of the chunk one of whose sentences states ``reference`` as the answer to
+    ``question``, or ``None``: the reference is copied from the sentence (:func:`copied_span`),
+    or the content words it adds to the question, at most :data:`STATED_WORDS` of them and
+    numbers written in words or digits alike ("five" is "5"), are all in the sentence. A yes
+    or no ("No, two approvals are needed." to "Can the author approve it alone?") is the
+    inference itself, stated nowhere.
+
+    Args:
+        reference: The reference answer.
+        question: The question it answers (as written, before any style).
+        contexts: The texts of the question's chunks.
+        ids: Their ids, in the same order.
+        lang: The question's language (``"en"`` or ``"zh"``).
+    """
+    copied = copied_span(reference, contexts, ids, lang)
+    if copied is not None or _YES_NO.match(reference):
+        return copied
+    added = _words(reference) - _words(question)
+    if not added or len(added) > STATED_WORDS:
+        return None
+    for chunk_id, text in zip(ids, contexts, strict=True):
+        if any(added <= _words(sentence) for sentence in split_sentences(text)):
+            return chunk_id
+    return None
+
+
+def _words(text: str) -> set[str]:
+    """:func:`content_words` of ``text``, English numbers up to twenty in digits."""
+    return content_words(_NUMBER_WORD.sub(lambda m: str(_NUMBERS.index(m.group(0).lower()) + 1), text))
+
+
 async def check(draft: Draft, graph: KnowledgeGraph, vectors: np.ndarray, judge: LLMJudge, embed) -> Verdict:
     """Run the per-question checks on ``draft``, cheapest first, stopping at the first failure.
 
@@ -233,7 +274,10 @@ async def check(draft: Draft, graph: KnowledgeGraph, vectors: np.ndarray, judge:
         return Verdict(
             False, "reference_does_not_answer", f"the judge finds the reference does not answer the question (P={p:.2f})", checks
         )
-    copied = copied_span(draft.reference, draft.contexts, draft.context_ids, lang) if draft.slot.type in _RELABELLED else None
+    if draft.slot.type == "reasoning":
+        copied = stated_span(draft.reference, draft.original, draft.contexts, draft.context_ids, lang)
+    else:
+        copied = copied_span(draft.reference, draft.contexts, draft.context_ids, lang) if draft.slot.type in _RELABELLED else None
     if copied is not None:
         checks["copied_from"] = copied
     relabel = "single_fact" if draft.slot.type == "reasoning" and copied else None
