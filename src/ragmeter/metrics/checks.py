@@ -161,7 +161,7 @@ _DECLINING_WORDS = content_words(
     """answer answered know say tell find found determine confirm provide provided given retrieved available supplied
     context contexts document documents documentation docs source sources passage passages excerpt excerpts text texts
     material materials knowledge base information search result results mention mentioned question specific detail
-    details sorry unfortunately afraid currently question asked
+    details sorry unfortunately afraid currently asked
     知识库 文档 资料 上下文 信息 内容 相关 提供 问题 回答 抱歉 具体 找到 提到 提及 说明 无法 没有 答案 检索 结果 目前 不 清楚 知道 确定"""
 )
 
