@@ -199,6 +199,29 @@ def test_embedding_groundedness_chinese_sentences():
     assert 0 < result.value < 1
 
 
+def test_embedding_groundedness_sets_aside_sentences_that_only_decline_to_answer():
+    encoder = BagOfWords()
+    declining = "I don't know how long parrots live."
+    result = run(
+        "embedding_groundedness", encoder=encoder, user_input="How long do parrots live?", response=declining, retrieved_contexts=CONTEXTS
+    )
+    assert result.value == 1.0 and result.details["declines"] == [declining]
+    assert "only declines to answer" in result.explanation
+    mixed = run(
+        "embedding_groundedness",
+        encoder=encoder,
+        user_input="How long do parrots live?",
+        response=f"{declining} Cats sleep most of the day.",
+        retrieved_contexts=CONTEXTS,
+    )
+    assert mixed.value == pytest.approx(1.0) and [m["sentence"] for m in mixed.details["response_sentences"]] == [
+        "Cats sleep most of the day."
+    ]
+    # Without the question, the parrots are words of its own: a claim like any other.
+    alone = run("embedding_groundedness", encoder=encoder, response=declining, retrieved_contexts=CONTEXTS)
+    assert "declines" not in alone.details and alone.value < 1.0
+
+
 def test_embedding_groundedness_unscored():
     no_contexts = run("embedding_groundedness", response="Cats sleep.", retrieved_contexts=[])
     assert no_contexts.value is None

@@ -19,6 +19,7 @@ import numpy as np
 from ragmeter.data.schema import Sample
 from ragmeter.data.text import split_sentences
 from ragmeter.metrics.base import Metric, Needs, Score
+from ragmeter.metrics.checks import declines_only
 from ragmeter.metrics.registry import register
 
 
@@ -125,23 +126,35 @@ class EmbeddingCorrectness(_EmbeddingMetric):
 @dataclass(frozen=True)
 class EmbeddingGroundedness(_EmbeddingMetric):
     """How well the retrieved contexts support the response: mean over response sentences of
-    the best cosine with any sentence of any retrieved context."""
+    the best cosine with any sentence of any retrieved context.
+
+    A sentence that only declines to answer the question (as for ``faithfulness``:
+    :func:`~ragmeter.metrics.checks.declines_only`) is set aside and listed as ``declines``;
+    a response that only declines scores 1.0."""
 
     name = "embedding_groundedness"
     family = "groundedness"
     required = ("response", "retrieved_contexts")
 
     async def score(self, sample: Sample, judges) -> Score:
-        response = split_sentences(sample.response or "")
-        if not response:
+        sentences = split_sentences(sample.response or "")
+        if not sentences:
             return Score.unscored("response has no sentences")
         contexts = _sentences_of(sample.retrieved_contexts or [])
         if not contexts:
             return Score.unscored("nothing was retrieved: there is nothing to ground the response in")
+        declines = [s for s in sentences if declines_only(s, sample.user_input or "")]
+        response = [s for s in sentences if s not in declines]
+        if not response:
+            explanation = f"the response only declines to answer ({declines[0][:60]}): it states nothing to ground"
+            return Score(1.0, explanation, details={"response_sentences": [], "declines": declines})
         value, matches = await _sentence_coverage(judges, response, contexts)
         weakest = min(matches, key=lambda m: m["similarity"])
+        details: dict = {"response_sentences": matches}
+        if declines:
+            details["declines"] = declines
         return Score(
             value,
             f"{len(response)} response sentences; least supported: {weakest['similarity']:.2f} ({weakest['sentence'][:60]})",
-            details={"response_sentences": matches},
+            details=details,
         )
