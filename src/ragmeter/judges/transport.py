@@ -283,4 +283,11 @@ class ChatTransport:
         return redact(text.replace(self._secret, "[api key]") if self._secret else text)
 
     async def aclose(self) -> None:
+        """Close the connection pool. A pool opened in another event loop (an earlier
+        ``evaluate()`` whose loop has ended, when this loop made no request) is dropped
+        instead: its connections belong to that loop, and closing them here raised "Event
+        loop is closed"."""
+        if self._loop is not None and self._loop is not asyncio.get_running_loop():
+            self._client, self._loop = self._new_client(), None
+            return
         await self._client.close()
