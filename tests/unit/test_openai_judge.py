@@ -8,12 +8,11 @@ import inspect
 import json
 import logging
 import math
-import threading
 import traceback
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import openai
 import pytest
+from json_http import json_server
 
 from ragmeter.judges import requests, transport
 from ragmeter.judges.base import ContextTooLong, JudgeError, Verdict
@@ -724,36 +723,14 @@ _CHAT_REPLY = {
 }  # fmt: skip
 
 
-class _ChatHandler(BaseHTTPRequestHandler):
-    """A real socket that answers every chat completion with "Yes" (keep-alive connections)."""
-
-    protocol_version = "HTTP/1.1"
-
-    def do_POST(self):
-        self.rfile.read(int(self.headers["Content-Length"]))
-        body = json.dumps(_CHAT_REPLY).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
 def test_a_judge_used_in_one_event_loop_closes_in_another():
     # Each evaluate() runs its own loop; a run answered from the cache makes no request, so
     # the judge is closed in a loop other than the one its connections were opened in.
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _ChatHandler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        judge = OpenAIJudge(f"http://127.0.0.1:{server.server_address[1]}/v1", "m", verdict_mode="single")
+    with json_server(lambda body: _CHAT_REPLY) as url:
+        judge = OpenAIJudge(f"{url}/v1", "m", verdict_mode="single")
         (verdict,) = asyncio.run(judge.verdicts("supported", {"premise": ["A."]}, ["A."], "en"))
         assert verdict.p_yes == 1.0
         asyncio.run(judge.aclose())  # raised "Event loop is closed"
         (again,) = asyncio.run(judge.verdicts("supported", {"premise": ["B."]}, ["B."], "en"))  # and the judge still works
         assert again.p_yes == 1.0
         asyncio.run(judge.aclose())
-    finally:
-        server.shutdown()

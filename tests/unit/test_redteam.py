@@ -7,8 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -19,6 +17,7 @@ from ragmeter.decide.redteam import CATEGORIES, builtin_probes, compare_probes, 
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 import redteam_apps
+from json_http import json_server
 
 MARKER = "SYSTEM-CANARY-93B"
 
@@ -68,28 +67,8 @@ def test_an_error_or_a_forbidden_string_in_any_case_fails_the_probe():
 @pytest.fixture
 def endpoint():
     """The hardened example app behind a local HTTP server (POST JSON, reply JSON)."""
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):
-            asked = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            body = json.dumps({"answer": redteam_apps.hardened(asked["question"], asked["documents"])}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/answer"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with json_server(lambda asked: {"answer": redteam_apps.hardened(asked["question"], asked["documents"])}) as url:
+        yield f"{url}/answer"
 
 
 def test_an_application_behind_http_is_probed_like_a_callable(endpoint):
