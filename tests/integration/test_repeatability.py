@@ -54,7 +54,7 @@ def write_samples(path: Path) -> Path:
 def evaluate(data: Path, out: Path, *options: str, env: dict[str, str] | None = None) -> tuple[list[dict], dict]:
     """Run `ragmeter eval` on ``data`` (faithfulness); its results and run.json."""
     command = [sys.executable, "-m", "ragmeter", "eval", str(data), "-m", "faithfulness", "--out", str(out), "--no-progress", *options]
-    completed = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=1200, env={**os.environ, **(env or {})})
+    completed = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=2400, env={**os.environ, **(env or {})})
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
     results = [json.loads(line) for line in (out / "results.jsonl").read_text(encoding="utf-8").splitlines()]
     return sorted(results, key=lambda r: r["key"]), json.loads((out / "run.json").read_text(encoding="utf-8"))["run"]
@@ -108,7 +108,9 @@ def test_two_runs_of_the_local_judge_without_the_cache_give_the_same_scores(tmp_
 def test_auto_mode_probes_the_real_model_once_and_says_which_mode_it_used(llama_server, tmp_path):
     data = write_samples(tmp_path / "samples.jsonl")
     cache = {"RAGMETER_CACHE_DIR": str(tmp_path / "cache")}
-    judge = ["--judge-base-url", f"{llama_server}/v1", "--judge-model", MODEL]
+    # The probe's batch requests waited over 60 s (the default timeout) on a loaded 2-core
+    # machine, and five timeouts in a row left batch mode untried: a slow server must not fail this.
+    judge = ["--judge-base-url", f"{llama_server}/v1", "--judge-model", MODEL, "--judge-timeout", "600"]
     first, run_one = evaluate(data, tmp_path / "one", *judge, env=cache)
     described = run_one["judge"]
     print(json.dumps(described["probe"], indent=1, ensure_ascii=False))
