@@ -73,8 +73,7 @@ class Faithfulness(ClaimCheckingMetric):
             )
         check = await self.check_claims(claims, contexts, judges, lang)
         if not self.combine_evidence:
-            score = self.share_score(check)
-            return dataclasses.replace(score, details={**(score.details or {}), "declines": declines}) if declines else score
+            return self.share_score(check, declines)
         check = self.combined(check, contexts)
         probabilities = check.probabilities or []
         weakest = min(range(len(claims)), key=probabilities.__getitem__)
@@ -104,9 +103,12 @@ class Faithfulness(ClaimCheckingMetric):
         decisions = [p >= self.threshold for p in probabilities]
         return dataclasses.replace(check, probabilities=probabilities, decisions=decisions)
 
-    def share_score(self, check: ClaimCheck) -> Score:
-        """The share of claims whose P(yes) reaches the threshold."""
-        details = {"claims": check.details(), "strategy": check.strategy, "threshold": self.threshold}
+    def share_score(self, check: ClaimCheck, declines: list[str]) -> Score:
+        """The share of claims whose P(yes) reaches the threshold (``declines``: the
+        sentences set aside as refusals, listed in the details)."""
+        details: dict = {"claims": check.details(), "strategy": check.strategy, "threshold": self.threshold}
+        if declines:
+            details["declines"] = declines
         explanation = f"{check.n_supported} of {len(check.claims)} claims are supported by the retrieved contexts"
         if check.unsupported():
             explanation += f"; unsupported: {clip(check.unsupported()[0])}"
