@@ -292,6 +292,8 @@ def test_unit_scores_read_chunks_claims_and_answerability():
     assert unit_score("faithfulness", calibrated, None) == (0.2, 0, None)
     answerable = Score.unscored("the contexts contain the answer (p=0.93)", {"p_answerable": 0.93, "threshold": 0.5})
     assert unit_score("negative_rejection", answerable, None) == (0.93, 1, None)
+    below_line = Score(1.0, details={"p_answerable": 0.6, "threshold": 0.5, "answered": 0.66})
+    assert unit_score("negative_rejection", below_line, None) == (0.6, 0, None)
     assert unit_score("token_f1", Score.unscored("reference is empty"), None) == (None, None, "reference is empty")
 
 

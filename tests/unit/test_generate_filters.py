@@ -11,7 +11,6 @@ from test_llm_double import FixedVectors, ScriptedJudge
 from ragmeter.generate.anchors import rare_limit, term_index, unanchored
 from ragmeter.generate.chunking import Chunk
 from ragmeter.generate.filters import (
-    ANSWERED,
     ANSWERS,
     THRESHOLD,
     check,
@@ -25,6 +24,7 @@ from ragmeter.generate.filters import (
 from ragmeter.generate.graph import KnowledgeGraph
 from ragmeter.generate.plan import Slot
 from ragmeter.generate.synthesize import NO_ANSWER, Draft
+from ragmeter.judges.base import ANSWERABLE_LINE
 from ragmeter.judges.embeddings import BatchingEmbedder
 
 CHUNKS = (
@@ -162,9 +162,9 @@ def test_an_unanswerable_question_whose_answer_the_knowledge_base_holds_is_rejec
     assert verdict.detail == "the judge finds the answer in mr#1 (P=0.95)"
 
 
-@pytest.mark.parametrize(("p", "kept"), [(0.6, True), (ANSWERED - 0.001, True), (ANSWERED, False), (0.7, False)])
+@pytest.mark.parametrize(("p", "kept"), [(0.6, True), (ANSWERABLE_LINE - 0.001, True), (ANSWERABLE_LINE, False), (0.7, False)])
 def test_a_chunk_on_the_questions_topic_answers_it_only_from_the_answered_line(p, kept):
-    # The packaged judge says P 0.5-0.65 to most chunks that are on a question's topic and lack
+    # The packaged judge says P 0.5-0.66 to most chunks that are on a question's topic and lack
     # its answer (benchmarks/results/answerable_line.md): that must not lose the question.
     verdict = _check(_unanswerable("How much does a replacement badge cost?"), _judge(answerable=lambda premise, q: p))
     assert verdict.kept is kept

@@ -7,6 +7,7 @@ import pytest
 from test_llm_double import FixedVectors, ScriptedJudge, by_item, run
 
 from ragmeter import create_metric
+from ragmeter.judges.base import ANSWERABLE_LINE
 from ragmeter.metrics.correctness import f_beta
 
 LOANS = "Loans last three weeks."
@@ -239,6 +240,23 @@ def test_negative_rejection_scores_the_refusal_when_the_contexts_lack_the_answer
     assert [c.task for c in judge.calls] == ["answerable", "refusal"]
     assert judge.calls[1].shared == {"question": QUESTION} and judge.calls[1].items == [response]
     assert score.details["p_answerable"] == 0.1 and score.details["p_declines"] == p_refusal
+
+
+@pytest.mark.parametrize(("p_answerable", "scored"), [(0.6, True), (ANSWERABLE_LINE, False)])
+def test_negative_rejection_applies_until_the_answered_line_not_at_one_half(p_answerable, scored):
+    # On contexts of the question's topic that lack the answer, the packaged judge often says
+    # P 0.5-0.66 (benchmarks/results/answerable_line.md): such a sample is still scored.
+    score = run("negative_rejection", rejection_judge(p_answerable, 0.9), user_input=QUESTION, retrieved_contexts=[HOURS], response=DECLINE)
+    assert (score.value == 1.0) is scored and score.details["answered"] == ANSWERABLE_LINE
+    custom = run(
+        "negative_rejection",
+        rejection_judge(0.6, 0.9),
+        params={"answered": 0.5},
+        user_input=QUESTION,
+        retrieved_contexts=[HOURS],
+        response=DECLINE,
+    )
+    assert_unscored(custom, "the contexts contain the answer (p=0.60)")
 
 
 def test_negative_rejection_with_nothing_retrieved_asks_only_about_the_refusal():

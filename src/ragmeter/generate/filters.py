@@ -44,7 +44,8 @@ Checks, in this order (cheapest first, but for the model-free checks after the j
   (``benchmarks/results/generate_review.md``).
 - ``answer_in_knowledge_base``: an "unanswerable" question whose answer the judge finds in
   one of the :data:`TOP_K` chunks of the whole knowledge base closest to it (embeddings),
-  each judged on its own (P(yes) at or above :data:`ANSWERED`); then its self-containment, as above, every word of it counting
+  each judged on its own (P(yes) at or above
+  :data:`~ragmeter.judges.base.ANSWERABLE_LINE`, not 0.5); then its self-containment, as above, every word of it counting
   (it asks for what its chunk does not say).
 - ``near_duplicate`` (:func:`near_duplicates`, once all questions are written): a kept
   question whose embedding is at least :data:`DUPLICATE` close to an earlier kept one.
@@ -87,7 +88,7 @@ from ragmeter.generate.anchors import term_index, unanchored
 from ragmeter.generate.compose import bridge_statement
 from ragmeter.generate.graph import KnowledgeGraph
 from ragmeter.generate.synthesize import Draft
-from ragmeter.judges.base import LLMJudge
+from ragmeter.judges.base import ANSWERABLE_LINE, LLMJudge
 
 #: P(yes) at or above which a verdict counts as yes.
 THRESHOLD = 0.5
@@ -99,16 +100,6 @@ THRESHOLD = 0.5
 #: scored below 0.43; a reference on another subject scores lower, a wrong sentence on the same
 #: subject does not (0.39 to 0.70), so this check catches the former only.
 ANSWERS = 0.35
-#: P(yes) of the ``answerable`` verdict on a chunk at or above which that chunk answers an
-#: "unanswerable" question (``answer_in_knowledge_base``). Higher than :data:`THRESHOLD`: on a chunk
-#: of its topic that lacks the answer, the packaged judge's P(yes) is mostly over 0.5 (80% of
-#: ClapNQ's unanswerable pairs, 78% of RGB zh's negatives), so at 0.5 nearly every good
-#: unanswerable question was lost. Fitted on those labelled pairs (``benchmarks/answerable_line.py``,
-#: ``benchmarks/results/answerable_line.md``: the highest line leaving at most 5% of the
-#: answerable pairs of both sets under it); fitted on RGB zh alone (0.67) it leaves as many of
-#: ClapNQ's answerable pairs under it as 0.5 does (7.5%) and loses 45% of its unanswerable ones
-#: instead of 80%.
-ANSWERED = 0.65
 #: Chunks of the knowledge base searched for the answer to an "unanswerable" question.
 TOP_K = 3
 #: Cosine of two questions' embeddings at or above which the later one is a near-duplicate.
@@ -349,7 +340,7 @@ async def _check_unanswerable(asked: str, lang: str, graph: KnowledgeGraph, vect
     for chunk in top:  # one chunk at a time, so that any chunk fits the judge's window
         p = (await judge.verdicts("answerable", {"premise": chunk.text}, [asked], lang))[0].p_yes
         checks[f"answerable_from {chunk.id}"] = round(p, 4)
-        if p >= ANSWERED:
+        if p >= ANSWERABLE_LINE:
             return Verdict(False, "answer_in_knowledge_base", f"the judge finds the answer in {chunk.id} (P={p:.2f})", checks)
     problem = unanchored(asked, None, term_index(graph))
     if problem is not None:

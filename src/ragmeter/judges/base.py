@@ -19,6 +19,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+#: P(yes) of the ``answerable`` verdict at or above which a premise holds the answer to the
+#: question. Higher than 0.5: on a passage of the question's topic that lacks the answer, the
+#: packaged judge's P(yes) is over 0.5 for 80% of ClapNQ's unanswerable pairs and 78% of RGB zh's
+#: negatives. Fitted on RGB zh (the highest line leaving at most 5% of its answerable pairs under
+#: it) and reported on ClapNQ, English: as few of its answerable pairs under it as at 0.5 (7.5%),
+#: and 48% of its unanswerable pairs over it instead of 80% (``benchmarks/answerable_line.py``,
+#: ``benchmarks/results/answerable_line.md``).
+ANSWERABLE_LINE = 0.66
+
 #: A field of a prompt: one text, or several (retrieved contexts), fenced one by one; ``None``
 #: leaves the field out of the prompt.
 FieldValue = str | Sequence[str] | None

@@ -21,6 +21,8 @@ CLAIMS = "claims"
 CONTEXTS = "contexts"
 #: Details key of negative rejection's P(the contexts contain the answer).
 P_ANSWERABLE = "p_answerable"
+#: Negative rejection's line for :data:`P_ANSWERABLE` (its ``answered`` parameter).
+ANSWERED = "answered"
 #: Details key of a claim's calibrated P(supported) (faithfulness).
 P_SUPPORTED = "p_supported"
 #: Details key of the decision threshold.
@@ -102,6 +104,7 @@ def context_verdict(details: Mapping[str, Any], index: int) -> tuple[float, int 
 
 
 def answerable_probability(details: Mapping[str, Any]) -> tuple[float, float] | None:
-    """Negative rejection's P(the contexts contain the answer) and its threshold, or ``None``."""
+    """Negative rejection's P(the contexts contain the answer) and its line, or ``None``
+    (results written before the line had its own entry used ``threshold``)."""
     p = details.get(P_ANSWERABLE)
-    return None if p is None else (float(p), float(details.get(THRESHOLD, 0.5)))
+    return None if p is None else (float(p), float(details.get(ANSWERED, details.get(THRESHOLD, 0.5))))

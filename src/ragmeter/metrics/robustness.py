@@ -8,11 +8,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragmeter.data.schema import Sample
-from ragmeter.judges.base import Verdict
+from ragmeter.judges.base import ANSWERABLE_LINE, Verdict
 from ragmeter.judges.windowing import ask, premise_verdicts
 from ragmeter.metrics.base import Score
 from ragmeter.metrics.checks import refusal_phrase
-from ragmeter.metrics.details import P_ANSWERABLE
+from ragmeter.metrics.details import ANSWERED, P_ANSWERABLE
 from ragmeter.metrics.evidence import supported
 from ragmeter.metrics.llm import ClaimCheckingMetric, LLMMetric, blank, check_threshold, chunks_of, clip, decide
 from ragmeter.metrics.registry import register
@@ -125,19 +125,27 @@ class NegativeRejection(LLMMetric):
     """When the retrieved contexts do not contain the answer: 1 if the response declines to
     answer, else 0 (RGB's negative rejection).
 
-    First one verdict: do the contexts contain the answer to the question? If they do, the
-    sample is unscored (negative rejection does not apply); if not, a second verdict says
-    whether the response declines (p(yes) at least ``threshold``). With nothing retrieved
-    only the second verdict is asked.
+    First one verdict: do the contexts contain the answer to the question? If they do (p(yes)
+    at least ``answered``), the sample is unscored (negative rejection does not apply); if not,
+    a second verdict says whether the response declines (p(yes) at least ``threshold``). With
+    nothing retrieved only the second verdict is asked.
+
+    Args:
+        threshold: The response declines when the judge's p(yes) reaches it (in (0, 1]).
+        answered: The contexts contain the answer when the judge's p(yes) reaches it (in (0, 1];
+            default :data:`~ragmeter.judges.base.ANSWERABLE_LINE`: at 0.5 the packaged judge
+            finds the answer in most contexts that are on the question's topic and lack it).
     """
 
     name = "negative_rejection"
     family = "robustness"
     required = ("user_input", "retrieved_contexts", "response")
     threshold: float = 0.5
+    answered: float = ANSWERABLE_LINE
 
     def __post_init__(self) -> None:
         check_threshold(self.name, self.threshold)
+        check_threshold(self.name, self.answered)
 
     async def judge(self, sample: Sample, judges, lang: str) -> Score:
         if blank(sample.user_input):
@@ -145,11 +153,11 @@ class NegativeRejection(LLMMetric):
         if blank(sample.response):
             return Score.unscored("response is empty: it neither answers nor declines")
         contexts = chunks_of(sample)
-        details: dict[str, Any] = {"threshold": self.threshold}
+        details: dict[str, Any] = {"threshold": self.threshold, ANSWERED: self.answered}
         if contexts:
             (answerable,), strategy = await premise_verdicts(judges.require_llm(), "answerable", contexts, [sample.user_input or ""], lang)
             details.update({P_ANSWERABLE: round(answerable.p_yes, 4), "strategy": strategy})
-            if answerable.p_yes >= self.threshold:
+            if answerable.p_yes >= self.answered:
                 return Score.unscored(
                     f"the contexts contain the answer (p={answerable.p_yes:.2f}): negative rejection applies only when they do not",
                     details,
