@@ -317,6 +317,7 @@ def test_an_unanswerable_question_swaps_its_subject_for_one_the_knowledge_base_l
         (["platform team", "cold storage"], "Forge Vault", "no other subject brings a word the knowledge base lacks"),
         (["Forge Vault 2031"], "Forge Vault", "no other subject brings"),  # only a number is new
         (["forge vault"], "Forge Vault", "no other subject brings"),  # the subject given back
+        (["Riverside Library", "museum passes"], "Forge Vault", "no other subject brings"),  # the prompt's examples copied
         (["Harbor Ledger"], "the archive", "is not words of the question"),
     ],
 )

@@ -23,9 +23,9 @@ reply is checked in code before the next step:
   seed chunk (``testset_single_fact``), then names the words of it that say what it asks
   about and three other things of the same kind (``testset_unanswerable_swap``; asked to
   rewrite the question itself, it often gave it back unchanged). The subject must be words of
-  the question; the code puts each other thing in its place (:func:`substitute`) and keeps the
-  first question that brings a word found nowhere in the whole knowledge base
-  (:func:`absent_words`).
+  the question; the code puts each other thing in its place (:func:`substitute`; not the
+  subject again, nor a thing the prompt's examples name) and keeps the first question that
+  brings a word found nowhere in the whole knowledge base (:func:`absent_words`).
 
 A stand-in judge whose replies are placeholders (``--dry-run``'s: ``placeholders`` is true)
 is let through every check between steps, so that the estimate counts every step and the
@@ -55,6 +55,7 @@ from ragmeter.generate.graph import KnowledgeGraph
 from ragmeter.generate.plan import Slot
 from ragmeter.generate.synthesize import NO_ANSWER, Q_SCHEMA, QA_SCHEMA, Draft, SynthesisError, reply_text, restyle
 from ragmeter.judges.base import LLMJudge
+from ragmeter.judges.prompts import PromptBook
 
 #: The question types written here, and the name of each one's method (in the samples'
 #: ``metadata.composition.method`` and in the journal's fingerprints).
@@ -491,9 +492,10 @@ async def _swap(slot: Slot, graph: KnowledgeGraph, judge: LLMJudge) -> Draft:
     checking = _checking(judge)
     if checking and not _pattern(subject, slot.lang).search(before):
         raise SynthesisError(f"the subject {subject!r} is not words of the question {before!r}")
-    swaps = [
-        (other, substitute(before, subject, other, slot.lang)) for other in others if not checking or normalize(other) != normalize(subject)
-    ]
+    # Neither the subject given back nor a thing copied from the prompt's examples ("Riverside
+    # Library" for a sign-off, in a run on the example knowledge base) is another thing of its kind.
+    unusable = {normalize(subject), *_example_others(slot.lang)} if checking else set()
+    swaps = [(other, substitute(before, subject, other, slot.lang)) for other in others if normalize(other) not in unusable]
     found = next(((other, q, words) for other, q in swaps if (words := absent_words(q, before, graph.chunks))), None)
     if found is None and not checking and swaps:
         found = (swaps[0][0], swaps[0][1], [])
@@ -506,6 +508,13 @@ async def _swap(slot: Slot, graph: KnowledgeGraph, judge: LLMJudge) -> Draft:
     }  # fmt: skip
     styled = await restyle(slot, after, judge)
     return Draft(slot, styled, after, NO_ANSWER[slot.lang], (seed.text,), (seed.id,), notes)
+
+
+@lru_cache(maxsize=2)
+def _example_others(lang: str) -> frozenset[str]:
+    """The other things named in the examples of the ``testset_unanswerable_swap`` prompt."""
+    examples = PromptBook(lang).task("testset_unanswerable_swap").get("examples", [])
+    return frozenset(normalize(other) for example in examples for other in example["answer"].get("others", []))
 
 
 def _checking(judge: LLMJudge) -> bool:
