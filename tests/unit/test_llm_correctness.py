@@ -257,6 +257,8 @@ def test_negative_rejection_applies_until_the_answered_line_not_at_one_half(p_an
         response=DECLINE,
     )
     assert_unscored(custom, "the contexts contain the answer (p=0.60)")
+    with pytest.raises(ValueError, match="negative_rejection: answered must be a number in"):
+        create_metric("negative_rejection", answered=1.5)
 
 
 def test_negative_rejection_with_nothing_retrieved_asks_only_about_the_refusal():

@@ -44,9 +44,9 @@ Checks, in this order (cheapest first, but for the model-free checks after the j
   (``benchmarks/results/generate_review.md``).
 - ``answer_in_knowledge_base``: an "unanswerable" question whose answer the judge finds in
   one of the :data:`TOP_K` chunks of the whole knowledge base closest to it (embeddings),
-  each judged on its own (P(yes) at or above
-  :data:`~ragmeter.judges.base.ANSWERABLE_LINE`, not 0.5); then its self-containment, as above, every word of it counting
-  (it asks for what its chunk does not say).
+  each judged on its own (P(yes) at or above :data:`~ragmeter.judges.base.ANSWERABLE_LINE`,
+  not 0.5); then its self-containment, as above, every word of it counting (it asks for what
+  its chunk does not say).
 - ``near_duplicate`` (:func:`near_duplicates`, once all questions are written): a kept
   question whose embedding is at least :data:`DUPLICATE` close to an earlier kept one.
 

@@ -29,10 +29,16 @@ if TYPE_CHECKING:
     from ragmeter.judges import Judges
 
 
-def check_threshold(name: str, threshold: float) -> None:
-    """A decision threshold must be a number in (0, 1]."""
+def check_threshold(name: str, threshold: float, parameter: str = "threshold") -> None:
+    """A decision threshold must be a number in (0, 1].
+
+    Args:
+        name: The metric's name, for the error message.
+        threshold: The value given.
+        parameter: The metric's parameter that holds it.
+    """
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not math.isfinite(threshold) or not 0 < threshold <= 1:
-        raise ValueError(f"{name}: threshold must be a number in (0, 1], got {threshold!r}")
+        raise ValueError(f"{name}: {parameter} must be a number in (0, 1], got {threshold!r}")
 
 
 def check_claims_mode(name: str, mode: str) -> None:

@@ -145,7 +145,7 @@ class NegativeRejection(LLMMetric):
 
     def __post_init__(self) -> None:
         check_threshold(self.name, self.threshold)
-        check_threshold(self.name, self.answered)
+        check_threshold(self.name, self.answered, "answered")
 
     async def judge(self, sample: Sample, judges, lang: str) -> Score:
         if blank(sample.user_input):
