@@ -135,7 +135,8 @@ def test_a_context_that_answers_is_more_relevant_than_one_on_the_same_topic(judg
         create_metric("context_relevance").score(Sample(user_input=question, retrieved_contexts=[answering, same_topic]), judges)
     )
     answers, related = (c["p_yes"] for c in result.details["contexts"])
-    assert answers > related and answers >= 0.5, result.details
+    # The context that answers clears the default line (0.8), not only 0.5.
+    assert answers > related and result.details["contexts"][0]["relevant"], result.details
 
 
 def test_a_booking_that_succeeded_reaches_its_goal_more_surely_than_one_that_failed(judges):

@@ -397,13 +397,18 @@ def by_context(table: dict[str, float]):
 
 
 def test_context_relevance_is_the_share_of_relevant_chunks_each_read_before_the_question():
-    judge = ScriptedJudge(rule=by_context({"c1 useful": 0.9, "c3 useful": 0.55}))
+    # At or over the default line (0.8) only: the packaged judge says 0.5-0.8 to same-topic chunks.
+    judge = ScriptedJudge(rule=by_context({"c1 useful": 0.9, "c2 noise": 0.7, "c3 useful": 0.8}))
     score = run("context_relevance", judge, user_input="q?", retrieved_contexts=[*CHUNKS[:4], ""])
     assert score.value == pytest.approx(2 / 5)  # the blank fifth chunk counts as not relevant
-    assert [c["p_yes"] for c in score.details["contexts"]] == [0.9, 0.0, 0.55, 0.0, None]
+    assert [c["p_yes"] for c in score.details["contexts"]] == [0.9, 0.7, 0.8, 0.0, None]
+    assert [c["relevant"] for c in score.details["contexts"][:4]] == [True, False, True, False]
     assert score.details["strategy"] == "per_chunk"
     assert [(c.task, c.shared, c.items) for c in judge.calls] == [("relevant", {"context": c}, ["q?"]) for c in CHUNKS[:4]]
     assert_unscored(run("context_relevance", judge, user_input="q?", retrieved_contexts=[]), "nothing was retrieved")
+    lenient = run("context_relevance", ScriptedJudge(rule=by_context({"c1 useful": 0.9, "c2 noise": 0.7})), params={"threshold": 0.5},
+                  user_input="q?", retrieved_contexts=CHUNKS[:2])  # fmt: skip
+    assert lenient.value == 1.0
 
 
 def test_context_relevance_reads_a_chunk_too_long_for_the_judge_in_windows():
