@@ -114,12 +114,14 @@ def test_the_table_marks_sets_a_default_fit_saw_and_names_unmeasured_llm_metrics
             statistics={"roc_auc": {"value": 1.0, "ci_low": 0.9, "ci_high": 1.0}, "balanced_accuracy": {"value": 0.75}},
         ),
         task("rgb/context_relevance", "context_relevance", [(0.2, 0), (0.9, 1)], statistics={"roc_auc": {"value": 0.8}}),
+        task("clapnq/answer_correctness", "answer_correctness", [(0.2, 0), (0.9, 1)], statistics={"roc_auc": {"value": 0.8}}),
         task("qags/embedding_groundedness", "embedding_groundedness", [(0.2, 0), (0.9, 1)], statistics={"roc_auc": {"value": 0.7}}),
     ]
-    lines = summary_lines(tasks, ["faithfulness", "context_relevance", "answer_relevancy", "rubric_score"])
+    lines = summary_lines(tasks, ["faithfulness", "context_relevance", "answer_correctness", "answer_relevancy", "rubric_score"])
     text = "\n".join(lines)
     assert "| faithfulness | qags * | 2 | ROC-AUC 1.000 [0.900, 1.000] | 0.750 |" in text
-    assert "| context_relevance | rgb | 2 | ROC-AUC 0.800 | – | – |" in text
+    assert "| context_relevance | rgb * | 2 | ROC-AUC 0.800 | – | – |" in text  # its default line was fitted on RGB
+    assert "| answer_correctness | clapnq | 2 | ROC-AUC 0.800 | – | – |" in text
     assert "embedding_groundedness" not in text, "only LLM metrics are in the table"
     assert "not a held-out figure" in text
     assert "LLM metrics no labelled set here measures: answer_relevancy, rubric_score." in text

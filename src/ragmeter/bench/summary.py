@@ -56,8 +56,9 @@ def fitted_sets() -> dict[str, set[str]]:
     default settings were fitted on."""
     head = json.loads(resources.files("ragmeter.resources").joinpath("claim_support_head.json").read_text(encoding="utf-8"))
     seen = {source.replace("-", "/", 1) if source.startswith("summedits-") else source.split("-", 1)[0] for source in head["fitted_on"]}
-    # The answerable verdict's line (ANSWERABLE_LINE) was fitted on RGB zh passages.
-    return {"faithfulness": seen, "negative_rejection": {"rgb"}}
+    # The answerable verdict's line (ANSWERABLE_LINE) was fitted on RGB zh passages; context
+    # relevance's default line (RELEVANT_LINE) on MS MARCO and RGB zh.
+    return {"faithfulness": seen, "negative_rejection": {"rgb"}, "context_relevance": {"msmarco", "rgb"}}
 
 
 def best_threshold(units_by_set: Sequence[Sequence[Mapping[str, Any]]]) -> float | None:
@@ -143,8 +144,9 @@ def summary_lines(tasks: Sequence[Mapping[str, Any]], llm_metrics: Iterable[str]
         "",
         "Agreement: ROC-AUC for yes/no labels; Pearson for graded labels and for preferences "
         "(the score difference of two responses against the human preference). BA: balanced accuracy. "
-        "The default line is 0.5; for negative_rejection, whose unit is its answerability verdict, it is the "
-        "metric's `answered` parameter (0.66 from 2026-11-27, 0.5 before). "
+        "BA at the default line: each unit decided as the metric decides it by default, at 0.5 but for "
+        "context_relevance (a context is relevant from its `threshold`, 0.8 from 2026-11-27) and "
+        "negative_rejection (its unit is the answerability verdict, decided at `answered`, 0.66 from 2026-11-27). "
         "The leave-one-set-out line is the score threshold that maximises the mean balanced accuracy on "
         "the metric's other labelled sets, measured on this one.",
     ]
