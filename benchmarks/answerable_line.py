@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from ragmeter.bench.report import git_commit
+from ragmeter.data.files import write_json, write_text
 from ragmeter.judges.local import LocalJudge
 from ragmeter.results.stats import bootstrap_statistic, roc_auc
 
@@ -92,14 +93,15 @@ def rates(labels: np.ndarray, p: np.ndarray, line: float) -> dict[str, float]:
 
 
 def fitted_line(labels: np.ndarray, p: np.ndarray) -> float:
-    """The highest of :data:`LINES` (or a P of the set) leaving at most :data:`MISSED` of the
-    answerable pairs under it."""
+    """The highest line leaving at most :data:`MISSED` of the answerable pairs under it: the
+    P(yes) of the answerable pair at that rank."""
     answerable = np.sort(p[labels == 1])
     allowed = int(np.floor(MISSED * len(answerable)))
     return round(float(answerable[allowed]), 3)
 
 
 def markdown(report: dict[str, Any]) -> str:
+    """The report as Markdown: one table of the sets, one of the lines, one of the fits."""
     lines = [
         "# The `answerable` verdict's line for unanswerable generated questions",
         "",
@@ -201,8 +203,8 @@ def main() -> None:
     )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "answerable_line.json").write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    (out / "answerable_line.md").write_text(markdown(report), encoding="utf-8")
+    write_json(out / "answerable_line.json", report)
+    write_text(out / "answerable_line.md", markdown(report))
     print(markdown(report))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ragmeter.data.schema import Sample
 from ragmeter.metrics.base import Score
@@ -106,7 +107,7 @@ class Faithfulness(ClaimCheckingMetric):
     def share_score(self, check: ClaimCheck, declines: list[str]) -> Score:
         """The share of claims whose P(yes) reaches the threshold (``declines``: the
         sentences set aside as refusals, listed in the details)."""
-        details: dict = {"claims": check.details(), "strategy": check.strategy, "threshold": self.threshold}
+        details: dict[str, Any] = {"claims": check.details(), "strategy": check.strategy, "threshold": self.threshold}
         if declines:
             details["declines"] = declines
         explanation = f"{check.n_supported} of {len(check.claims)} claims are supported by the retrieved contexts"
