@@ -4,10 +4,22 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+
+def send_json(handler: BaseHTTPRequestHandler, reply: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> None:
+    """Answer the request ``handler`` is serving with ``reply`` as JSON, ``status`` and ``headers``."""
+    body = json.dumps(reply).encode()
+    handler.send_response(status)
+    for name, value in (headers or {}).items():
+        handler.send_header(name, value)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
 
 
 @contextmanager
@@ -19,12 +31,7 @@ def json_server(answer: Callable[[dict[str, Any]], dict[str, Any]]) -> Iterator[
         protocol_version = "HTTP/1.1"
 
         def do_POST(self):
-            body = json.dumps(answer(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            send_json(self, answer(json.loads(self.rfile.read(int(self.headers["Content-Length"])))))
 
         def log_message(self, *args):
             pass

@@ -18,6 +18,7 @@ from typing import ClassVar
 
 import pytest
 from cli_helpers import run_eval, strict_json, write_jsonl
+from json_http import send_json
 from markdown_it import MarkdownIt
 from typer.testing import CliRunner
 
@@ -286,13 +287,7 @@ class _EchoHandler(BaseHTTPRequestHandler):
         if self.journal is not None and self.journal.exists():
             self.journal_snapshots.append(self.journal.read_text(encoding="utf-8"))
         message = f"cannot serve {self.path} with headers {dict(self.headers)}"
-        body = json.dumps({"error": {"message": message, "type": "server_error"}}).encode()
-        self.send_response(500)
-        self.send_header("Retry-After", "0")
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        send_json(self, {"error": {"message": message, "type": "server_error"}}, 500, {"Retry-After": "0"})
 
     def log_message(self, *args):
         pass
