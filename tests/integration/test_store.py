@@ -239,7 +239,7 @@ def test_score_drift_reads_the_runs_and_the_monitor_scores(store, store_url):
 
     for day in (1, 2, 3):
         store.save(make_result(started_at=f"2026-11-0{day}T00:00:00+00:00", offset=0.1 * day), tags=["t"] if day > 1 else [])
-    assert [at[:10] for _, at, _ in run_series(store, "token_f1")] == ["2026-11-01", "2026-11-02", "2026-11-03"]
+    assert [(at[:10], settings) for _, at, _, settings in run_series(store, "token_f1")] == [(f"2026-11-0{d}", {}) for d in (1, 2, 3)]
     assert len(run_series(store, "token_f1", tag="t")) == 2 and run_series(store, "no_such_metric") == []
     store.add_spans(
         [

@@ -121,6 +121,18 @@ def test_the_drift_panel_shows_each_metric_s_control_chart(store):
     assert "too few points" in client.get("/drift").text  # baseline 5: two runs are too few
 
 
+def test_runs_with_other_settings_of_the_metric_are_left_out_of_its_charts(store):
+    older = make_run(3, 0.9)
+    older.metrics[0]["config"] = {"threshold": 0.5}
+    store.save(older)
+    newest = make_run(4, 0.7)
+    store.save(newest)
+    client = TestClient(create_app(store))
+    trend = client.get("/trends/token_f1?baseline=1").text
+    assert "1 earlier run(s) scored this metric with other settings" in trend
+    assert "1 earlier run(s) with other settings left out" in client.get("/drift?baseline=1").text
+
+
 def test_the_comparison_is_the_one_ragmeter_compare_computes(store):
     from ragmeter.decide.compare import compare_results
     from ragmeter.report.compare import render_html

@@ -53,16 +53,17 @@ def test_window_points_take_the_bootstrap_interval_of_their_scores():
         control_chart("m", [made], baseline=0)
 
 
-def stored_run(store: RunStore, day: int, mean: float) -> None:
+def stored_run(store: RunStore, day: int, mean: float, settings: dict | None = None) -> None:
+    """A run of token_f1 scores around ``mean``; ``settings`` replace the metric's recorded parameters."""
     values = np.clip(np.random.default_rng(day).normal(mean, 0.05, 60), 0, 1)
     samples = [
         SampleResult(key=f"s{i}", sample=Sample(id=f"s{i}"), source="d", location=f"line {i}", scores={"token_f1": Score(float(v))})
         for i, v in enumerate(values)
     ]
-    store.save(
-        Result(samples=samples, metrics=[create_metric("token_f1").info()], run={"started_at": f"2026-11-{day:02d}T00:00:00+00:00"}),
-        tags=["nightly"],
-    )
+    info = create_metric("token_f1").info()
+    if settings is not None:
+        info["config"] = settings
+    store.save(Result(samples=samples, metrics=[info], run={"started_at": f"2026-11-{day:02d}T00:00:00+00:00"}), tags=["nightly"])
 
 
 def test_the_drift_scores_command_on_stored_runs(tmp_path):
@@ -82,6 +83,28 @@ def test_the_drift_scores_command_on_stored_runs(tmp_path):
     few = runner.invoke(app, [*args[:-2], "--baseline", "10"])
     assert few.exit_code == 0 and "too few points" in few.output
     assert runner.invoke(app, [*args, "--source", "logs"]).exit_code == 2
+
+
+def test_runs_scored_with_other_settings_than_the_latest_run_are_left_out_and_named(tmp_path):
+    path = str(tmp_path / "runs.db")
+    store = RunStore.open(path)
+    for day in range(1, 7):
+        stored_run(store, day, 0.8, settings={"threshold": 0.5})
+    for day in range(7, 10):
+        stored_run(store, day, 0.6)  # a changed default moves every score: not drift
+    store.close()
+    args = ["drift", "scores", "-m", "token_f1", "--store", path, "--baseline", "2", "--json", str(tmp_path / "d.json")]
+    done = runner.invoke(app, args)
+    assert done.exit_code == 0, done.output
+    assert "settings changed" in done.output and "6 earlier run(s)" in done.output
+    chart = json.loads((tmp_path / "d.json").read_text())["charts"][0]
+    assert len(chart["points"]) == 3 and len(chart["left_out"]) == 6 and chart["alarm"] is False
+    assert chart["centre"] == pytest.approx(0.6, abs=0.03)
+    store = RunStore.open(path)
+    stored_run(store, 10, 0.8, settings={"threshold": 0.5})  # back to the old settings: the newest runs are left out
+    store.close()
+    back = json.loads((tmp_path / "d.json").read_text()) if runner.invoke(app, args).exit_code == 0 else None
+    assert back is not None and len(back["charts"][0]["points"]) == 7 and len(back["charts"][0]["left_out"]) == 3
 
 
 def test_the_drift_scores_command_on_the_monitor_s_daily_scores(tmp_path):

@@ -154,9 +154,9 @@ def scores_command(
     json_out: JsonOption = None,
 ) -> None:
     """Score drift: each metric on a control chart (limits from the bootstrap intervals); exit 1
-    when the latest point of a metric is out of control."""
-    from ragmeter.monitor.control import Point, control_chart, window_point
-    from ragmeter.monitor.ledger import run_series, trace_values_by_day
+    when the latest point of a metric is out of control. Runs that scored a metric with other
+    settings than the latest run (another threshold, a changed default) are left out, and named."""
+    from ragmeter.monitor.ledger import day_chart, run_chart
 
     if source not in ("runs", "traces"):
         raise fail(f"--source {source!r} is not known: choose 'runs' or 'traces'")
@@ -164,21 +164,13 @@ def scores_command(
     charts = []
     try:
         for metric_id in metric:
-            if source == "runs":
-                points = [
-                    Point(run_id, at, a["mean"], a.get("ci_low"), a.get("ci_high"), a.get("n_scored", 0))
-                    for run_id, at, a in run_series(opened, metric_id, tag)
-                    if a.get("mean") is not None
-                ]
-            else:
-                found = [window_point(day, day, values) for day, values in trace_values_by_day(opened, metric_id).items()]
-                points = [p for p in found if p is not None]
-            if len(points) <= baseline:
+            chart = run_chart(opened, metric_id, baseline, tag) if source == "runs" else day_chart(opened, metric_id, baseline)
+            if len(chart.points) <= baseline:
                 say(
                     ("too few points", "yellow"),
-                    f": {metric_id} has {len(points)} {source} point(s); the baseline takes {baseline}, nothing is checked",
+                    f": {metric_id} has {len(chart.points)} {source} point(s); the baseline takes {baseline}, nothing is checked",
                 )
-            charts.append(control_chart(metric_id, points, baseline))
+            charts.append(chart)
     finally:
         opened.close()
     _write(json_out, {"kind": "score_drift", "source": source, "charts": [c.to_dict() for c in charts]})
@@ -189,7 +181,14 @@ def scores_command(
 
 
 def _print_chart(chart: Any) -> None:
-    """One line per checked point; the out-of-control ones marked."""
+    """One line per checked point; the out-of-control ones marked; the runs left out named."""
+    if chart.left_out:
+        shown = ", ".join(chart.left_out[:5]) + (f" and {len(chart.left_out) - 5} more" if len(chart.left_out) > 5 else "")
+        say(
+            ("settings changed", "yellow"),
+            f": {chart.metric}: {len(chart.left_out)} earlier run(s) scored it with other settings than the latest run "
+            f"and are left out of the chart ({shown})",
+        )
     if chart.centre is None:
         say(f"{chart.metric}: no point")
         return

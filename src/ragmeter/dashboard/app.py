@@ -29,8 +29,7 @@ from ragmeter.dashboard.drift_panels import CachedEncoder, query_drift_panel, re
 from ragmeter.dashboard.queries import monitored_metrics, trace_detail, trace_page
 from ragmeter.decide.compare import compare_results
 from ragmeter.judges.embeddings import Encoder
-from ragmeter.monitor.control import ControlChart, Point, control_chart, window_point
-from ragmeter.monitor.ledger import decision_counts, run_series, trace_values_by_day
+from ragmeter.monitor.ledger import day_chart, decision_counts, run_chart
 from ragmeter.report import compare as compare_report
 from ragmeter.report.formatting import format_number
 from ragmeter.report.html import render_html
@@ -90,7 +89,7 @@ def create_app(store: RunStore, token: str | None = None, *, kb_report: Path | N
 
     @app.get("/trends/{metric_id}", response_class=HTMLResponse)
     def trend(metric_id: str, baseline: int = Query(5, ge=1, le=1000)) -> HTMLResponse:
-        chart = _run_chart(store, metric_id, baseline)
+        chart = run_chart(store, metric_id, baseline)
         return _page("trend.html.j2", chart=chart, polyline=_polyline([p.point.mean for p in chart.points]), baseline=baseline)
 
     @app.get("/traces", response_class=HTMLResponse)
@@ -139,8 +138,8 @@ def _drift_routes(app: FastAPI, store: RunStore, kb_report: Path | None, encoder
         run_metrics = sorted({m for r in store.runs() for m in r["means"]})
         return _page(
             "drift.html.j2",
-            runs=[_run_chart(store, m, baseline) for m in run_metrics],
-            days=[_day_chart(store, m, baseline) for m in monitored_metrics(store)],
+            runs=[run_chart(store, m, baseline) for m in run_metrics],
+            days=[day_chart(store, m, baseline) for m in monitored_metrics(store)],
             decisions=decision_counts(store),
             baseline=baseline,
             kb=read_kb_report(kb_report) if kb_report is not None else None,
@@ -149,21 +148,6 @@ def _drift_routes(app: FastAPI, store: RunStore, kb_report: Path | None, encoder
     @app.get("/drift/queries", response_class=HTMLResponse)
     def queries_drift(days: int = Query(7, ge=1, le=366), limit: int = Query(100, ge=10, le=1000)) -> HTMLResponse:
         return _page("query_drift.html.j2", panel=query_drift_panel(store, encoder, days, limit))
-
-
-def _run_chart(store: RunStore, metric_id: str, baseline: int) -> ControlChart:
-    """A metric's control chart over the stored runs."""
-    series = run_series(store, metric_id)
-    points = [
-        Point(r, at, a["mean"], a.get("ci_low"), a.get("ci_high"), a.get("n_scored", 0)) for r, at, a in series if a.get("mean") is not None
-    ]
-    return control_chart(metric_id, points, baseline)
-
-
-def _day_chart(store: RunStore, metric_id: str, baseline: int) -> ControlChart:
-    """A metric's control chart over the days of the monitor's scores."""
-    found = [window_point(day, day, values) for day, values in trace_values_by_day(store, metric_id).items()]
-    return control_chart(metric_id, [p for p in found if p is not None], baseline)
 
 
 def _load(store: RunStore, run_id: str) -> Any:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -73,12 +73,15 @@ class ControlChart:
         centre: The centre line (baseline mean), ``None`` without baseline points.
         points: Every point in time order, the baseline ones first.
         alarm: The latest point is out of control.
+        left_out: Points left out of the chart because the metric was scored with other
+            settings than at the latest point (their means measure something else).
     """
 
     metric: str
     centre: float | None
     points: list[ControlPoint]
     alarm: bool
+    left_out: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

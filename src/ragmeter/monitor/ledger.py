@@ -11,6 +11,7 @@ from typing import Any
 from sqlalchemy import exists, func, insert, select
 
 from ragmeter.data.files import jsonable
+from ragmeter.monitor.control import ControlChart, Point, control_chart, window_point
 from ragmeter.observe.record import SpanRecord
 from ragmeter.results import SampleResult
 from ragmeter.store import RunStore
@@ -117,24 +118,67 @@ def decision_counts(store: RunStore) -> dict[str, int]:
         return {decision: int(count) for decision, count in connection.execute(query)}
 
 
-def run_series(store: RunStore, metric_id: str, tag: str | None = None) -> list[tuple[str, str, dict[str, Any]]]:
-    """``(run id, started_at, aggregate)`` of every stored run that has the metric, oldest first.
+def run_series(store: RunStore, metric_id: str, tag: str | None = None) -> list[tuple[str, str, dict[str, Any], dict[str, Any] | None]]:
+    """``(run id, started_at, aggregate, settings)`` of every stored run that has the metric,
+    oldest first; ``settings`` are the metric's parameters in that run (``None`` when the run
+    did not record them).
 
     Args:
         store: The run store.
         metric_id: The metric.
         tag: Only runs with this tag.
     """
-    query = select(runs.c.id, runs.c.started_at, runs.c.stored_at, runs.c.tags, runs.c.aggregates).order_by(
+    query = select(runs.c.id, runs.c.started_at, runs.c.stored_at, runs.c.tags, runs.c.metrics, runs.c.aggregates).order_by(
         runs.c.started_at, runs.c.stored_at
     )
     with store.engine.connect() as connection:
         rows = list(connection.execute(query))
     return [
-        (row.id, row.started_at or row.stored_at, row.aggregates[metric_id])
+        (row.id, row.started_at or row.stored_at, row.aggregates[metric_id], _settings(row.metrics, metric_id))
         for row in rows
         if metric_id in (row.aggregates or {}) and (tag is None or tag in (row.tags or []))
     ]
+
+
+def _settings(metrics: list[dict[str, Any]] | None, metric_id: str) -> dict[str, Any] | None:
+    """A run's parameters of one metric, from its stored metric descriptions."""
+    return next((m.get("config") for m in metrics or [] if m.get("id") == metric_id), None)
+
+
+def run_chart(store: RunStore, metric_id: str, baseline: int, tag: str | None = None) -> ControlChart:
+    """A metric's control chart over the stored runs that scored it with the latest run's
+    settings. Runs that scored it with other settings (a threshold set by hand, a default that
+    changed with an upgrade) measure something else: they are left out, and the chart lists
+    them in ``left_out``.
+
+    Args:
+        store: The run store.
+        metric_id: The metric.
+        baseline: How many leading runs set the centre line.
+        tag: Only runs with this tag.
+    """
+    series = [entry for entry in run_series(store, metric_id, tag) if entry[2].get("mean") is not None]
+    latest = series[-1][3] if series else None
+    points = [
+        Point(run_id, at, a["mean"], a.get("ci_low"), a.get("ci_high"), a.get("n_scored", 0))
+        for run_id, at, a, settings in series
+        if settings == latest
+    ]
+    chart = control_chart(metric_id, points, baseline)
+    chart.left_out = [run_id for run_id, _, _, settings in series if settings != latest]
+    return chart
+
+
+def day_chart(store: RunStore, metric_id: str, baseline: int) -> ControlChart:
+    """A metric's control chart over the days of the monitor's scores.
+
+    Args:
+        store: The run store.
+        metric_id: The metric.
+        baseline: How many leading days set the centre line.
+    """
+    found = [window_point(day, day, values) for day, values in trace_values_by_day(store, metric_id).items()]
+    return control_chart(metric_id, [p for p in found if p is not None], baseline)
 
 
 def trace_values_by_day(store: RunStore, metric_id: str, chunk: int = 10_000) -> dict[str, list[float]]:
