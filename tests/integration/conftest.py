@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from llama_server import LOGS, N_CTX, free_port
+from llama_server import LOGS, N_CTX, free_port, stop_with_the_tests
 from postgres_server import fresh_database, throwaway_cluster
 
 
@@ -57,7 +57,7 @@ def running_llama_server(log_path: Path):
     if threads:
         command += ["--n_threads", threads, "--n_threads_batch", threads]
     log = log_path.open("wb")
-    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=stop_with_the_tests)
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_until_ready(process, url, log_path)

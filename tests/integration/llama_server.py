@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import ctypes
+import signal
 import socket
+import sys
 from pathlib import Path
 
 #: The server's context window, and the model name the tests send (the server serves one).
@@ -22,3 +25,12 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def stop_with_the_tests() -> None:
+    """In a server's child process before it starts (``preexec_fn``): on Linux, the kernel sends
+    it SIGTERM when the test process dies, even by SIGKILL, where no ``finally`` runs. Elsewhere
+    nothing (the fixture's ``finally`` still stops it on a normal exit)."""
+    if sys.platform.startswith("linux"):
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
