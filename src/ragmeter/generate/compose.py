@@ -129,7 +129,7 @@ async def _bridge(slot: Slot, graph: KnowledgeGraph, judge: LLMJudge) -> Draft:
     failures = []
     for phrase in phrases[:ATTEMPTS]:
         try:
-            question, answer, description = await _bridge_steps(phrase, described, answering, slot.lang, judge, _checking(judge))
+            question, answer, description = await _bridge_steps(phrase, described, answering, slot.lang, judge, not judge.placeholders)
         except SynthesisError as exc:
             failures.append(f"'{phrase}': {exc}")
             continue
@@ -489,7 +489,7 @@ async def _swap(slot: Slot, graph: KnowledgeGraph, judge: LLMJudge) -> Draft:
     before = reply_text(reply, "question")
     reply = await judge.generate("testset_unanswerable_swap", {"context": seed.text, "question": before}, _SWAP_SCHEMA, slot.lang)
     subject, others = reply_text(reply, "subject"), reply_texts(reply, "others")
-    checking = _checking(judge)
+    checking = not judge.placeholders
     if checking and not _pattern(subject, slot.lang).search(before):
         raise SynthesisError(f"the subject {subject!r} is not words of the question {before!r}")
     # Neither the subject given back nor a thing copied from the prompt's examples ("Riverside
@@ -515,11 +515,6 @@ def _example_others(lang: str) -> frozenset[str]:
     """The other things named in the examples of the ``testset_unanswerable_swap`` prompt."""
     examples = PromptBook(lang).task("testset_unanswerable_swap").get("examples", [])
     return frozenset(normalize(other) for example in examples for other in example["answer"].get("others", []))
-
-
-def _checking(judge: LLMJudge) -> bool:
-    """Check the judge's replies between steps (not a stand-in's placeholders)."""
-    return not getattr(judge, "placeholders", False)
 
 
 def reply_texts(reply: Any, key: str) -> list[str]:

@@ -110,12 +110,16 @@ class LLMJudge(ABC):
             context recall, correctness...), how many of the premise's sentences the judge
             sees: the ones most similar to the statement. 0 (the default): the whole
             premise. Small models judge better against a few focused sentences.
+        placeholders: Its answers are placeholders, not judgements (``--dry-run``'s stand-in,
+            which counts calls): code that checks an answer before its next step lets them
+            through, so that every step is counted.
     """
 
     backend: str
     model: str
     context_window: int
     evidence_sentences: int = 0
+    placeholders: bool = False
 
     @abstractmethod
     async def verdicts(self, task: str, shared: Mapping[str, FieldValue], items: Sequence[str], lang: str) -> list[Verdict]:

@@ -36,9 +36,7 @@ class DryRunJudge(LLMJudge):
             the local judge costs nothing.
     """
 
-    #: Its replies are placeholders: code that checks a reply before its next step (the
-    #: composed questions of ``ragmeter generate``) lets them through, so that every step is counted.
-    placeholders = True
+    placeholders = True  # see LLMJudge.placeholders
 
     def __init__(self, target: LLMJudge, per_item: bool, price: tuple[float, float] | None):
         self.target, self.per_item, self.price = target, per_item, price
