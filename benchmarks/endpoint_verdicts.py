@@ -11,7 +11,9 @@
    verdict probe, then the mode it chose: its verdicts are the chosen mode's, read back
    from that mode's cache, and its cost is the probe's plus that mode's), and
    ``single-evidence3`` (single mode on the 3 sentences closest to each claim, the
-   local judge's default premise); then with the in-process ``local`` judge (default
+   local judge's default premise), ``ensemble`` (two single-mode members averaged: the
+   packaged prompts and ``prompts/strict_en.yaml``, another wording of the claim-support
+   verdict; the report adds each member's ROC-AUC); then with the in-process ``local`` judge (default
    settings: the 3 closest sentences). Nothing is cached across modes.
 3. Reports per mode and set: ROC-AUC (mean P(yes) of a sample's claims) and balanced
    accuracy (faithfulness >= 0.5) with 95% bootstrap intervals (documents resampled), the
@@ -20,7 +22,7 @@
 
 Usage:
     python benchmarks/endpoint_verdicts.py [--per-set 60] [--seed 0] [--threads 1]
-        [--modes local batch-text batch-logprobs single auto single-evidence3]
+        [--modes local batch-text batch-logprobs single auto single-evidence3 ensemble]
         [--data-dir ../shared/data] [--work ~/.cache/ragmeter/endpoint-verdicts] [--report-only]
 
 Each mode's figures are saved in --work as it finishes (a mode interrupted midway resumes
@@ -51,6 +53,7 @@ from ragmeter.bench.suites import DEFAULT_DATA_DIR, Task, in_qags_calibration_sp
 from ragmeter.data import load_dataset
 from ragmeter.judges import Judges
 from ragmeter.judges.cache import CachingJudge, DiskCache
+from ragmeter.judges.ensemble import EnsembleJudge
 from ragmeter.judges.local import LocalJudge
 from ragmeter.judges.local_model import packaged_model_path
 from ragmeter.judges.openai_compat import OpenAIJudge
@@ -60,7 +63,9 @@ from ragmeter.results.stats import balanced_accuracy, bootstrap_statistic, roc_a
 from ragmeter.run.engine import Evaluator
 
 HERE = Path(__file__).resolve().parent
-MODES = ("local", "batch-text", "batch-logprobs", "single", "auto", "single-evidence3")
+MODES = ("local", "batch-text", "batch-logprobs", "single", "auto", "single-evidence3", "ensemble")
+#: The ensemble mode's second member: the same server with this wording of the claim-support verdict.
+STRICT_PROMPTS = HERE / "prompts" / "strict_en.yaml"
 MAX_CHARS = 2500
 N_CTX = 4096
 MODEL = "qwen2.5-coder-1.5b-instruct"
@@ -142,11 +147,11 @@ def start_server(threads: int, log: Path) -> tuple[subprocess.Popen, str]:
     raise SystemExit(f"llama-cpp-python's server did not start: see {log}")
 
 
-def endpoint(url: str, mode: str) -> OpenAIJudge:
+def endpoint(url: str, mode: str, prompts: dict[str, str] | None = None) -> OpenAIJudge:
     verdict_mode = {"batch-text": "batch", "batch-logprobs": "batch", "single-evidence3": "single"}.get(mode, mode)
     judge = OpenAIJudge(
         url, MODEL, verdict_mode=verdict_mode, concurrency=1, timeout=900, max_retries=2, context_window=N_CTX,
-        evidence_sentences=3 if mode == "single-evidence3" else 0,
+        evidence_sentences=3 if mode == "single-evidence3" else 0, prompts=prompts,
     )  # fmt: skip
     if mode == "batch-text":
         judge.transport.unsupported.add("logprobs")  # as a server without log-probabilities answers
@@ -161,6 +166,9 @@ def score_mode(mode: str, task: Task, url: str | None, threads: int, work: Path)
         probe = None
     elif mode == "auto":
         judge, probe = auto_judge(url, work)
+    elif mode == "ensemble":
+        members = [endpoint(url or "", "single"), endpoint(url or "", "single", {"en": str(STRICT_PROMPTS)})]
+        judge, probe = EnsembleJudge(members, combine="mean"), None
     else:
         judge, probe = endpoint(url, mode), None
     cache = DiskCache(work / f"{mode}.sqlite") if mode != "auto" else judge.cache
@@ -182,8 +190,11 @@ def score_mode(mode: str, task: Task, url: str | None, threads: int, work: Path)
         score = by_key[unit["sample"]].scores.get(metric.id)
         value, decision, reason = unit_score(task.metric, score, None)
         units.append(
-            {"id": unit["sample"], "label": unit["label"], "group": unit["group"], "score": value, "decision": decision, "reason": reason}
-        )
+            {
+                "id": unit["sample"], "label": unit["label"], "group": unit["group"], "score": value, "decision": decision,
+                "reason": reason, "members": member_scores(score),
+            }
+        )  # fmt: skip
     figures = {
         "mode": mode,
         "units": units,
@@ -196,6 +207,16 @@ def score_mode(mode: str, task: Task, url: str | None, threads: int, work: Path)
     }
     (work / f"{mode}.json").write_text(json.dumps(figures, indent=1, ensure_ascii=False), encoding="utf-8")
     return figures
+
+
+def member_scores(score: Score | None) -> list[float] | None:
+    """An ensemble's sample, per member: the lowest P(yes) its claims got from that member
+    (the raw verdicts, before faithfulness combines them with lexical evidence); else ``None``."""
+    claims = ((score.details or {}).get("claims") or []) if score is not None else []
+    members = [claim.get("p_yes_members") for claim in claims]
+    if not members or any(m is None for m in members):
+        return None
+    return [min(claim[i] for claim in members) for i in range(len(members[0]))]
 
 
 def auto_judge(url: str | None, work: Path) -> tuple[CachingJudge, dict[str, Any]]:
@@ -276,11 +297,30 @@ def report(work: Path, out: Path, settings: dict[str, Any]) -> None:
         "judges": {m: d["judge"] for m, d in figures.items()},
         "probe": {m: d["probe"] for m, d in figures.items() if d.get("probe")},
         "wall_seconds": {m: d["seconds"] for m, d in figures.items()},
+        "ensemble_members": members_of(figures["ensemble"]["units"]) if "ensemble" in figures else None,
     }
     out.mkdir(parents=True, exist_ok=True)
     (out / "endpoint_verdicts.json").write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     (out / "endpoint_verdicts.md").write_text(markdown(document), encoding="utf-8")
     print(f"wrote {out / 'endpoint_verdicts.md'}")
+
+
+def members_of(units: list[dict[str, Any]]) -> dict[str, Any]:
+    """ROC-AUC of each ensemble member's raw lowest P(yes) per sample and of their mean, and the
+    paired gain of the mean over the packaged prompt alone, on the samples every member judged."""
+    judged = [u for u in units if u.get("members")]
+    labels, groups = [u["label"] for u in judged], [u["group"] for u in judged]
+    packaged, strict = [u["members"][0] for u in judged], [u["members"][1] for u in judged]
+    mean = [(a + b) / 2 for a, b in zip(packaged, strict, strict=True)]
+    if len(set(labels)) < 2:
+        return {"n": len(judged)}
+    return {
+        "n": len(judged),
+        "packaged": bootstrap_statistic(roc_auc, labels, packaged, groups=groups),
+        "strict": bootstrap_statistic(roc_auc, labels, strict, groups=groups),
+        "mean": bootstrap_statistic(roc_auc, labels, mean, groups=groups),
+        "mean_minus_packaged": bootstrap_statistic(lambda y, a, b: roc_auc(y, a) - roc_auc(y, b), labels, mean, packaged, groups=groups),
+    }
 
 
 def _interval(stat: dict[str, Any] | None) -> str:
@@ -329,6 +369,15 @@ def markdown(document: dict[str, Any]) -> str:
             f"cache: {usage.get('calls', '?')} calls, {usage.get('prompt_tokens', '?')} prompt and "
             f"{usage.get('completion_tokens', '?')} completion tokens, {usage.get('seconds', 0):.0f} s."
             + (f" Warning: {probe['warning']}" if probe.get("warning") else ""),
+        ]
+    members = document.get("ensemble_members")
+    if members and "mean" in members:
+        lines += [
+            "",
+            f"Ensemble members ({members['n']} samples; each sample ranked by the lowest raw P(yes) of its claims, "
+            "before faithfulness combines it with lexical evidence): ROC-AUC packaged prompt "
+            f"{_interval(members['packaged'])}, `{STRICT_PROMPTS.relative_to(HERE.parent)}` {_interval(members['strict'])}, "
+            f"their mean {_interval(members['mean'])}; mean minus packaged, paired: {_interval(members['mean_minus_packaged'])}.",
         ]
     lines += ["", "Wall time per mode (s): " + ", ".join(f"{m} {v:.0f}" for m, v in document["wall_seconds"].items()), ""]
     return "\n".join(lines)
