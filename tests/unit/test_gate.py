@@ -256,6 +256,19 @@ def test_only_a_drop_both_larger_than_max_drop_and_significant_fails(tmp_path):
     assert gate(tmp_path / "steady", "--baseline", tmp_path / "base", "--max-drop", "0.06").exit_code == 0
 
 
+def test_a_baseline_scored_with_other_metric_settings_is_named_beside_the_verdict(tmp_path):
+    baseline = make_run({"token_f1": [0.8] * 10})
+    baseline.metrics[0]["config"] = {"threshold": 0.5}  # as a release with another default wrote it
+    save_result(tmp_path / "base", baseline)
+    save_run(tmp_path / "run", {"token_f1": [0.6] * 10})
+    check, _ = run_gate(tmp_path / "run", baseline=tmp_path / "base", max_drop=0.02).checks
+    assert check.verdict == FAIL  # the numbers still decide
+    assert "settings differ between the runs (A: {'threshold': 0.5}, B: {})" in check.message
+    assert "re-create the baseline with these settings" in check.message
+    same, _ = run_gate(tmp_path / "run", baseline=tmp_path / "run", max_drop=0.02).checks
+    assert "settings differ" not in same.message
+
+
 def test_a_metric_the_run_no_longer_scores_fails_against_the_baseline(tmp_path):
     save_run(tmp_path / "base", {"token_f1": [0.5, 0.6, 0.7, 0.8], "latency_ms": [900, 950, 1000, 1050]})
     save_run(tmp_path / "run", {"token_f1": [None, None, None, 0.8], "latency_ms": [900, 950, 1000, 1050]})
