@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragmeter.data.text import detect_language, han_ratio, normalize, split_sentences, tokenize
+from ragmeter.data.text import detect_language, han_ratio, normalize, split_sentences, tokenize, with_speakers
 
 # --- normalize -------------------------------------------------------------------------
 
@@ -129,3 +129,23 @@ def test_han_ratio_counts_letters_not_digits_or_punctuation():
     # Letters: 数 据 a b -> 2 of 4; digits and punctuation do not count.
     assert han_ratio("数据 ab 123 ，。!") == pytest.approx(0.5)
     assert han_ratio("123") == 0.0
+
+
+def test_with_speakers_names_the_speaker_of_every_sentence_of_a_dialogue():
+    chat = split_sentences("Ann: Buy some butter. Please. Mike: Ok. Ann: I will check... Yes, there is some.")
+    assert with_speakers(chat) == ["Ann: Buy some butter.", "Ann: Please.", "Mike: Ok.", "Ann: I will check...", "Ann: Yes, there is some."]
+    zh = split_sentences("张三：我明天去。好吗？李四：好的。张三：那就定了。")
+    assert with_speakers(zh) == ["张三：我明天去。", "张三：好吗？", "李四：好的。", "张三：那就定了。"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Note: this is prose. It has sentences. Warning: more. Tip: fine.",  # labels, none repeated
+        "Ann: Hi. Ann: Again. Ann: Still me. Then prose.",  # one speaker: a quote, not a dialogue
+        "Ann: Hi. Mike: Ok. Then a long stretch. Of prose. Without. Speakers.",  # most sentences name nobody
+    ],
+)
+def test_with_speakers_leaves_text_that_is_not_a_dialogue_as_it_is(text):
+    sentences = split_sentences(text)
+    assert with_speakers(sentences) == sentences

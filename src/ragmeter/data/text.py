@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from functools import lru_cache
 
 import rjieba
@@ -117,6 +118,36 @@ def split_sentences(text: str) -> list[str]:
     if carry:
         pieces.append(carry)
     return [p for p in pieces if _TOKEN.search(p)]
+
+
+#: A dialogue turn's speaker at the start of a sentence: "Ann: ...", "Dr. Lee: ...", "张三：...".
+_SPEAKER = re.compile(rf"^((?:[A-Z][\w.'’-]*)(?: [A-Z][\w.'’-]*){{0,2}}|[{HAN}]{{1,6}})\s*([:：])\s*(?=\S)")
+
+
+def with_speakers(sentences: Sequence[str]) -> list[str]:
+    """The sentences of a dialogue, each naming its speaker: a sentence that continues a turn
+    ("Ann: I will check. Yes, there is some." gives "Yes, there is some.") gets the speaker
+    of the sentence before it ("Ann: Yes, there is some."), so that it still says who speaks
+    when read alone (the closest evidence of a statement). Text that is not a dialogue is
+    returned as it is: a dialogue has at least three sentences that start with a speaker, at
+    least half of its sentences do, there are two speakers or more, and one of them speaks
+    more than once (prose with "Note: ..." and "Warning: ..." is no dialogue).
+
+    Args:
+        sentences: The text's sentences in order (:func:`split_sentences`).
+    """
+    speakers = [_SPEAKER.match(sentence) for sentence in sentences]
+    named = [m.group(1) for m in speakers if m]
+    if len(named) < 3 or 2 * len(named) < len(sentences) or len(set(named)) < 2 or len(set(named)) == len(named):
+        return list(sentences)
+    out, current = [], None
+    for sentence, match in zip(sentences, speakers, strict=True):
+        if match:
+            current = match.group(1) + match.group(2) + ("" if match.group(2) == "：" else " ")
+        elif current is not None:
+            sentence = current + sentence
+        out.append(sentence)
+    return out
 
 
 def join_text(a: str, b: str) -> str:
