@@ -96,7 +96,8 @@ def relevancy_task(data_dir: Path, per_metric: int, seed: int) -> Task:
 def build_tasks(data_dir: Path, per_metric: int, seed: int) -> dict[str, Task]:
     """One task per metric, each with sample-level units."""
     faithfulness = qags(data_dir, per_metric, seed)[0]
-    precision, recall, _, _ = clapnq(data_dir, 2 * per_metric, seed)
+    by_name = {task.name: task for task in clapnq(data_dir, 2 * per_metric, seed)}
+    precision, recall = by_name["clapnq/context_precision"], by_name["clapnq/context_recall"]
     # Context precision, per sample: the true average precision of the first
     # PRECISION_CONTEXTS sentences (RAGAS asks once per chunk), from the annotators'
     # selection of answer sentences.
