@@ -134,6 +134,8 @@ def test_han_ratio_counts_letters_not_digits_or_punctuation():
 def test_with_speakers_names_the_speaker_of_every_sentence_of_a_dialogue():
     chat = split_sentences("Ann: Buy some butter. Please. Mike: Ok. Ann: I will check... Yes, there is some.")
     assert with_speakers(chat) == ["Ann: Buy some butter.", "Ann: Please.", "Mike: Ok.", "Ann: I will check...", "Ann: Yes, there is some."]
+    call = split_sentences("Speaker 1: We ship on Monday. Is that fine? Speaker 2: Yes. Speaker 1: Good.")
+    assert with_speakers(call)[1] == "Speaker 1: Is that fine?"
     zh = split_sentences("张三：我明天去。好吗？李四：好的。张三：那就定了。")
     assert with_speakers(zh) == ["张三：我明天去。", "张三：好吗？", "李四：好的。", "张三：那就定了。"]
 

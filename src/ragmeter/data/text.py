@@ -120,8 +120,8 @@ def split_sentences(text: str) -> list[str]:
     return [p for p in pieces if _TOKEN.search(p)]
 
 
-#: A dialogue turn's speaker at the start of a sentence: "Ann: ...", "Dr. Lee: ...", "张三：...".
-_SPEAKER = re.compile(rf"^((?:[A-Z][\w.'’-]*)(?: [A-Z][\w.'’-]*){{0,2}}|[{HAN}]{{1,6}})\s*([:：])\s*(?=\S)")
+#: A dialogue turn's speaker at the start of a sentence: "Ann: ...", "Dr. Lee: ...", "Speaker 2: ...", "张三：...".
+_SPEAKER = re.compile(rf"^((?:[A-Z][\w.'’-]*)(?: (?:[A-Z][\w.'’-]*|\d+)){{0,2}}|[{HAN}]{{1,6}})\s*([:：])\s*(?=\S)")
 
 
 def with_speakers(sentences: Sequence[str]) -> list[str]:
