@@ -264,7 +264,7 @@ def test_a_baseline_scored_with_other_metric_settings_is_named_beside_the_verdic
     check, _ = run_gate(tmp_path / "run", baseline=tmp_path / "base", max_drop=0.02).checks
     assert check.verdict == FAIL  # the numbers still decide
     assert "settings differ between the runs (A: {'threshold': 0.5}, B: {})" in check.message
-    assert "re-create the baseline with these settings" in check.message
+    assert "compare runs made with the same settings" in check.message
     same, _ = run_gate(tmp_path / "run", baseline=tmp_path / "run", max_drop=0.02).checks
     assert "settings differ" not in same.message
 

@@ -103,8 +103,9 @@ def test_runs_scored_with_other_settings_than_the_latest_run_are_left_out_and_na
     store = RunStore.open(path)
     stored_run(store, 10, 0.8, settings={"threshold": 0.5})  # back to the old settings: the newest runs are left out
     store.close()
-    back = json.loads((tmp_path / "d.json").read_text()) if runner.invoke(app, args).exit_code == 0 else None
-    assert back is not None and len(back["charts"][0]["points"]) == 7 and len(back["charts"][0]["left_out"]) == 3
+    assert runner.invoke(app, args).exit_code == 0
+    back = json.loads((tmp_path / "d.json").read_text())["charts"][0]
+    assert len(back["points"]) == 7 and len(back["left_out"]) == 3
 
 
 def test_the_drift_scores_command_on_the_monitor_s_daily_scores(tmp_path):

@@ -251,7 +251,10 @@ def _compare_metric(
     unit = info_b.get("unit")
     notes = []
     if info_a.get("config") != info_b.get("config"):
-        notes.append(f"settings differ between the runs (A: {info_a.get('config')}, B: {info_b.get('config')})")
+        notes.append(
+            f"settings differ between the runs (A: {info_a.get('config')}, B: {info_b.get('config')}): the difference "
+            "may come from them, not from the system; compare runs made with the same settings"
+        )
     if bool(info_a.get("higher_is_better", True)) != higher_is_better or info_a.get("unit") != unit:
         notes.append("unit or direction differ between the runs; B's are used")
     rows, excluded = _scored_pairs(matching, metric_id)

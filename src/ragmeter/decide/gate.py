@@ -244,10 +244,8 @@ def _mean_check(m: MetricComparison, rule: str, max_drop: float, alpha: float) -
         message = f"{m.metric} dropped by {drop:.3f}, within {max_drop:g}"
     else:
         message = f"{m.metric} changed by {format_signed(improvement, None)} (no drop)"
-    if m.note:
-        # Settings that differ (a threshold, a default changed by an upgrade) move the mean
-        # by themselves: say so beside the verdict, which still stands on the numbers.
-        message += f"; note: {m.note}: a change may come from them, not from the system (re-create the baseline with these settings)"
+    if m.note:  # the comparison's caveats (settings or units that differ) beside the verdict, which stands on the numbers
+        message += f"; note: {m.note}"
     return Check(m.metric, "baseline", rule, observed, FAIL if failed else PASS, message, details)
 
 

@@ -1,5 +1,7 @@
 """The online monitor's reads and writes in the run store: traces not yet decided about, their
-spans, the judge cost of the last hour, and each batch's decisions and scores (one transaction).
+spans, the judge cost of the last hour, and each batch's decisions and scores (one transaction);
+and the score series read back for drift: control charts over the stored runs and over the
+monitor's days.
 """
 
 from __future__ import annotations
