@@ -51,6 +51,7 @@ def test_dry_run_estimates_the_local_judge_without_calling_it(tmp_path):
     assert completed.returncode == 0, completed.stderr
     assert "no model was called" in completed.stderr and "faithfulness" in completed.stderr
     assert "would need roughly" in completed.stderr
+    assert "llama_context" not in completed.stderr, "counting tokens loads the vocabulary alone, without llama.cpp's warnings"
     assert not out.exists(), "a dry run writes nothing"
 
 

@@ -154,14 +154,19 @@ class LocalJudge(LLMJudge):
         return len(self._tokenizer().tokenize(text.encode("utf-8"), add_bos=False, special=False))
 
     def _tokenizer(self):
-        """The loaded model, or just its vocabulary (fast) when only counting tokens."""
+        """The loaded model, or just its vocabulary (fast) when only counting tokens (``--dry-run``).
+        The vocabulary is loaded without a llama.cpp context: a context over a vocabulary-only
+        model printed a warning about its training length (0) on every estimate."""
         if self._llm is not None:
             return self._llm
         with self._load_lock:
             if self._vocab is None:
-                from llama_cpp import Llama
+                import llama_cpp
+                from llama_cpp._internals import LlamaModel
 
-                self._vocab = Llama(model_path=str(self._path or packaged_model_path()), vocab_only=True, verbose=False)
+                params = llama_cpp.llama_model_default_params()
+                params.vocab_only = True
+                self._vocab = LlamaModel(path_model=str(self._path or packaged_model_path()), params=params, verbose=False)
             return self._vocab
 
     # ---- prompt rendering ------------------------------------------------------------
@@ -424,5 +429,8 @@ class LocalJudge(LLMJudge):
         if self._llm is not None:
             self._llm.close()
             self._llm = None
+        if self._vocab is not None:
+            self._vocab.close()
+            self._vocab = None
         self._states.clear()
         self._segments = []
