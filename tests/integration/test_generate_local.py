@@ -63,12 +63,14 @@ def test_generate_writes_checked_questions_in_each_documents_language(tmp_path, 
     for sample in kept:
         checks = sample["metadata"]["checks"]
         assert checks["answerable_from_contexts"] >= 0.5 and "reference_answers_question" in checks
+        assert checks["reference_agrees_with_judge_answer"] >= 0.5 and checks["judge_answer"].strip()
     assert {r["reject_reason"] for r in rejected} <= {
         "unanswerable_from_contexts",
         "reference_unsupported",
         "source_leak",
         "question_not_self_contained",
         "reference_does_not_answer",
+        "reference_disagrees",
     }
     # The same command again: every judge answer comes from the cache, the test set is the same.
     again = CliRunner().invoke(app, command)

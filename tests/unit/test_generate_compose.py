@@ -56,7 +56,12 @@ def _bridge_judge(question=None, description=None, rule=lambda task, shared, ite
         return {"description": "the store that keeps the service secrets"}
 
     return ScriptedJudge(
-        rule=rule, generated={"testset_bridge_question": question or asked, "testset_bridge_description": description or described}
+        rule=rule,
+        generated={
+            "testset_bridge_question": question or asked,
+            "testset_bridge_description": description or described,
+            "testset_answer": {"answer": "Every night."},
+        },
     )
 
 

@@ -24,7 +24,7 @@ from ragmeter.generate.filters import (
 from ragmeter.generate.graph import KnowledgeGraph
 from ragmeter.generate.plan import Slot
 from ragmeter.generate.synthesize import NO_ANSWER, Draft
-from ragmeter.judges.base import ANSWERABLE_LINE
+from ragmeter.judges.base import ANSWERABLE_LINE, JudgeError
 from ragmeter.judges.embeddings import BatchingEmbedder
 
 CHUNKS = (
@@ -48,13 +48,15 @@ def _premise(shared) -> str:
     return " ".join(premise) if isinstance(premise, list) else premise
 
 
-def _judge(answerable=lambda premise, q: 0.9, supported=lambda premise, s: 0.9, answers=lambda q, a: 0.9) -> ScriptedJudge:
+def _judge(answerable=lambda premise, q: 0.9, supported=lambda premise, s: 0.9, answers=lambda q, a: 0.9, own="Two.") -> ScriptedJudge:
+    """A stand-in judge: the verdicts by rule, and ``own`` as its own answer to a question."""
+
     def rule(task, shared, item):
         if task == "testset_answers":
             return answers(shared["question"], item)
         return (answerable if task == "answerable" else supported)(_premise(shared), item)
 
-    return ScriptedJudge(rule=rule)
+    return ScriptedJudge(rule=rule, generated={"testset_answer": {"answer": own}})
 
 
 def _check(draft, judge, vectors=None, encoder=None):
@@ -67,13 +69,55 @@ def test_a_good_question_is_kept_with_what_the_checks_measured():
     judge = _judge()
     verdict = _check(_draft(), judge)
     assert verdict.kept and verdict.reason is None
-    assert verdict.checks == {"answerable_from_contexts": 0.9, "reference_supported": 0.9, "reference_answers_question": 0.9}
+    assert verdict.checks == {
+        "answerable_from_contexts": 0.9,
+        "reference_supported": 0.9,
+        "reference_answers_question": 0.9,
+        "judge_answer": "Two.",
+        "reference_agrees_with_judge_answer": 0.9,
+    }
     assert [(c.task, c.items) for c in judge.calls] == [
         ("answerable", ["How many approvals does a merge request need?"]),
         ("supported", ["Two approvals."]),
         ("testset_answers", ["Two approvals."]),
+        ("testset_answer", []),
+        ("supported", ["Two approvals."]),
     ]
     assert judge.calls[2].shared == {"question": "How many approvals does a merge request need?"}
+    # The judge answers from the reference contexts without seeing the reference...
+    assert judge.calls[3].shared == {
+        "contexts": ["A merge request needs two approvals."],
+        "question": "How many approvals does a merge request need?",
+    }
+    # ...and the reference is then checked against that question and answer.
+    assert judge.calls[4].shared == {"premise": ["Question: How many approvals does a merge request need?\nAnswer: Two."]}
+
+
+def test_a_reference_the_judges_own_answer_does_not_support_is_rejected():
+    def supported(premise, statement):
+        return 0.2 if premise.startswith("Question:") else 0.9
+
+    verdict = _check(_draft(reference="One approval."), _judge(supported=supported, own="Two approvals."))
+    assert (verdict.kept, verdict.reason) == (False, "reference_disagrees")
+    assert verdict.detail == (
+        "answering the question from the reference contexts, the judge says 'Two approvals.', which does not support the reference (P=0.20)"
+    )
+    assert verdict.checks["judge_answer"] == "Two approvals."
+    assert verdict.checks["reference_agrees_with_judge_answer"] == 0.2
+
+
+def test_the_judges_own_answer_is_asked_in_the_questions_language():
+    judge = _judge(own="两个。")
+    slot = Slot("q0001", "single_fact", "plain", None, (0,), "zh")
+    draft = Draft(slot, "合并请求需要几个审批？", "合并请求需要几个审批？", "需要两个审批。", ("合并请求需要两个审批。",), ("mr#1",))
+    assert _check(draft, judge).kept
+    assert judge.calls[3].lang == "zh"
+    assert judge.calls[4].shared == {"premise": ["问题：合并请求需要几个审批？\n答案：两个。"]}
+
+
+def test_a_judge_that_gives_no_answer_of_its_own_fails_the_check_with_the_reason():
+    with pytest.raises(JudgeError, match="no usable 'answer'"):
+        _check(_draft(), _judge(own="  "))
 
 
 @pytest.mark.parametrize(

@@ -50,6 +50,7 @@ def _judge(**extra) -> ScriptedJudge:
         "answer": fields["context"][-40:],
     }
     generated["testset_bridge_description"] = lambda fields: {"description": f"what {fields['context'].split()[-1]} is about"}
+    generated["testset_answer"] = lambda fields: {"answer": fields["contexts"][0][-40:]}  # the filter's own answer
     generated["testset_style_colloquial"] = lambda fields: {"question": [' "so, ' + fields["question"].lower() + '" ']}
     # No chunk answers the parking questions; every other verdict says yes.
     return ScriptedJudge(
@@ -228,8 +229,9 @@ def test_dry_run_counts_every_call_and_asks_the_judge_nothing(tmp_path):
     generation = _generate(tmp_path, dry, size=3, mix={"single_fact": 1}, styles={"colloquial": 1}, top_up_rounds=0)
     usage = generation.summary()["usage"]
     assert target.calls == []
-    # Each question: its generation, its style, and three verdicts (answerable, supported, answers).
-    assert usage["calls"] == 3 * 5 and usage["prompt_tokens"] > 0 and usage["completion_tokens"] > 0
+    # Each question: its generation, its style, three verdicts (answerable, supported, answers),
+    # the filter's own answer and the reference's verdict against it.
+    assert usage["calls"] == 3 * 7 and usage["prompt_tokens"] > 0 and usage["completion_tokens"] > 0
 
 
 def test_cli_without_a_usable_judge_says_what_is_missing(tmp_path):

@@ -47,7 +47,9 @@ def _rejecting_judge(rejected=lambda premise: "REJECT" in premise, **extra) -> S
             return 0.9
         return 0.1 if rejected(" ".join(premise) if isinstance(premise, list) else premise) else 0.9
 
-    return ScriptedJudge(rule=rule, generated={f"testset_{t}": writer for t in TYPES}, **extra)
+    generated = {f"testset_{t}": writer for t in TYPES}
+    generated["testset_answer"] = lambda fields: {"answer": fields["contexts"][0][-25:]}  # the filter's own answer
+    return ScriptedJudge(rule=rule, generated=generated, **extra)
 
 
 def _generate(tmp_path, judge, out=None, **options):
@@ -110,7 +112,8 @@ def test_a_relabelled_question_is_kept_as_a_single_fact_and_its_type_is_topped_u
 
     def judge():
         return ScriptedJudge(
-            rule=lambda task, shared, item: 0.1 if "REJECT" in str(shared.get("premise")) else 0.9, generated={"testset_reasoning": copying}
+            rule=lambda task, shared, item: 0.1 if "REJECT" in str(shared.get("premise")) else 0.9,
+            generated={"testset_reasoning": copying, "testset_answer": {"answer": "It matters."}},
         )
 
     generation = _generate(tmp_path, judge(), size=2, mix={"reasoning": 1.0}, top_up_rounds=0)

@@ -16,6 +16,12 @@ Checks, in this order (cheapest first, but for the model-free checks after the j
   supported, yet answers another question (en q0012 and zh q0013 of
   ``benchmarks/results/generate_review.md``). At the packaged judge's strength this catches a
   reference about something else than the question, not one on the same subject.
+- ``reference_disagrees``: the judge answers the question itself from the reference contexts,
+  without seeing the reference (``testset_answer``), and the reference is not supported by
+  that question and answer (the ``supported`` verdict, P(yes) below :data:`THRESHOLD`): a
+  reference taken from the wrong sentence of the right chunk, on the question's subject, which
+  ``reference_does_not_answer`` lets through (``benchmarks/results/generate_review.md``, the
+  read of 2026-11-27 and its check on new questions). The judge's answer is kept in the checks.
 - ``bridge_description_unsupported`` (a multi-hop question composed through a bridge phrase,
   :mod:`ragmeter.generate.compose`): the judge does not find "<phrase> is <description>"
   supported by the chunk the description was written from: the question names its subject
@@ -87,8 +93,8 @@ from ragmeter.data.words import content_words
 from ragmeter.generate.anchors import term_index, unanchored
 from ragmeter.generate.compose import bridge_statement
 from ragmeter.generate.graph import KnowledgeGraph
-from ragmeter.generate.synthesize import Draft
-from ragmeter.judges.base import ANSWERABLE_LINE, LLMJudge
+from ragmeter.generate.synthesize import Draft, SynthesisError, reply_text
+from ragmeter.judges.base import ANSWERABLE_LINE, JudgeError, LLMJudge
 
 #: P(yes) at or above which a verdict counts as yes.
 THRESHOLD = 0.5
@@ -100,6 +106,9 @@ THRESHOLD = 0.5
 #: scored below 0.43; a reference on another subject scores lower, a wrong sentence on the same
 #: subject does not (0.39 to 0.70), so this check catches the former only.
 ANSWERS = 0.35
+#: The JSON the judge answers a question with (``testset_answer``).
+ANSWER_SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+_QA_LABELS = {"en": ("Question: ", "Answer: "), "zh": ("问题：", "答案：")}
 #: Chunks of the knowledge base searched for the answer to an "unanswerable" question.
 TOP_K = 3
 #: Cosine of two questions' embeddings at or above which the later one is a near-duplicate.
@@ -275,6 +284,9 @@ async def check(draft: Draft, graph: KnowledgeGraph, vectors: np.ndarray, judge:
         return Verdict(
             False, "reference_does_not_answer", f"the judge finds the reference does not answer the question (P={p:.2f})", checks
         )
+    rejected = await _check_own_answer(asked, draft.reference, premise, lang, judge, checks)
+    if rejected is not None:
+        return rejected
     if draft.slot.type == "reasoning":
         copied = stated_span(draft.reference, draft.original, draft.contexts, draft.context_ids, lang)
     else:
@@ -301,6 +313,30 @@ async def check(draft: Draft, graph: KnowledgeGraph, vectors: np.ndarray, judge:
     if problem is not None:
         return Verdict(False, "question_not_self_contained", problem, checks)
     return Verdict(True, checks=checks, relabel=relabel, needs=(copied,) if relabel and copied else None)
+
+
+async def _check_own_answer(
+    asked: str, reference: str, premise: list[str], lang: str, judge: LLMJudge, checks: dict[str, Any]
+) -> Verdict | None:
+    """``reference_disagrees``: the judge answers ``asked`` from ``premise`` without seeing the
+    reference (``testset_answer``), then the reference must be supported by that question and
+    answer (the ``supported`` verdict). ``None`` when it is."""
+    reply = await judge.generate("testset_answer", {"contexts": premise, "question": asked}, ANSWER_SCHEMA, lang)
+    try:
+        own = reply_text(reply, "answer")
+    except SynthesisError as exc:
+        raise JudgeError(str(exc)) from None
+    checks["judge_answer"] = own
+    question_label, answer_label = _QA_LABELS[lang]
+    stated = f"{question_label}{asked}\n{answer_label}{own}"
+    p = (await judge.verdicts("supported", {"premise": [stated]}, [reference], lang))[0].p_yes
+    checks["reference_agrees_with_judge_answer"] = round(p, 4)
+    if p < THRESHOLD:
+        detail = (
+            f"answering the question from the reference contexts, the judge says {own!r}, which does not support the reference (P={p:.2f})"
+        )
+        return Verdict(False, "reference_disagrees", detail, checks)
+    return None
 
 
 async def _check_bridge(
