@@ -71,6 +71,7 @@ def test_generate_writes_checked_questions_in_each_documents_language(tmp_path, 
         "question_not_self_contained",
         "reference_does_not_answer",
         "reference_disagrees",
+        "copies_prompt_example",
     }
     # The same command again: every judge answer comes from the cache, the test set is the same.
     again = CliRunner().invoke(app, command)

@@ -16,6 +16,7 @@ from ragmeter.generate.filters import (
     check,
     content_words,
     copied_span,
+    example_leak,
     leak,
     near_duplicates,
     restates,
@@ -145,6 +146,27 @@ def test_a_reference_that_points_at_its_source_is_rejected():
     verdict = _check(_draft(question="How do the two Coen films differ?", reference=reference), _judge())
     assert (verdict.kept, verdict.reason) == (False, "source_leak")
     assert verdict.detail == "the reference points at its source: 'the two contexts'"
+
+
+def test_a_question_that_copies_the_prompts_own_examples_is_rejected_without_asking_the_judge():
+    judge = _judge()
+    question = "What are the differences between freezes and protected branches in the library's deployment process?"
+    verdict = _check(_draft(question=question), judge)
+    assert (verdict.kept, verdict.reason) == (False, "copies_prompt_example")
+    assert verdict.detail == (
+        "the question uses 'library', a word of the generator's own prompt examples that no chunk of the knowledge base holds"
+    )
+    assert judge.calls == []
+
+
+def test_example_leak_needs_a_word_the_knowledge_base_lacks_and_leaves_numbers_alone():
+    index = term_index(KnowledgeGraph((*CHUNKS, Chunk("lib#1", "lib", "The library opens at nine.", "en")), ((), (), (), ()), ()))
+    assert example_leak("When does the library open?", "en", index) is None  # this knowledge base has a library
+    plain = term_index(GRAPH)
+    assert example_leak("How many loans does a merge request need?", "en", plain) == "loan"
+    assert example_leak("If a merge request waits three weekdays, who approves it?", "en", plain) == "weekday"  # not "thre"
+    assert example_leak("How many approvals does a merge request need within 16 hours?", "en", plain) is None
+    assert example_leak("14 岁读者 还书罚款", "zh", plain) == "岁"
 
 
 def test_leak_leaves_ordinary_questions_alone():

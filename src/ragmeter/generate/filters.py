@@ -5,6 +5,11 @@ Checks, in this order (cheapest first, but for the model-free checks after the j
 - ``source_leak``: the question, or its reference, points at its source ("according to the
   passage", "the two contexts", "what is the difference between the two?", "根据文中",
   "上下文"...): a user of the system never saw it.
+- ``copies_prompt_example`` (no model, :func:`example_leak`; answerable questions): the question,
+  as written before its style, uses a word of the contexts of the generator's own prompt
+  examples (a fictional city library) that no chunk of the knowledge base holds: "the library's deployment process" (en q0004 of the check on new
+  questions in ``benchmarks/results/generate_review.md``), or "14 岁读者 还书罚款", a question
+  made of the Chinese examples' overdue-fines rule (zh q0002 there).
 - ``unanswerable_from_contexts``: the judge does not find the answer to the question in
   its reference contexts (the packaged ``answerable`` verdict, P(yes) below
   :data:`THRESHOLD`).
@@ -84,17 +89,19 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
 from ragmeter.data.text import split_sentences, tokenize
 from ragmeter.data.words import content_words
-from ragmeter.generate.anchors import term_index, unanchored
+from ragmeter.generate.anchors import TermIndex, term_index, unanchored
 from ragmeter.generate.compose import bridge_statement
 from ragmeter.generate.graph import KnowledgeGraph
 from ragmeter.generate.synthesize import Draft, SynthesisError, reply_text
 from ragmeter.judges.base import ANSWERABLE_LINE, JudgeError, LLMJudge
+from ragmeter.judges.prompts import PromptBook
 
 #: P(yes) at or above which a verdict counts as yes.
 THRESHOLD = 0.5
@@ -129,12 +136,14 @@ _LEAKS = {
     ),
 }
 
+_NUMBER = re.compile(r"[\d.,:/%-]+")
 _RELABELLED = ("reasoning", "multi_hop")
 #: Most content words a reasoning question's reference may add to the question and still be
 #: a fact one sentence states (see :func:`stated_span`).
 STATED_WORDS = 3
 _NUMBERS = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty".split()  # noqa: SIM905
 _YES_NO = re.compile(r"\s*(?:(?:yes|no)\b|(?:是的|是|不是|不|否|对|不对|可以|不可以|能|不能|会|不会)[，,。.！!])", re.IGNORECASE)
+_NUMBER_WORDS = frozenset(content_words(" ".join(_NUMBERS)))
 _NUMBER_WORD = re.compile(rf"\b(?:{'|'.join(_NUMBERS)})\b", re.IGNORECASE)
 
 
@@ -160,6 +169,38 @@ class Verdict:
     checks: dict[str, Any] = field(default_factory=dict)
     relabel: str | None = None
     needs: tuple[str, ...] | None = None
+
+
+def example_leak(question: str, lang: str, index: TermIndex) -> str | None:
+    """A word of ``question`` that the contexts of the generator's own prompt examples hold (a
+    fictional city library: "library", "loan", "借阅"...) and no chunk of the knowledge base
+    does, or ``None``.
+
+    Args:
+        question: The question as the judge wrote it, before its style (a persona or colloquial
+            rewrite may add everyday words such as "week" that a small knowledge base lacks).
+        lang: Its language.
+        index: The knowledge base's :class:`~ragmeter.generate.anchors.TermIndex`.
+
+    Numbers, in digits or words, are left out: a conditional question may bring its own."""
+    words = sorted(w for w in content_words(question) & _example_words(lang) if index.frequency[w] == 0 and w not in _NUMBER_WORDS)
+    return words[0] if words else None
+
+
+@lru_cache(maxsize=2)
+def _example_words(lang: str) -> frozenset[str]:
+    """Content words of the contexts in the examples of the ``testset_*`` prompts of ``lang``."""
+    book = PromptBook(lang)
+    words: set[str] = set()
+    for name in book.task_names():
+        if name.startswith("testset_"):
+            for example in book.task(name).get("examples", []):
+                shared = example.get("shared", {})
+                for key in ("context", "contexts"):
+                    value = shared.get(key, [])
+                    for text in [value] if isinstance(value, str) else value:
+                        words |= content_words(text)
+    return frozenset(w for w in words if not _NUMBER.fullmatch(w))
 
 
 def leak(text: str) -> str | None:
@@ -267,6 +308,12 @@ async def check(draft: Draft, graph: KnowledgeGraph, vectors: np.ndarray, judge:
             where = "reference" if text == draft.reference else "question"
             return Verdict(False, "source_leak", f"the {where} points at its source: {found!r}", checks)
     lang = draft.slot.lang
+    # An unanswerable question brings a word the knowledge base lacks by design; its swap step
+    # refuses the things its prompt's examples name (compose.py).
+    word = example_leak(draft.original, lang, term_index(graph)) if draft.answerable else None
+    if word is not None:
+        detail = f"the question uses {word!r}, a word of the generator's own prompt examples that no chunk of the knowledge base holds"
+        return Verdict(False, "copies_prompt_example", detail, checks)
     if not draft.answerable:
         return await _check_unanswerable(asked, lang, graph, vectors, judge, embed, checks)
     premise = list(draft.contexts)

@@ -114,6 +114,10 @@ class PromptBook:
         self.lang = lang
         self._data = _load(lang) if variant is None else load_variant(lang, str(variant))
 
+    def task_names(self) -> list[str]:
+        """The names of every task of this language."""
+        return list(self._data["tasks"])
+
     def task(self, name: str) -> dict[str, Any]:
         try:
             return self._data["tasks"][name]
