@@ -70,7 +70,7 @@ def _store(path: Path) -> list[str]:
     item = SampleResult(
         key="t", sample=Sample(id="t"), source="", location="", scores={"faithfulness": Score(None, reason=f"judge said {HOSTILE}")}
     )
-    record(store, [Decision(f"{29:032x}", SCORED, result=item)], "2026-11-04T01:00:00+00:00")
+    record(store, [Decision(f"{29:032x}", SCORED, result=item)], "2026-11-04T01:00:00+00:00", {})
     ids = [r["id"] for r in store.runs()]
     store.close()
     return ids

@@ -127,7 +127,7 @@ def test_spans_are_stored_once_and_read_back(store):
 def test_the_migrated_schema_matches_the_tables_and_migrating_again_changes_nothing(store, store_url):
     with store.engine.connect() as connection:
         assert compare_metadata(MigrationContext.configure(connection), metadata) == []
-        assert MigrationContext.configure(connection).get_current_revision() == "0003"
+        assert MigrationContext.configure(connection).get_current_revision() == "0004"
     run_id = store.save(make_result())
     again = RunStore.open(store_url)
     assert [r["id"] for r in again.runs()] == [run_id]
@@ -226,13 +226,13 @@ def test_a_store_at_the_first_schema_is_upgraded_with_its_runs(store_url):
     old.close()
     upgraded = RunStore.open(store_url)
     with upgraded.engine.connect() as connection:
-        assert MigrationContext.configure(connection).get_current_revision() == "0003"
+        assert MigrationContext.configure(connection).get_current_revision() == "0004"
     assert [r["id"] for r in upgraded.runs()] == [run_id] and len(upgraded.load(run_id).samples) == 5
     upgraded.close()
 
 
 def test_score_drift_reads_the_runs_and_the_monitor_scores(store, store_url):
-    from sqlalchemy import insert
+    from sqlalchemy import insert, update
 
     from ragmeter.monitor.ledger import run_series, trace_values_by_day
     from ragmeter.store.schema import trace_scores
@@ -261,10 +261,15 @@ def test_score_drift_reads_the_runs_and_the_monitor_scores(store, store_url):
             for i in range(4)
         ]
         connection.execute(insert(trace_scores), rows)
-    assert {day: sorted(values) for day, values in trace_values_by_day(store, "m").items()} == {
-        "2026-11-01": [0.0, 0.2],
-        "2026-11-02": [0.1, 0.3],
-    }
+    by_day, left_out = trace_values_by_day(store, "m")
+    assert {day: sorted(values) for day, values in by_day.items()} == {"2026-11-01": [0.0, 0.2], "2026-11-02": [0.1, 0.3]}
+    assert left_out == []
+    with store.engine.begin() as connection:  # the latest score was made with other settings: it alone is charted
+        connection.execute(
+            update(trace_scores).where(trace_scores.c.trace_id == f"{3:032x}").values(settings={"threshold": 0.8}, scored_at="y")
+        )
+    by_day, left_out = trace_values_by_day(store, "m")
+    assert by_day == {"2026-11-02": [0.3]} and left_out == [f"{i:032x}" for i in range(3)]
     done = CliRunner().invoke(app, ["drift", "scores", "-m", "token_f1", "--store", store_url, "--baseline", "2"])
     assert done.exit_code == 0 and "token_f1: centre 0.3500" in done.output, done.output  # 5 samples a run: wide limits
 

@@ -57,7 +57,7 @@ def store(tmp_path):
         spans += [root, child]
     opened.add_spans(spans)
     item = SampleResult(key="t", sample=Sample(id="t"), source="", location="", scores={"faithfulness": Score(0.25, HOSTILE)})
-    record(opened, [Decision(f"{59:032x}", SCORED, result=item)], "2026-11-03T01:00:00+00:00")
+    record(opened, [Decision(f"{59:032x}", SCORED, result=item)], "2026-11-03T01:00:00+00:00", {})
     yield opened
     opened.close()
 

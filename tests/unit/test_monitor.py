@@ -168,6 +168,7 @@ def test_the_budget_counts_what_the_judge_really_cost(store):
     assert progress.paused_by_budget and progress.scored == 3 and len(rows) == 3
     assert sum(r["cost_usd"] for r in rows) == pytest.approx(0.12) and all(0 <= r["value"] <= 1 for r in rows)
     assert rows[0]["usage"]["calls"] == 1 and rows[0]["usage"]["prompt_tokens"] == 100
+    assert all(r["settings"] == resolve_metrics(["context_relevance"])[0].config() and r["settings"] for r in rows)
 
 
 def test_a_free_judge_is_bounded_by_its_calls_per_hour(store):

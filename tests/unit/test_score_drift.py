@@ -96,7 +96,7 @@ def test_runs_scored_with_other_settings_than_the_latest_run_are_left_out_and_na
     args = ["drift", "scores", "-m", "token_f1", "--store", path, "--baseline", "2", "--json", str(tmp_path / "d.json")]
     done = runner.invoke(app, args)
     assert done.exit_code == 0, done.output
-    assert "settings changed" in done.output and "6 earlier run(s)" in done.output
+    assert "settings changed" in done.output and "6 earlier run(s) were scored with other settings" in done.output
     chart = json.loads((tmp_path / "d.json").read_text())["charts"][0]
     assert len(chart["points"]) == 3 and len(chart["left_out"]) == 6 and chart["alarm"] is False
     assert chart["centre"] == pytest.approx(0.6, abs=0.03)
@@ -139,3 +139,45 @@ def test_the_drift_scores_command_on_the_monitor_s_daily_scores(tmp_path):
     done = runner.invoke(app, ["drift", "scores", "-m", "faithfulness", "--source", "traces", "--store", path, "--baseline", "5"])
     assert done.exit_code == 1, done.output
     assert "2026-11-06 (2026-11-06)" in done.output and "2026-11-07 (2026-11-07)" in done.output
+
+
+def test_monitor_scores_made_with_other_settings_are_left_out_of_the_daily_chart(tmp_path):
+    path = str(tmp_path / "runs.db")
+    store = RunStore.open(path)
+    spans, rows = [], []
+    generator = np.random.default_rng(0)
+    for day in range(1, 9):
+        # Days 1-6 scored at the old threshold; from day 7 a stricter one scores lower: not a drop in quality.
+        settings, mean = ({"threshold": 0.5}, 0.85) if day <= 6 else ({"threshold": 0.8}, 0.5)
+        for i in range(20):
+            trace_id = f"{day:04d}{i:028x}"
+            spans.append(
+                SpanRecord(trace_id=trace_id, span_id="0" * 16, name="rag", started_at=f"2026-11-{day:02d}T10:00:00+00:00", question="q")
+            )
+            value = float(np.clip(generator.normal(mean, 0.05), 0, 1))
+            row = {"trace_id": trace_id, "metric_id": "context_relevance", "value": value, "explanation": "", "failed": False}
+            rows.append({**row, "details": {}, "scored_at": f"2026-11-{day:02d}T11:00:00+00:00", "settings": settings})
+    store.add_spans(spans)
+    with store.engine.begin() as connection:
+        connection.execute(insert(trace_scores), rows)
+    store.close()
+    args = [
+        "drift",
+        "scores",
+        "-m",
+        "context_relevance",
+        "--source",
+        "traces",
+        "--store",
+        path,
+        "--baseline",
+        "1",
+        "--json",
+        str(tmp_path / "d.json"),
+    ]
+    done = runner.invoke(app, args)
+    assert done.exit_code == 0, done.output  # without the settings, day 7 was out of control
+    assert "120 earlier trace(s) were scored with other settings than the latest trace" in done.output
+    chart = json.loads((tmp_path / "d.json").read_text())["charts"][0]
+    assert [p["point"]["label"] for p in chart["points"]] == ["2026-11-07", "2026-11-08"]
+    assert len(chart["left_out"]) == 120 and chart["left_out_of"] == "trace"

@@ -186,8 +186,8 @@ def _print_chart(chart: Any) -> None:
         shown = ", ".join(chart.left_out[:5]) + (f" and {len(chart.left_out) - 5} more" if len(chart.left_out) > 5 else "")
         say(
             ("settings changed", "yellow"),
-            f": {chart.metric}: {len(chart.left_out)} earlier run(s) scored it with other settings than the latest run "
-            f"and are left out of the chart ({shown})",
+            f": {chart.metric}: {len(chart.left_out)} earlier {chart.left_out_of}(s) were scored with other settings than "
+            f"the latest {chart.left_out_of} and are left out of the chart ({shown})",
         )
     if chart.centre is None:
         say(f"{chart.metric}: no point")

@@ -73,8 +73,9 @@ class ControlChart:
         centre: The centre line (baseline mean), ``None`` without baseline points.
         points: Every point in time order, the baseline ones first.
         alarm: The latest point is out of control.
-        left_out: Points left out of the chart because the metric was scored with other
-            settings than at the latest point (their means measure something else).
+        left_out: Ids of what was left out of the chart because the metric was scored with
+            other settings than at the latest point (their means measure something else).
+        left_out_of: What those ids are: ``"run"`` or ``"trace"``.
     """
 
     metric: str
@@ -82,6 +83,7 @@ class ControlChart:
     points: list[ControlPoint]
     alarm: bool
     left_out: list[str] = field(default_factory=list)
+    left_out_of: str = "run"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -6,7 +6,7 @@ monitor's days.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,12 +75,23 @@ def calls_since(store: RunStore, since: str) -> int:
         return sum(int(u.get("calls") or 0) for u in connection.scalars(query) if isinstance(u, dict))
 
 
-def record(store: RunStore, decisions: Sequence[Decision], at: str) -> None:
+def record(store: RunStore, decisions: Sequence[Decision], at: str, settings: Mapping[str, dict[str, Any]]) -> None:
     """Write a batch's decisions and scores in one transaction: all of it, or none (a kill in
-    between leaves the batch undecided, to be scored again, never twice)."""
+    between leaves the batch undecided, to be scored again, never twice).
+
+    Args:
+        store: The run store.
+        decisions: The batch's decisions.
+        at: When they were made (ISO 8601, UTC).
+        settings: Metric id -> the parameters it scored with (``Metric.config()``), stored
+            with each score.
+    """
     seen_rows = [{"trace_id": d.trace_id, "decision": d.decision, "reason": d.reason, "decided_at": at} for d in decisions]
     score_rows = [
-        _score_row(d.trace_id, metric_id, d.result, at) for d in decisions if d.result is not None for metric_id in d.result.scores
+        _score_row(d.trace_id, metric_id, d.result, at, settings.get(metric_id))
+        for d in decisions
+        if d.result is not None
+        for metric_id in d.result.scores
     ]
     with store.engine.begin() as connection:
         if seen_rows:
@@ -89,7 +100,7 @@ def record(store: RunStore, decisions: Sequence[Decision], at: str) -> None:
             connection.execute(insert(trace_scores), score_rows)
 
 
-def _score_row(trace_id: str, metric_id: str, result: SampleResult | None, at: str) -> dict[str, Any]:
+def _score_row(trace_id: str, metric_id: str, result: SampleResult | None, at: str, settings: dict[str, Any] | None) -> dict[str, Any]:
     assert result is not None
     score, usage = result.scores[metric_id], result.usage.get(metric_id)
     return {
@@ -103,6 +114,7 @@ def _score_row(trace_id: str, metric_id: str, result: SampleResult | None, at: s
         "scored_at": at,
         "cost_usd": usage.cost_usd if usage else None,
         "usage": jsonable(usage.to_dict()) if usage else None,
+        "settings": jsonable(settings) if settings is not None else None,
     }
 
 
@@ -172,34 +184,47 @@ def run_chart(store: RunStore, metric_id: str, baseline: int, tag: str | None = 
 
 
 def day_chart(store: RunStore, metric_id: str, baseline: int) -> ControlChart:
-    """A metric's control chart over the days of the monitor's scores.
+    """A metric's control chart over the days of the monitor's scores made with the settings
+    of its latest score; the traces scored with other settings are left out and listed in
+    ``left_out`` (as :func:`run_chart` does for runs).
 
     Args:
         store: The run store.
         metric_id: The metric.
         baseline: How many leading days set the centre line.
     """
-    found = [window_point(day, day, values) for day, values in trace_values_by_day(store, metric_id).items()]
-    return control_chart(metric_id, [p for p in found if p is not None], baseline)
+    by_day, left_out = trace_values_by_day(store, metric_id)
+    found = [window_point(day, day, values) for day, values in by_day.items()]
+    chart = control_chart(metric_id, [p for p in found if p is not None], baseline)
+    chart.left_out, chart.left_out_of = left_out, "trace"
+    return chart
 
 
-def trace_values_by_day(store: RunStore, metric_id: str, chunk: int = 10_000) -> dict[str, list[float]]:
-    """The monitor's scores of a metric grouped by the day (UTC) their request started.
+def trace_values_by_day(store: RunStore, metric_id: str, chunk: int = 10_000) -> tuple[dict[str, list[float]], list[str]]:
+    """The monitor's scores of a metric made with the settings of its latest score, grouped by
+    the day (UTC) their request started; and the ids of the traces whose score was made with
+    other settings (a threshold changed, an upgrade's new default; before schema 0004 the
+    settings were not recorded, which counts as other settings once they are).
 
     The scores are read first and their requests' start times looked up by trace id, a chunk at
     a time (index lookups whatever the database's statistics; a join here was planned badly by
     PostgreSQL before its first ANALYZE of freshly loaded tables).
     """
-    values_query = select(trace_scores.c.trace_id, trace_scores.c.value).where(
-        trace_scores.c.metric_id == metric_id, trace_scores.c.value.is_not(None)
+    values_query = (
+        select(trace_scores.c.trace_id, trace_scores.c.value, trace_scores.c.settings)
+        .where(trace_scores.c.metric_id == metric_id, trace_scores.c.value.is_not(None))
+        .order_by(trace_scores.c.scored_at, trace_scores.c.trace_id)
     )
     days: dict[str, list[float]] = {}
     with store.engine.connect() as connection:
-        values = {trace_id: float(value) for trace_id, value in connection.execute(values_query)}
+        rows = list(connection.execute(values_query))
+        latest = rows[-1].settings if rows else None
+        values = {row.trace_id: float(row.value) for row in rows if row.settings == latest}
+        left_out = [row.trace_id for row in rows if row.settings != latest]
         ids = list(values)
         for start in range(0, len(ids), chunk):
             batch = ids[start : start + chunk]
             roots = select(spans.c.trace_id, spans.c.started_at).where(spans.c.trace_id.in_(batch), spans.c.parent_id.is_(None))
             for trace_id, started_at in connection.execute(roots):
                 days.setdefault(started_at[:10], []).append(values[trace_id])
-    return dict(sorted(days.items()))
+    return dict(sorted(days.items())), left_out

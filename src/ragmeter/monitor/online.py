@@ -121,15 +121,16 @@ def monitor_pass(
     if encoder is not None:
         progress.embedded += embed_questions(store, encoder, trace_ids=trace_ids)
     decisions = [Decision(t, NOT_SAMPLED) for t in trace_ids if not in_share(t, settings.share)]
+    configs = {metric.id: metric.config() for metric in metrics}
     wanted = [t for t in trace_ids if in_share(t, settings.share)]
     if wanted and _budget_spent(store, settings):
         progress.paused_by_budget = True
-        record(store, decisions, _now())
+        record(store, decisions, _now(), configs)
         progress.add(decisions)
         return bool(decisions)
     if wanted:
         decisions += _score(store, wanted, metrics, judges, settings)
-    record(store, decisions, _now())
+    record(store, decisions, _now(), configs)
     progress.add(decisions)
     return True
 

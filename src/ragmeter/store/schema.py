@@ -10,7 +10,8 @@ them; a change here needs a new migration.
 - ``monitor_seen``: each trace the online monitor decided about (scored, not sampled,
   unscorable), written in the same transaction as its scores: a killed monitor never scores a
   trace twice.
-- ``trace_scores``: the monitor's score of a trace by a metric, with its reason and cost.
+- ``trace_scores``: the monitor's score of a trace by a metric, with its reason, cost and the
+  metric's settings (``None`` for scores stored before schema 0004).
 - ``question_vectors``: the embedding of a request's question by an encoder (``model``), as
   float32 bytes, so query drift reads vectors instead of loading the encoder
   (:mod:`ragmeter.store.vectors`).
@@ -114,6 +115,7 @@ trace_scores = Table(
     Column("scored_at", String(40), nullable=False, index=True),
     Column("cost_usd", Float, nullable=True),
     Column("usage", JSON, nullable=True),
+    Column("settings", JSON, nullable=True),
 )
 
 question_vectors = Table(
