@@ -7,9 +7,10 @@ Checks, in this order (cheapest first, but for the model-free checks after the j
   "上下文"...): a user of the system never saw it.
 - ``copies_prompt_example`` (no model, :func:`example_leak`; answerable questions): the question,
   as written before its style, uses a word of the contexts of the generator's own prompt
-  examples (a fictional city library) that no chunk of the knowledge base holds: "the library's deployment process" (en q0004 of the check on new
-  questions in ``benchmarks/results/generate_review.md``), or "14 岁读者 还书罚款", a question
-  made of the Chinese examples' overdue-fines rule (zh q0002 there).
+  examples (a fictional city library) that no chunk of the knowledge base holds: "the
+  library's deployment process" (en q0004 of the check on new questions in
+  ``benchmarks/results/generate_review.md``), or "14 岁读者 还书罚款", a question made of the
+  Chinese examples' overdue-fines rule (zh q0002 there).
 - ``unanswerable_from_contexts``: the judge does not find the answer to the question in
   its reference contexts (the packaged ``answerable`` verdict, P(yes) below
   :data:`THRESHOLD`).
