@@ -264,12 +264,14 @@ def test_score_drift_reads_the_runs_and_the_monitor_scores(store, store_url):
     by_day, left_out = trace_values_by_day(store, "m")
     assert {day: sorted(values) for day, values in by_day.items()} == {"2026-11-01": [0.0, 0.2], "2026-11-02": [0.1, 0.3]}
     assert left_out == []
-    with store.engine.begin() as connection:  # the latest score was made with other settings: it alone is charted
-        connection.execute(
-            update(trace_scores).where(trace_scores.c.trace_id == f"{3:032x}").values(settings={"threshold": 0.8}, scored_at="y")
-        )
+    with store.engine.begin() as connection:
+        first, last = (trace_scores.c.trace_id == f"{i:032x}" for i in (0, 3))
+        connection.execute(update(trace_scores).where(first).values(settings={"threshold": 0.5}))
+        connection.execute(update(trace_scores).where(last).values(settings={"threshold": 0.8}, scored_at="y"))
+    # Scored with the latest settings, or before settings were recorded: charted; with others: left out.
     by_day, left_out = trace_values_by_day(store, "m")
-    assert by_day == {"2026-11-02": [0.3]} and left_out == [f"{i:032x}" for i in range(3)]
+    assert {day: sorted(values) for day, values in by_day.items()} == {"2026-11-01": [0.2], "2026-11-02": [0.1, 0.3]}
+    assert left_out == [f"{0:032x}"]
     done = CliRunner().invoke(app, ["drift", "scores", "-m", "token_f1", "--store", store_url, "--baseline", "2"])
     assert done.exit_code == 0 and "token_f1: centre 0.3500" in done.output, done.output  # 5 samples a run: wide limits
 

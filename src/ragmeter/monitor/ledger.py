@@ -201,10 +201,11 @@ def day_chart(store: RunStore, metric_id: str, baseline: int) -> ControlChart:
 
 
 def trace_values_by_day(store: RunStore, metric_id: str, chunk: int = 10_000) -> tuple[dict[str, list[float]], list[str]]:
-    """The monitor's scores of a metric made with the settings of its latest score, grouped by
-    the day (UTC) their request started; and the ids of the traces whose score was made with
-    other settings (a threshold changed, an upgrade's new default; before schema 0004 the
-    settings were not recorded, which counts as other settings once they are).
+    """The monitor's scores of a metric made with the settings of its latest score that
+    recorded them, grouped by the day (UTC) their request started; and the ids of the traces
+    whose score was made with other settings (a threshold changed, an upgrade's new default).
+    Scores stored before schema 0004 recorded no settings: they are charted, as they were
+    before (nothing tells them apart), so that upgrading keeps a chart's history.
 
     The scores are read first and their requests' start times looked up by trace id, a chunk at
     a time (index lookups whatever the database's statistics; a join here was planned badly by
@@ -218,9 +219,10 @@ def trace_values_by_day(store: RunStore, metric_id: str, chunk: int = 10_000) ->
     days: dict[str, list[float]] = {}
     with store.engine.connect() as connection:
         rows = list(connection.execute(values_query))
-        latest = rows[-1].settings if rows else None
-        values = {row.trace_id: float(row.value) for row in rows if row.settings == latest}
-        left_out = [row.trace_id for row in rows if row.settings != latest]
+        latest = next((row.settings for row in reversed(rows) if row.settings is not None), None)
+        kept = [row for row in rows if row.settings is None or row.settings == latest]
+        values = {row.trace_id: float(row.value) for row in kept}
+        left_out = [row.trace_id for row in rows if row.settings is not None and row.settings != latest]
         ids = list(values)
         for start in range(0, len(ids), chunk):
             batch = ids[start : start + chunk]
