@@ -108,34 +108,29 @@ def test_runs_scored_with_other_settings_than_the_latest_run_are_left_out_and_na
     assert len(back["points"]) == 7 and len(back["left_out"]) == 3
 
 
-def test_the_drift_scores_command_on_the_monitor_s_daily_scores(tmp_path):
-    path = str(tmp_path / "runs.db")
+def _monitor_scores(path: str, metric_id: str, days: dict[int, tuple[float, dict | None]], per_day: int) -> None:
+    """Store ``per_day`` monitor scores of ``metric_id`` for each November day: day -> (mean of
+    the scores, the settings they were made with), each request started on its day."""
     store = RunStore.open(path)
     spans, rows = [], []
     generator = np.random.default_rng(0)
-    for day in range(1, 8):
-        mean = 0.5 if day == 7 else 0.85
-        for i in range(40):
+    for day, (mean, settings) in days.items():
+        for i in range(per_day):
             trace_id = f"{day:04d}{i:028x}"
-            spans.append(
-                SpanRecord(trace_id=trace_id, span_id="0" * 16, name="rag", started_at=f"2026-11-{day:02d}T10:00:00+00:00", question="q")
-            )
+            started = f"2026-11-{day:02d}T10:00:00+00:00"
+            spans.append(SpanRecord(trace_id=trace_id, span_id="0" * 16, name="rag", started_at=started, question="q"))
             value = float(np.clip(generator.normal(mean, 0.05), 0, 1))
-            rows.append(
-                {
-                    "trace_id": trace_id,
-                    "metric_id": "faithfulness",
-                    "value": value,
-                    "explanation": "",
-                    "failed": False,
-                    "details": {},
-                    "scored_at": "2026-11-30T00:00:00+00:00",
-                }
-            )
+            row = {"trace_id": trace_id, "metric_id": metric_id, "value": value, "explanation": "", "failed": False, "details": {}}
+            rows.append({**row, "scored_at": f"2026-11-{day:02d}T11:00:00+00:00", "settings": settings})
     store.add_spans(spans)
     with store.engine.begin() as connection:
         connection.execute(insert(trace_scores), rows)
     store.close()
+
+
+def test_the_drift_scores_command_on_the_monitor_s_daily_scores(tmp_path):
+    path = str(tmp_path / "runs.db")
+    _monitor_scores(path, "faithfulness", {day: (0.5 if day == 7 else 0.85, None) for day in range(1, 8)}, per_day=40)
     done = runner.invoke(app, ["drift", "scores", "-m", "faithfulness", "--source", "traces", "--store", path, "--baseline", "5"])
     assert done.exit_code == 1, done.output
     assert "2026-11-06 (2026-11-06)" in done.output and "2026-11-07 (2026-11-07)" in done.output
@@ -143,24 +138,9 @@ def test_the_drift_scores_command_on_the_monitor_s_daily_scores(tmp_path):
 
 def test_monitor_scores_made_with_other_settings_are_left_out_of_the_daily_chart(tmp_path):
     path = str(tmp_path / "runs.db")
-    store = RunStore.open(path)
-    spans, rows = [], []
-    generator = np.random.default_rng(0)
-    for day in range(1, 9):
-        # Days 1-6 scored at the old threshold; from day 7 a stricter one scores lower: not a drop in quality.
-        settings, mean = ({"threshold": 0.5}, 0.85) if day <= 6 else ({"threshold": 0.8}, 0.5)
-        for i in range(20):
-            trace_id = f"{day:04d}{i:028x}"
-            spans.append(
-                SpanRecord(trace_id=trace_id, span_id="0" * 16, name="rag", started_at=f"2026-11-{day:02d}T10:00:00+00:00", question="q")
-            )
-            value = float(np.clip(generator.normal(mean, 0.05), 0, 1))
-            row = {"trace_id": trace_id, "metric_id": "context_relevance", "value": value, "explanation": "", "failed": False}
-            rows.append({**row, "details": {}, "scored_at": f"2026-11-{day:02d}T11:00:00+00:00", "settings": settings})
-    store.add_spans(spans)
-    with store.engine.begin() as connection:
-        connection.execute(insert(trace_scores), rows)
-    store.close()
+    # Days 1-6 scored at the old threshold; from day 7 a stricter one scores lower: not a drop in quality.
+    days = {day: (0.85, {"threshold": 0.5}) if day <= 6 else (0.5, {"threshold": 0.8}) for day in range(1, 9)}
+    _monitor_scores(path, "context_relevance", days, per_day=20)
     args = [
         "drift",
         "scores",

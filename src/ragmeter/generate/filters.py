@@ -183,25 +183,29 @@ def example_leak(question: str, lang: str, index: TermIndex) -> str | None:
         lang: Its language.
         index: The knowledge base's :class:`~ragmeter.generate.anchors.TermIndex`.
 
-    Numbers, in digits or words, are left out: a conditional question may bring its own."""
-    words = sorted(w for w in content_words(question) & _example_words(lang) if index.frequency[w] == 0 and w not in _NUMBER_WORDS)
+    Numbers, in digits or words, are not counted: a conditional question may bring its own."""
+    words = sorted(w for w in content_words(question) & _example_words(lang) if index.frequency[w] == 0)
     return words[0] if words else None
 
 
 @lru_cache(maxsize=2)
 def _example_words(lang: str) -> frozenset[str]:
-    """Content words of the contexts in the examples of the ``testset_*`` prompts of ``lang``."""
+    """Content words of the contexts in the examples of the ``testset_*`` prompts of ``lang``,
+    numbers (in digits or words) left out."""
     book = PromptBook(lang)
-    words: set[str] = set()
-    for name in book.task_names():
-        if name.startswith("testset_"):
-            for example in book.task(name).get("examples", []):
-                shared = example.get("shared", {})
-                for key in ("context", "contexts"):
-                    value = shared.get(key, [])
-                    for text in [value] if isinstance(value, str) else value:
-                        words |= content_words(text)
-    return frozenset(w for w in words if not _NUMBER.fullmatch(w))
+    shared = [
+        example.get("shared", {})
+        for name in book.task_names()
+        if name.startswith("testset_")
+        for example in book.task(name).get("examples", [])
+    ]
+    texts = [text for fields in shared for key in ("context", "contexts") for text in _as_list(fields.get(key, []))]
+    words = set().union(*(content_words(text) for text in texts))
+    return frozenset(w for w in words if not _NUMBER.fullmatch(w) and w not in _NUMBER_WORDS)
+
+
+def _as_list(value: str | list[str]) -> list[str]:
+    return [value] if isinstance(value, str) else value
 
 
 def leak(text: str) -> str | None:

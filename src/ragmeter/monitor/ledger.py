@@ -220,9 +220,13 @@ def trace_values_by_day(store: RunStore, metric_id: str, chunk: int = 10_000) ->
     with store.engine.connect() as connection:
         rows = list(connection.execute(values_query))
         latest = next((row.settings for row in reversed(rows) if row.settings is not None), None)
-        kept = [row for row in rows if row.settings is None or row.settings == latest]
-        values = {row.trace_id: float(row.value) for row in kept}
-        left_out = [row.trace_id for row in rows if row.settings is not None and row.settings != latest]
+        values: dict[str, float] = {}
+        left_out: list[str] = []
+        for row in rows:
+            if row.settings is None or row.settings == latest:
+                values[row.trace_id] = float(row.value)
+            else:
+                left_out.append(row.trace_id)
         ids = list(values)
         for start in range(0, len(ids), chunk):
             batch = ids[start : start + chunk]
