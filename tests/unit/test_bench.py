@@ -68,8 +68,8 @@ def data_dir(tmp_path):
                 "response_1": f"A{i}.",
                 "response_2": f"B{i}.",
                 "correctness_pref": (i % 5) - 2,
-                "completeness_pref": 0,
-                "overall_pref": 0,
+                "completeness_pref": -(i % 3),
+                "overall_pref": i % 2,
             }
             for i in range(5)
             for slot in (0, 1)
@@ -160,12 +160,31 @@ def test_ragchecker_pairs_both_responses_and_keeps_each_annotator(data_dir):
     assert unit["sample"].endswith("-2") and unit["versus"].endswith("-1") and unit["versus"][:-2] == unit["sample"][:-2]
 
 
+def test_ragchecker_compares_each_rating_with_the_score_that_measures_it(data_dir):
+    tasks = {t.name: t for t in suites.ragchecker(data_dir, 5, 0)}
+    lines = (data_dir / "ragchecker_meta_eval.jsonl").read_text(encoding="utf-8").splitlines()
+    rows = {(r["instance_id"], r["annotator_slot"]): r for r in map(json.loads, lines)}
+    expected = {
+        "ragchecker/factual_correctness(precision)": ("correctness", {"mode": "precision"}),
+        "ragchecker/factual_correctness(recall)": ("completeness", {"mode": "recall"}),
+        "ragchecker/factual_correctness": ("overall", {}),
+        "ragchecker/answer_correctness": ("overall", {}),
+        "ragchecker/semantic_similarity": ("overall", {}),
+    }
+    for name, (rating, params) in expected.items():
+        task = tasks[name]
+        assert (task.rating, task.params) == (rating, params), name
+        for n, unit in enumerate(task.units):
+            instance = int(unit["sample"].split("-")[1])
+            assert unit["label"] == rows[(instance, n % 2)][f"{rating}_pref"], (name, unit)
+    assert len({tuple(u["label"] for u in tasks[name].units) for name in expected}) == 3, "three different ratings"
+
+
 def test_ragchecker_measures_both_ways_of_counting_claims(data_dir):
     tasks = {t.name: t for t in suites.ragchecker(data_dir, 2, 0)}
     assert tasks["ragchecker/answer_correctness"].params == {}
     assert tasks["ragchecker/answer_correctness[decided]"].params == {"counting": "decided"}
     assert tasks["ragchecker/factual_correctness[decided]"].metric == "factual_correctness"
-    assert "ragchecker/semantic_similarity" in tasks
 
 
 def test_a_task_runs_its_metric_with_its_parameters():

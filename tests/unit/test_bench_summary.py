@@ -15,8 +15,9 @@ def units(pairs, group_size=1):
     return [{"score": s, "label": y, "decision": int(s >= 0.5), "group": n // group_size} for n, (s, y) in enumerate(pairs)]
 
 
-def task(name, metric, pairs, kind="binary", statistics=None, params=None, seconds=1.5):
+def task(name, metric, pairs, kind="binary", statistics=None, params=None, seconds=1.5, rating=""):
     return {
+        "rating": rating,
         "task": name,
         "metric": metric,
         "kind": kind,
@@ -103,6 +104,21 @@ def test_variants_with_parameters_are_not_fitted_on_or_shown():
     ).to_dict()["params"] == {"counting": "decided"}
     assert "[decided]" not in text and "0.300" not in text
     assert "| answer_correctness | ragchecker | 1 | Pearson 0.500 | – | – | 1.5 |" in text
+
+
+def test_each_rating_of_a_set_is_a_row_named_by_the_metric_id_that_measures_it():
+    tasks = [
+        task("ragchecker/factual_correctness(recall)", "factual_correctness", [(0.1, 1)], kind="preference",
+             statistics={"pearson": {"value": 0.4}}, params={"mode": "recall"}, rating="completeness"),
+        task("ragchecker/factual_correctness", "factual_correctness", [(0.1, 1)], kind="preference",
+             statistics={"pearson": {"value": 0.6}}, rating="overall"),
+    ]  # fmt: skip
+    text = "\n".join(summary_lines(tasks, ["factual_correctness"]))
+    assert "| factual_correctness | ragchecker/overall | 1 | Pearson 0.600 |" in text
+    assert "| factual_correctness(recall) | ragchecker/completeness | 1 | Pearson 0.400 |" in text
+    assert task_set({"task": "ragchecker/answer_correctness", "metric": "answer_correctness"}) == "ragchecker", (
+        "results written before ratings"
+    )
 
 
 def test_the_table_marks_sets_a_default_fit_saw_and_names_unmeasured_llm_metrics():

@@ -50,6 +50,7 @@ class TaskResult:
             "kind": self.task.kind,
             "reference": self.task.reference,
             "params": self.task.params,
+            "rating": self.task.rating,
             "n_samples": self.n_samples,
             "n_units": self.n_units,
             "n_unscored": self.n_unscored,

@@ -8,8 +8,9 @@ command always measures the same units.
 The sets (see the data folder's README for their provenance and licences):
 
 - ``qags``: summary sentences judged faithful or not to their article (faithfulness).
-- ``ragchecker``: two responses to a question, human preference on correctness
-  (answer and factual correctness).
+- ``ragchecker``: two responses to a question, human preferences on correctness,
+  completeness and overall (factual correctness as precision, recall and F1; answer
+  correctness; semantic similarity).
 - ``clapnq``: questions with a gold passage, annotator-selected answer sentences and a
   human answer; half are unanswerable (context precision with and without a reference,
   context and entity recall, answer correctness and relevancy, recognising unanswerable
@@ -54,6 +55,8 @@ class Task:
         reference: Published reference points to print beside the result.
         params: Parameters of the metric (``{"counting": "decided"}``); default settings
             when empty.
+        rating: Which of the set's human ratings the units carry, for a set with several
+            (RAGChecker's ``"correctness"``, ``"completeness"``, ``"overall"``); empty otherwise.
     """
 
     name: str
@@ -63,6 +66,7 @@ class Task:
     kind: str
     reference: str = ""
     params: dict[str, Any] = field(default_factory=dict)
+    rating: str = ""
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
@@ -143,19 +147,35 @@ def summedits(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
     return tasks
 
 
+# What RAGChecker's annotators rated, the claim-level score RAGChecker compares with each rating
+# (correctness is its precision, completeness its recall, overall its F1; data/meta_evaluation/
+# baseline_ragchecker.json of its repository), and the published agreement.
+_RAGCHECKER_RATINGS = {
+    "correctness": ("precision", "RAGChecker's precision 0.497 Pearson; two human annotators agree at 0.637"),
+    "completeness": ("recall", "RAGChecker's recall 0.607 Pearson; two human annotators agree at 0.719"),
+    "overall": ("f1", "RAGChecker's F1 0.619 Pearson; two human annotators agree at 0.701"),
+}
+
+
 def ragchecker(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
-    """Correctness preferences (``limit``: response pairs). Both responses of a pair are
-    scored against the reference; the score difference (response 2 minus response 1) is
+    """Preferences between two responses (``limit``: response pairs). Both responses of a pair
+    are scored against the reference; the score difference (response 2 minus response 1) is
     compared with each annotator's preference (-2..2, positive: response 2 better).
-    Answer and factual correctness are measured with both ways of counting claims
-    (``counting`` expected, the default, and decided)."""
+
+    The annotators rated three things, and each is compared with the score that measures it,
+    as RAGChecker's own meta-evaluation does: correctness (are the response's claims right?)
+    with ``factual_correctness(precision)``, completeness (does it say what the reference
+    says?) with ``factual_correctness(recall)``, and the overall rating with the scores that
+    weigh both: ``factual_correctness`` (F1), ``answer_correctness`` and
+    ``semantic_similarity``. The F1 scores are also measured counting claims as decided
+    (``counting`` decided) instead of as expected shares, the default."""
     rows = _jsonl(data_dir / "ragchecker_meta_eval.jsonl")
     pairs: dict[int, dict[str, Any]] = {}
     for row in rows:
-        pair = pairs.setdefault(row["instance_id"], {**row, "preferences": []})
-        pair["preferences"].append(row["correctness_pref"])
+        pairs.setdefault(row["instance_id"], {**row, "ratings": []})["ratings"].append(row)
     chosen = _sample(list(pairs.values()), limit, seed)
-    samples, units = [], []
+    samples = []
+    units: dict[str, list[dict[str, Any]]] = {rating: [] for rating in _RAGCHECKER_RATINGS}
     for pair in chosen:
         for side in (1, 2):
             samples.append(
@@ -166,25 +186,33 @@ def ragchecker(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
                     "reference": pair["reference"],
                 }
             )
-        for preference in pair["preferences"]:
-            units.append(
-                {
-                    "sample": f"rc-{pair['instance_id']}-2",
-                    "versus": f"rc-{pair['instance_id']}-1",
-                    "label": float(preference),
-                    "group": pair["instance_id"],
-                    "part": None,
-                }
-            )
+        for annotator in pair["ratings"]:
+            for rating, unit_list in units.items():
+                unit_list.append(
+                    {
+                        "sample": f"rc-{pair['instance_id']}-2",
+                        "versus": f"rc-{pair['instance_id']}-1",
+                        "label": float(annotator[f"{rating}_pref"]),
+                        "group": pair["instance_id"],
+                        "part": None,
+                    }
+                )
     dataset = load_dataset(samples)
-    reference = "RAGChecker's own correctness metric 0.497 Pearson; two human annotators agree at 0.637"
-    tasks = []
-    for metric in ("answer_correctness", "factual_correctness"):
-        # Both ways of counting claims, from the same verdicts (the second is answered from the cache).
-        tasks.append(Task(f"ragchecker/{metric}", metric, dataset, units, "preference", reference))
-        tasks.append(Task(f"ragchecker/{metric}[decided]", metric, dataset, units, "preference", reference, {"counting": "decided"}))
-    tasks.append(Task("ragchecker/semantic_similarity", "semantic_similarity", dataset, units, "preference", reference))
-    return tasks
+
+    def task(name: str, metric: str, rating: str, params: dict[str, Any] | None = None) -> Task:
+        reference = _RAGCHECKER_RATINGS[rating][1]
+        return Task(f"ragchecker/{name}", metric, dataset, units[rating], "preference", reference, params or {}, rating)
+
+    # The modes and countings share their verdicts: all but the first task are answered from the cache.
+    return [
+        task("answer_correctness", "answer_correctness", "overall"),
+        task("answer_correctness[decided]", "answer_correctness", "overall", {"counting": "decided"}),
+        task("factual_correctness", "factual_correctness", "overall"),
+        task("factual_correctness[decided]", "factual_correctness", "overall", {"counting": "decided"}),
+        task("factual_correctness(precision)", "factual_correctness", "correctness", {"mode": "precision"}),
+        task("factual_correctness(recall)", "factual_correctness", "completeness", {"mode": "recall"}),
+        task("semantic_similarity", "semantic_similarity", "overall"),
+    ]
 
 
 def clapnq_answerable(data_dir: Path, limit: int | None, seed: int) -> list[dict[str, Any]]:

@@ -22,9 +22,12 @@ from typing import Any
 
 import numpy as np
 
-from ragmeter.metrics import Needs, metric_classes
+from ragmeter.metrics import Needs, create_metric, metric_classes
 from ragmeter.report.formatting import format_estimate
 from ragmeter.results.stats import balanced_accuracy, bootstrap_statistic
+
+# Parameters that only choose which of a metric's scores it gives, and are named in its id.
+_NAMING_PARAMS = {"mode"}
 
 # Which statistic leads a row, per kind of task.
 _LEAD = {"binary": ("roc_auc", "ROC-AUC"), "graded": ("pearson", "Pearson"), "preference": ("pearson", "Pearson")}
@@ -33,8 +36,11 @@ _LEAD = {"binary": ("roc_auc", "ROC-AUC"), "graded": ("pearson", "Pearson"), "pr
 def task_set(task: Mapping[str, Any]) -> str:
     """The labelled set a task measures on: ``qags/faithfulness`` -> ``qags``; SummEdits'
     domains count as sets of their own (``summedits/news_faithfulness`` -> ``summedits/news``),
-    and so do the minimal-edit sets built from a file (``rgb/faithfulness_edits`` -> ``rgb/edits``)."""
+    and so do the minimal-edit sets built from a file (``rgb/faithfulness_edits`` -> ``rgb/edits``)
+    and each rating of a set rated several ways (RAGChecker's ``ragchecker/completeness``)."""
     suite, _, rest = task["task"].partition("/")
+    if task.get("rating"):
+        return f"{suite}/{task['rating']}"
     if suite == "summedits":
         return f"summedits/{rest.removesuffix('_' + task['metric'])}"
     return f"{suite}/edits" if rest.endswith("_edits") else suite
@@ -44,6 +50,16 @@ def _source(task: Mapping[str, Any]) -> str:
     """The labelled data a task's set comes from: a minimal-edit set shares its file's questions
     and passages, so a line fitted for one never uses the other."""
     return task_set(task).removesuffix("/edits")
+
+
+def shown_metric(task: Mapping[str, Any]) -> str | None:
+    """The metric as the table names it (its id: ``factual_correctness(recall)``), or ``None``
+    for a task run with settings other than the default (``counting`` decided): such a task is
+    a comparison of settings, not a row of the table."""
+    params = dict(task.get("params") or {})
+    if set(params) - _NAMING_PARAMS:
+        return None
+    return create_metric(task["metric"], **params).id
 
 
 def llm_metric_names() -> list[str]:
@@ -120,7 +136,7 @@ def summary_lines(tasks: Sequence[Mapping[str, Any]], llm_metrics: Iterable[str]
         llm_metrics: Names of all the metrics that need an LLM judge.
     """
     llm = set(llm_metrics)
-    rows = sorted((t for t in tasks if t["metric"] in llm and not t.get("params")), key=lambda t: (t["metric"], t["task"]))
+    rows = sorted((t for t in tasks if t["metric"] in llm and shown_metric(t)), key=lambda t: (shown_metric(t), t["task"]))
     loso, seen = leave_one_set_out(rows), fitted_sets()
     lines = [
         "| metric | set | units | agreement [95% CI] | BA at the default line | BA, line fitted on the other sets | s / sample |",
@@ -137,7 +153,7 @@ def summary_lines(tasks: Sequence[Mapping[str, Any]], llm_metrics: Iterable[str]
         if set_name in seen.get(task["metric"], set()):
             set_name += " *"
         lines.append(
-            f"| {task['metric']} | {set_name} | {task['n_units'] - task['n_unscored']} | {lead} | {default_ba} | "
+            f"| {shown_metric(task)} | {set_name} | {task['n_units'] - task['n_unscored']} | {lead} | {default_ba} | "
             f"{loso_text} | {_seconds(task['cost_per_sample'])} |"
         )
     notes = [
