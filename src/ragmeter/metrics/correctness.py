@@ -12,10 +12,10 @@ With ``counting="expected"`` (the default) precision and recall are the expected
 under the judge's probabilities instead: the mean p(yes) of the claims, so a claim judged
 0.45 is not counted as absent and one judged 0.55 as present. With a judge that answers
 only yes or no (p 0 or 1) the two countings agree. Expected shares follow people more
-closely: on 60 RAGChecker response pairs judged by the local judge, the score difference
-correlates with the annotators' overall preference at Pearson 0.529 (answer correctness)
-and 0.505 (factual correctness) counted as expected shares, 0.339 and 0.269 decided
-(benchmarks/results/agreement.md).
+closely: on 120 RAGChecker response pairs judged by the local judge, the score difference
+correlates with the annotators' overall preference at Pearson 0.467 (answer correctness)
+and 0.456 (factual correctness) counted as expected shares, 0.332 and 0.289 decided
+(``ragmeter bench ragchecker --limit 120``).
 
 Recall is counted over reference claims. RAGAS computes TP / (TP + FN), mixing a count of
 response claims with a count of reference claims: ten supported response sentences and a
