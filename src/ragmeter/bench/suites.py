@@ -204,13 +204,16 @@ def ragchecker(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
         return Task(f"ragchecker/{name}", metric, dataset, units[rating], "preference", reference, params or {}, rating)
 
     # The modes and countings share their verdicts: all but the first task are answered from the cache.
+    factual = [
+        task("factual_correctness" if mode == "f1" else f"factual_correctness({mode})", "factual_correctness", rating,
+             {} if mode == "f1" else {"mode": mode})
+        for rating, (mode, _) in _RAGCHECKER_RATINGS.items()
+    ]  # fmt: skip
     return [
         task("answer_correctness", "answer_correctness", "overall"),
         task("answer_correctness[decided]", "answer_correctness", "overall", {"counting": "decided"}),
-        task("factual_correctness", "factual_correctness", "overall"),
+        *factual,
         task("factual_correctness[decided]", "factual_correctness", "overall", {"counting": "decided"}),
-        task("factual_correctness(precision)", "factual_correctness", "correctness", {"mode": "precision"}),
-        task("factual_correctness(recall)", "factual_correctness", "completeness", {"mode": "recall"}),
         task("semantic_similarity", "semantic_similarity", "overall"),
     ]
 
