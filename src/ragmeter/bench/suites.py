@@ -34,6 +34,7 @@ from typing import Any
 from ragmeter.bench.edits import Pairs, clapnq_pairs, rgb_pairs
 from ragmeter.data import Dataset, load_dataset
 from ragmeter.data.files import json_object, read_json_lines
+from ragmeter.metrics import create_metric
 
 DEFAULT_DATA_DIR = Path("../shared/data")
 
@@ -204,11 +205,11 @@ def ragchecker(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
         return Task(f"ragchecker/{name}", metric, dataset, units[rating], "preference", reference, params or {}, rating)
 
     # The modes and countings share their verdicts: all but the first task are answered from the cache.
+    # F1 is factual_correctness's default mode: its task runs with default settings.
+    modes = {rating: {} if mode == "f1" else {"mode": mode} for rating, (mode, _) in _RAGCHECKER_RATINGS.items()}
     factual = [
-        task("factual_correctness" if mode == "f1" else f"factual_correctness({mode})", "factual_correctness", rating,
-             {} if mode == "f1" else {"mode": mode})
-        for rating, (mode, _) in _RAGCHECKER_RATINGS.items()
-    ]  # fmt: skip
+        task(create_metric("factual_correctness", **params).id, "factual_correctness", rating, params) for rating, params in modes.items()
+    ]
     return [
         task("answer_correctness", "answer_correctness", "overall"),
         task("answer_correctness[decided]", "answer_correctness", "overall", {"counting": "decided"}),

@@ -136,7 +136,8 @@ def summary_lines(tasks: Sequence[Mapping[str, Any]], llm_metrics: Iterable[str]
         llm_metrics: Names of all the metrics that need an LLM judge.
     """
     llm = set(llm_metrics)
-    rows = sorted((t for t in tasks if t["metric"] in llm and shown_metric(t)), key=lambda t: (shown_metric(t), t["task"]))
+    names = {t["task"]: shown_metric(t) for t in tasks if t["metric"] in llm}
+    rows = sorted((t for t in tasks if names.get(t["task"])), key=lambda t: (names[t["task"]], t["task"]))
     loso, seen = leave_one_set_out(rows), fitted_sets()
     lines = [
         "| metric | set | units | agreement [95% CI] | BA at the default line | BA, line fitted on the other sets | s / sample |",
@@ -153,7 +154,7 @@ def summary_lines(tasks: Sequence[Mapping[str, Any]], llm_metrics: Iterable[str]
         if set_name in seen.get(task["metric"], set()):
             set_name += " *"
         lines.append(
-            f"| {shown_metric(task)} | {set_name} | {task['n_units'] - task['n_unscored']} | {lead} | {default_ba} | "
+            f"| {names[task['task']]} | {set_name} | {task['n_units'] - task['n_unscored']} | {lead} | {default_ba} | "
             f"{loso_text} | {_seconds(task['cost_per_sample'])} |"
         )
     notes = [
