@@ -16,8 +16,10 @@ from ragmeter.generate.filters import (
     check,
     content_words,
     copied_span,
+    dropped_names,
     example_leak,
     leak,
+    names,
     near_duplicates,
     restates,
     stated_span,
@@ -167,6 +169,70 @@ def test_example_leak_needs_a_word_the_knowledge_base_lacks_and_leaves_numbers_a
     assert example_leak("If a merge request waits three weekdays, who approves it?", "en", plain) == "weekday"  # not "thre"
     assert example_leak("How many approvals does a merge request need within 16 hours?", "en", plain) is None
     assert example_leak("14 岁读者 还书罚款", "zh", plain) == "岁"
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("If the game was released in 2010, how does it compare to the original South Park game?", ["2010", "south", "park"]),
+        ("Who does the man learn about Kyle's death from?", ["kyle"]),
+        ("If a SEV1 page is not acknowledged within 5 minutes, what happens?", ["sev1", "5"]),
+        ("Which team led the 1999 NASCAR season? I think it was Ford.", ["1999", "nascar", "ford"]),
+        ("Where is the iPhone 3.5 made?", ["iphone", "3.5"]),
+        ("What happens next? Nobody knows.", []),
+        ("Can I merge it alone?", []),
+        ("Forge CI 的作业运行在哪个 Runner 池上？", ["forge", "ci", "runner"]),
+        ("缓存条目在最后一次被使用 14 天后过期吗？", ["14"]),
+    ],
+)
+def test_names_are_numbers_and_words_written_as_names(question, expected):
+    assert names(question) == expected
+
+
+@pytest.mark.parametrize(
+    ("original", "rewritten", "lost"),
+    [
+        (
+            "If the game was released in 2010, how does it compare to the original South Park game?",
+            "game release year comparison",
+            ["2010", "south", "park"],
+        ),
+        ("If a job takes longer than 180 minutes, what happens to it?", "job duration consequences", ["180"]),
+        ("If a job takes longer than 180 minutes, what happens to it?", "job over 1800 minutes", ["180"]),
+        ("What percentage of astronomers in the US believe in a god?", "astronomers god belief percentage usage", ["us"]),
+        ("When did the Indians arrive in New York?", "when did the indian people come to new york?", []),
+        ("If a SEV1 page is not acknowledged within 5 minutes, what happens?", "sev1 page not acked in five minutes", []),
+        ("Who does the man learn about Kyle's death from?", "hey, who told the guy Kyle died?", []),
+        ("Forge CI 的作业运行在哪个 Runner 池上？", "不好意思，想问一下 forge ci 作业在哪个池上跑？", ["runner"]),
+        ("What is the purpose of the break-glass account?", "break glass account purpose", []),
+    ],
+)
+def test_a_rewrite_drops_the_names_and_numbers_it_leaves_out(original, rewritten, lost):
+    assert dropped_names(original, rewritten) == lost
+
+
+def _styled(style, original, question):
+    slot = Slot("q0001", "single_fact", style, None, (0,), "en")
+    return Draft(slot, question, original, "Two approvals.", (CHUNKS[0].text,), (CHUNKS[0].id,))
+
+
+def test_a_rewrite_that_drops_a_name_is_rejected_without_asking_the_judge():
+    judge = _judge()
+    original = "How many approvals does a merge request need after the 2024 Forge upgrade?"
+    verdict = _check(_styled("web_search", original, "merge request approvals upgrade"), judge)
+    assert (verdict.kept, verdict.reason) == (False, "rewrite_drops_names")
+    assert verdict.detail == (
+        "the web_search rewrite 'merge request approvals upgrade' leaves out '2024', 'forge' of the question as written: "
+        "'How many approvals does a merge request need after the 2024 Forge upgrade?'"
+    )
+    assert judge.calls == []
+
+
+def test_a_rewrite_that_keeps_the_names_and_a_misspelling_go_on_to_the_judge():
+    original = "How many approvals does a merge request need after the 2024 Forge upgrade?"
+    assert _check(_styled("colloquial", original, "so how many approvals does an MR need since the forge 2024 upgrade?"), _judge()).kept
+    # A misspelling may garble a name ("Froge"): it is made in code, and checked in its original wording.
+    assert _check(_styled("misspelled", original, original.replace("Forge", "Froge").replace("2024 ", "")), _judge()).kept
 
 
 def test_leak_leaves_ordinary_questions_alone():

@@ -5,6 +5,14 @@ Checks, in this order (cheapest first, but for the model-free checks after the j
 - ``source_leak``: the question, or its reference, points at its source ("according to the
   passage", "the two contexts", "what is the difference between the two?", "根据文中",
   "上下文"...): a user of the system never saw it.
+- ``rewrite_drops_names`` (no model, :func:`dropped_names`; the persona, colloquial and
+  web-search styles): the question's rewrite in its style leaves out a number or a name that
+  the question as written holds, so it no longer asks the same thing. "If the game was released
+  in 2010, how many years later was it compared to the original South Park game?" became the
+  keywords "game release year comparison" (ClapNQ, kept in the check on new questions in
+  ``benchmarks/results/generate_review.md``, as the filter's judge checks read it beside its
+  chunk), and "If a job takes longer than 180 minutes, what happens to it?" became "job
+  duration consequences".
 - ``copies_prompt_example`` (no model, :func:`example_leak`; answerable questions): the question,
   as written before its style, uses a word of the contexts of the generator's own prompt
   examples (a fictional city library) that no chunk of the knowledge base holds: "the
@@ -95,7 +103,7 @@ from typing import Any
 
 import numpy as np
 
-from ragmeter.data.text import split_sentences, tokenize
+from ragmeter.data.text import HAN, split_sentences, tokenize
 from ragmeter.data.words import content_words
 from ragmeter.generate.anchors import TermIndex, term_index, unanchored
 from ragmeter.generate.compose import bridge_statement
@@ -138,6 +146,11 @@ _LEAKS = {
 }
 
 _NUMBER = re.compile(r"[\d.,:/%-]+")
+#: A number in digits, or a word of Latin letters (and digits): what :func:`names` looks at.
+_NAME_TOKEN = re.compile(r"\d+(?:[.,:]\d+)*|[A-Za-z][A-Za-z0-9]*(?:['’][A-Za-z]+)?")
+_SENTENCE_END = re.compile(r"(?:^|[.?!。？！:：]\s*)$")
+_POSSESSIVE = re.compile(r"['’]s$")
+_HAN = re.compile(f"[{HAN}]")
 _RELABELLED = ("reasoning", "multi_hop")
 #: Most content words a reasoning question's reference may add to the question and still be
 #: a fact one sentence states (see :func:`stated_span`).
@@ -170,6 +183,58 @@ class Verdict:
     checks: dict[str, Any] = field(default_factory=dict)
     relabel: str | None = None
     needs: tuple[str, ...] | None = None
+
+
+def names(question: str) -> list[str]:
+    """The numbers and names of ``question``, lower-cased, in order, each once.
+
+    A number is a run of digits ("180", "2010", "3.5"). A name is a word of Latin letters that
+    is written like one: in Chinese text any such word ("Forge", "CI", "SEV1"); in English a
+    word with a digit or with a capital after its first letter ("SEV1", "NASCAR", "iPhone"),
+    or a capitalised word that does not begin a sentence ("South", "Park", "Kyle"; "I" is not
+    a name). A possessive "'s" is dropped ("kyle"). A name that begins the question, such as
+    "Kyle" in "Kyle said what?", is not seen: it reads like any first word."""
+    chinese = bool(_HAN.search(question))
+    found: dict[str, None] = {}
+    for match in _NAME_TOKEN.finditer(question):
+        word = match.group(0)
+        if word[0].isdigit():
+            found[word] = None
+            continue
+        core = _POSSESSIVE.sub("", word)
+        begins = bool(_SENTENCE_END.search(question[: match.start()]))
+        written_as_name = any(ch.isdigit() for ch in core) or any(ch.isupper() for ch in core[1:])
+        capitalised = core[0].isupper() and not begins and core not in ("I", "I'm", "I'd", "I've", "I'll")
+        if chinese or written_as_name or capitalised:
+            found[core.lower()] = None
+    return list(found)
+
+
+def dropped_names(original: str, rewritten: str) -> list[str]:
+    """The :func:`names` of ``original`` that ``rewritten`` leaves out.
+
+    A number must be in ``rewritten`` as that number (English number words up to twenty count
+    as digits: "5" is kept by "five"); a name as a word that begins with it, less a plural
+    "s", and adds at most three letters ("Indians" is kept by "indian"), or only a plural "s" to a
+    name of three letters or fewer ("US" is not kept by "use").
+    Case is ignored.
+
+    Args:
+        original: The question as written, before its style.
+        rewritten: The question in its style (persona, colloquial, web-search keywords).
+    """
+    text = _NUMBER_WORD.sub(lambda m: str(_NUMBERS.index(m.group(0).lower()) + 1), rewritten).lower()
+    lost = []
+    for name in names(original):
+        if name[0].isdigit():
+            pattern = rf"(?<![\d.,:]){re.escape(name)}(?![\d]|[.,:]\d)"
+        else:
+            stem = name[:-1] if len(name) > 3 and name.endswith("s") else name
+            ending = "s?" if len(stem) <= 3 else "[a-z]{0,3}"  # "ci" is kept by "cis", "us" not by "use"
+            pattern = rf"(?<![a-z0-9]){re.escape(stem)}{ending}(?![a-z0-9])"
+        if not re.search(pattern, text):
+            lost.append(name)
+    return lost
 
 
 def example_leak(question: str, lang: str, index: TermIndex) -> str | None:
@@ -312,6 +377,12 @@ async def check(draft: Draft, graph: KnowledgeGraph, vectors: np.ndarray, judge:
         if found:
             where = "reference" if text == draft.reference else "question"
             return Verdict(False, "source_leak", f"the {where} points at its source: {found!r}", checks)
+    if draft.slot.style != "misspelled":  # misspellings are made in code and keep every number
+        lost = dropped_names(draft.original, draft.question)
+        if lost:
+            listed = ", ".join(repr(name) for name in lost)
+            detail = f"the {draft.slot.style} rewrite {draft.question!r} leaves out {listed} of the question as written: {draft.original!r}"
+            return Verdict(False, "rewrite_drops_names", detail, checks)
     lang = draft.slot.lang
     # An unanswerable question brings a word the knowledge base lacks by design; its swap step
     # refuses the things its prompt's examples name (compose.py).
