@@ -5,7 +5,9 @@ planted in --out (6), atomic reports (7), credentials of the judge's URL (8), in
 from __future__ import annotations
 
 import base64
+import io
 import json
+import logging
 import os
 import shutil
 import stat
@@ -343,6 +345,37 @@ def test_credentials_echoed_by_a_failing_endpoint_reach_no_file_and_no_console(t
         for secret in (user, password, query_key, env_key, basic):
             assert secret not in text, (secret, where)
     assert f"--judge-base-url http://***@127.0.0.1:{port}/v1?api-key=***" in written[".ragmeter.lock"]  # recorded, masked
+
+
+def test_an_in_process_run_prints_each_judge_warning_once_and_never_to_the_root_loggers_handlers(tmp_path, echo_server):
+    """An application with its own root logging that runs a command in-process: the judge's
+    retry warnings are printed once, masked, on the console, and not a second time, raw, by
+    the root logger's handler (they propagated to it, with the endpoint's echo of the
+    credentials). After the command, ragmeter's logger is as it was."""
+    _EchoHandler.journal, _EchoHandler.journal_snapshots = None, []
+    password = "PaSsWoRd-e41a"
+    url = f"http://carol:{password}@127.0.0.1:{echo_server.server_address[1]}/v1"
+    data = write_jsonl(tmp_path / "data.jsonl", CREDENTIAL_ROWS[:1])
+    root_stream = io.StringIO()
+    root_handler = logging.StreamHandler(root_stream)
+    logging.getLogger().addHandler(root_handler)
+    ragmeter_logger = logging.getLogger("ragmeter")
+    handlers_before = list(ragmeter_logger.handlers)
+    try:
+        command = ["eval", str(data), "-m", "answer_relevancy", "-o", str(tmp_path / "run"), "--judge-base-url", url]
+        result = runner.invoke(app, [*command, "--judge-model", "m", "--verdict-mode", "batch", "--concurrency", "1", "--no-progress"])
+        during = root_stream.getvalue()
+        logging.getLogger("ragmeter.judges").warning("after the command")
+    finally:
+        logging.getLogger().removeHandler(root_handler)
+    assert result.exit_code == 0, result.output
+    retries = [line for line in result.output.splitlines() if "judge request failed (HTTP 500: " in line]
+    assert retries and len(retries) == len(set(retries))  # each retry once, not once per handler
+    assert password not in result.output
+    assert during == ""
+    # Afterwards a library user's own logging gets ragmeter's records again, and only there.
+    assert root_stream.getvalue() == "after the command\n"
+    assert ragmeter_logger.handlers == handlers_before
 
 
 def test_credentials_never_surface_when_the_judge_port_is_closed(tmp_path, monkeypatch, journal_copies):

@@ -14,7 +14,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from ragmeter.cli.console import USAGE_ERROR, console, fail, route_logs, say
+from ragmeter.cli.console import USAGE_ERROR, console, fail, logs_on_console, say
 from ragmeter.run.sync import INTERRUPTED
 
 app = typer.Typer(
@@ -36,7 +36,6 @@ def _main(
     debug: Annotated[bool, typer.Option("--debug", help="Show the traceback of an unexpected error.")] = False,
 ) -> None:
     """Evaluate retrieval-augmented generation systems: retrieval, generation, and both together."""
-    route_logs()
     # Set on every invocation: one in-process call with --debug must not leave it on for the next.
     _state["debug"] = debug or bool(os.environ.get("RAGMETER_DEBUG"))
 
@@ -64,7 +63,8 @@ def command(name: str, group: typer.Typer | None = None) -> Callable[[F], F]:
         @functools.wraps(function)
         def guarded(*args: Any, **kwargs: Any) -> Any:
             try:
-                return function(*args, **kwargs)
+                with logs_on_console():
+                    return function(*args, **kwargs)
             except (typer.Exit, typer.Abort, SystemExit):
                 raise
             except KeyboardInterrupt:

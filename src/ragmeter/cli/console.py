@@ -5,12 +5,13 @@ messages that quote them) is printed as it is, never interpreted (``[/bold]`` or
 ``[link=...]`` in a sample stays text). Control characters, which could move the cursor,
 change colours or rewrite the terminal title, are shown as escapes (``\\x1b``). Styles come
 only from the code, as ``(text, style)`` pairs. Log records of ragmeter's modules (a judge's
-retries, warnings) are printed the same way (:func:`route_logs`).
+retries, warnings) are printed the same way (:func:`logs_on_console`).
 """
 
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import typer
@@ -87,10 +88,22 @@ class _ConsoleLogHandler(logging.Handler):
             self.handleError(record)
 
 
-def route_logs() -> None:
-    """Print the warnings of ragmeter's loggers on the console through :func:`say` (once per
-    process), instead of Python's last-resort handler, which prints them raw: a server's
-    error text can quote the request's credentials or hold control characters."""
+@contextmanager
+def logs_on_console() -> Iterator[None]:
+    """While a command runs, print the warnings of ragmeter's loggers on the console through
+    :func:`say`, and only there.
+
+    Python's own handlers (the last-resort one, or the root logger's handlers of an
+    application that runs the command in-process) would print them raw, a second time: a
+    server's error text can quote the request's credentials or hold control characters. So
+    the records do not reach the root logger while the command runs; afterwards ragmeter's
+    logger is as it was, for a library user's own logging."""
     logger = logging.getLogger("ragmeter")
-    if not any(isinstance(h, _ConsoleLogHandler) for h in logger.handlers):
-        logger.addHandler(_ConsoleLogHandler(logging.WARNING))
+    handler, propagate = _ConsoleLogHandler(logging.WARNING), logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
