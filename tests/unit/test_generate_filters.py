@@ -18,6 +18,7 @@ from ragmeter.generate.filters import (
     copied_span,
     dropped_names,
     example_leak,
+    lacks_type_words,
     leak,
     names,
     near_duplicates,
@@ -413,6 +414,46 @@ def test_a_relabelled_question_keeps_only_the_chunk_it_needs_as_its_reference_co
     verdict = _check(bridge, _judge(answerable=lambda p, q: 0.9 if "owners" in p and "merge" in p else 0.1))
     kept = bridge.sample(GRAPH, verdict.checks, verdict.needs)
     assert verdict.needs is None and kept["reference_context_ids"] == ["mr#2", "mr#1"] and "dropped_context_ids" not in kept["metadata"]
+
+
+@pytest.mark.parametrize(
+    ("question", "kind", "lang", "lacks"),
+    [
+        ("Which process requires a rollback script?", "comparison", "en", True),
+        ("Which is longer, the freeze or the change window?", "comparison", "en", False),
+        ("What is the difference between break-glass accounts and access to secrets?", "comparison", "en", False),
+        ("Do SEV1 pages escalate faster than SEV2 pages?", "comparison", "en", False),
+        ("哪个流程要求在合并请求中包含回滚脚本？", "comparison", "zh", True),
+        ("SEV1 和 SEV2 的响应时限有什么区别？", "comparison", "zh", False),
+        ("小规格和中规格的 Runner 哪个内存更大？", "comparison", "zh", False),
+        ("What is the path to store secrets in Forge Vault?", "conditional", "en", True),
+        ("When does the yearly freeze start?", "conditional", "en", True),
+        ("What happens when a SEV1 page is not acknowledged?", "conditional", "en", False),
+        ("If a job runs for 200 minutes, what happens?", "conditional", "en", False),
+        ("Unless the release manager approves, can a hotfix ship during a freeze?", "conditional", "en", False),
+        ("变更窗口是什么时候？", "conditional", "zh", True),
+        ("如果 SEV1 页面 5 分钟内没人确认，会怎样？", "conditional", "zh", False),
+        ("密钥泄露的情况下要多久轮换？", "conditional", "zh", False),
+        ("What is the path to store secrets in Forge Vault?", "single_fact", "en", False),
+        ("What is the path to store secrets in Forge Vault?", "reasoning", "en", False),
+    ],
+)
+def test_a_comparison_needs_a_word_that_compares_and_a_conditional_question_a_condition(question, kind, lang, lacks):
+    assert lacks_type_words(question, kind, lang) is lacks
+
+
+def test_a_conditional_question_without_a_condition_is_kept_as_a_single_fact_with_the_chunk_it_needs():
+    question = "How many approvals does a merge request need?"
+    draft = _draft("conditional", question=question, reference="two approvals", chunks=(1, 0))
+    verdict = _check(draft, _judge())
+    assert verdict.kept and verdict.relabel == "single_fact" and verdict.needs == ("mr#1",)
+    assert verdict.checks["no_words_of_type"] == "conditional" and verdict.checks["copied_from"] == "mr#1"
+    # A comparison whose answer no one sentence holds is relabelled too, and keeps both chunks.
+    plain = _check(_draft("comparison", question=question, reference="Two, from code owners.", chunks=(1, 0)), _judge())
+    assert plain.kept and plain.relabel == "single_fact" and plain.needs is None and "copied_from" not in plain.checks
+    # With its condition it stays conditional.
+    conditional = _check(_draft("conditional", question="If code owners review it, how many approvals are needed?"), _judge())
+    assert conditional.kept and conditional.relabel is None and "no_words_of_type" not in conditional.checks
 
 
 def test_a_reasoning_question_relabelled_needs_the_chunk_its_answer_is_copied_from():

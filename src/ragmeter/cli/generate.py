@@ -159,7 +159,7 @@ def _print_summary(generation: Generation, summary: dict[str, Any], out: Path) -
         )
     if summary["relabelled"]:
         say(
-            "Kept under another type (the answer is copied from one sentence): "
+            "Kept under another type (its answer is copied from one sentence, or it has no word of its type): "
             + ", ".join(f"{k} {n}" for k, n in summary["relabelled"].items())
         )
     if summary["reasons"]:

@@ -88,7 +88,14 @@ are named in ``metadata.dropped_context_ids``):
   bridge question ("the team that owns X freezes when?") has its answer in one chunk yet
   needs the other to find it. A question composed as a bridge (:mod:`ragmeter.generate.compose`)
   is never relabelled: it names its subject by a description from the other chunk, so a
-  chunk that tells alone what it is about is a ``single_chunk_answers`` reject.
+  chunk that tells alone what it is about is a ``single_chunk_answers`` reject;
+- a ``comparison`` question without a word that compares ("than", "or", "difference",
+  "比", "还是"...), or a ``conditional`` one without a condition ("if", "unless", "如果",
+  "的话"...) (:func:`lacks_type_words`): it asks one fact, as "哪个流程要求在合并请求中包含正向迁移
+  脚本、回滚脚本以及运行时长？" (kept as a comparison in the read of 2026-11-27 in
+  ``benchmarks/results/generate_review.md``) and "What is the path to store secrets in Forge
+  Vault?" (kept as conditional). ``metadata.checks.no_words_of_type`` names the type asked
+  for; its reference contexts are the chunk its reference is copied from, when there is one.
 
 A question whose style hides words (misspelled) is checked in its original wording.
 """
@@ -155,6 +162,23 @@ _RELABELLED = ("reasoning", "multi_hop")
 #: Most content words a reasoning question's reference may add to the question and still be
 #: a fact one sentence states (see :func:`stated_span`).
 STATED_WORDS = 3
+#: Words without which a question is not of its type: a comparison names what it compares
+#: ("than", "or", "difference", "比", "还是"...), a conditional question its condition ("if",
+#: "unless", "如果", "的话"...; "when" only after the question's first word: "When is the
+#: freeze?" asks a date). See :func:`lacks_type_words`.
+_TYPE_WORDS = {
+    ("comparison", "en"): re.compile(
+        r"\b(?:than|versus|vs|compared?|comparing|comparison|differ(?:s|ent|ence|ences)?|both|either|whereas|while|same|similar"
+        r"|unlike|alike|between|or|more|less|fewer|most|least|longer|shorter|earlier|later|older|newer|higher|lower|larger"
+        r"|smaller|bigger|faster|slower|better|worse)\b",
+        re.IGNORECASE,
+    ),
+    ("comparison", "zh"): re.compile(r"比|区别|不同|差异|差别|异同|还是|更|一样|相同|分别|两者|二者|之间|最"),
+    ("conditional", "en"): re.compile(
+        r"\b(?:if|unless|in case|provided|assuming|suppose|supposing|as long as|whenever)\b|\w[\s,]+when\b", re.IGNORECASE
+    ),
+    ("conditional", "zh"): re.compile(r"如果|假如|假设|若|要是|倘若|一旦|的话|只要|除非|万一|情况下|当.{1,30}?时"),
+}
 _NUMBERS = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty".split()  # noqa: SIM905
 _YES_NO = re.compile(r"\s*(?:(?:yes|no)\b|(?:是的|是|不是|不|否|对|不对|可以|不可以|能|不能|会|不会)[，,。.！!])", re.IGNORECASE)
 _NUMBER_WORDS = frozenset(content_words(" ".join(_NUMBERS)))
@@ -235,6 +259,21 @@ def dropped_names(original: str, rewritten: str) -> list[str]:
         if not re.search(pattern, text):
             lost.append(name)
     return lost
+
+
+def lacks_type_words(question: str, kind: str, lang: str) -> bool:
+    """``question``, asked as a ``kind`` question, has none of the words that type needs: a
+    "comparison" that compares nothing ("Which process requires a rollback script?"), a
+    "conditional" question without a condition ("What is the path to store secrets in Forge
+    Vault?"). Other types have no such words: never.
+
+    Args:
+        question: The question as written, before its style.
+        kind: The type it was asked as.
+        lang: Its language (``"en"`` or ``"zh"``).
+    """
+    pattern = _TYPE_WORDS.get((kind, lang))
+    return pattern is not None and not pattern.search(question)
 
 
 def example_leak(question: str, lang: str, index: TermIndex) -> str | None:
@@ -430,6 +469,12 @@ async def check(draft: Draft, graph: KnowledgeGraph, vectors: np.ndarray, judge:
                 break
             if p >= THRESHOLD:
                 return Verdict(False, "single_chunk_answers", f"{chunk_id} alone answers it (P={p:.2f})", checks)
+    if lacks_type_words(draft.original, draft.slot.type, lang):
+        relabel = "single_fact"  # it asks one fact: kept as what it is, its type written again in a top-up round
+        copied = copied_span(draft.reference, draft.contexts, draft.context_ids, lang)
+        checks["no_words_of_type"] = draft.slot.type
+        if copied is not None:
+            checks["copied_from"] = copied
     if restates(draft.reference, draft.question, draft.original):
         return Verdict(False, "reference_restates_question", "the reference only repeats words of the question: it answers nothing", checks)
     problem = unanchored(asked, draft.contexts, term_index(graph))
