@@ -15,7 +15,7 @@ from ragmeter.cli import app
 from ragmeter.generate import GenerateOptions, agenerate, write_outputs
 from ragmeter.generate.chunking import Chunk
 from ragmeter.generate.graph import KnowledgeGraph, Link, build_graph, key_phrases
-from ragmeter.generate.plan import TYPES, allocate, parse_mix, plan
+from ragmeter.generate.plan import TYPES, allocate, parse_mix, plan, reads_as_list
 from ragmeter.generate.synthesize import NO_ANSWER, misspell
 from ragmeter.judges.base import JudgeError
 from ragmeter.judges.dry_run import stand_in
@@ -194,6 +194,41 @@ def test_plan_is_deterministic_and_two_chunk_types_without_links_get_no_chunks()
     assert sorted({s.chunks for s in slots if s.type == "single_fact"}) == [(0,), (1,), (2,)]
     assert all(s.chunks == () for s in slots if s.type == "multi_hop")
     assert all((s.persona is not None) == (s.style == "persona") for s in slots)
+
+
+RESULTS_TABLE = (
+    "No . Race Pole position Most laps led Winning driver Manufacturer Report 001 ! Spring Clash Rivers , Ann Ann Rivers "
+    "Hale , Tom Tom Hale Ford Report 002 ! Can - Am Duel 1 Stone , Kim Kim Stone Chevrolet Report 003 ! Harbor 400 Ford Report"
+)
+INFOBOX = "Harbor Bridge Official name : Old Harbor Crossing Designated April 15 , 1970 Location Port Ellis Architect Mary Vale Style Gothic Revival Length 240 m"
+
+
+@pytest.mark.parametrize(
+    ("text", "is_list"),
+    [
+        (RESULTS_TABLE, True),
+        (INFOBOX, True),
+        ("The Harbor Bridge was built in 1830 by Mary Vale and spans the river at Port Ellis, where it carries road traffic.", False),
+        ("Amanda: I baked cookies. Do you want some? Jerry: Sure! Amanda: I'll bring you tomorrow :-) Jerry: Great, thanks!", False),
+        ("Harbor Bridge Port Ellis", False),  # too short to judge
+        ("港口大桥 官方名称 旧港口渡口 指定日期 1970 年 4 月 15 日 地点 埃利斯港 建筑师 玛丽·韦尔 风格 哥特复兴 长度 240 米", False),
+    ],
+)
+def test_a_flattened_table_or_infobox_reads_as_a_list_and_prose_does_not(text, is_list):
+    assert reads_as_list(text) is is_list
+
+
+def test_questions_are_planned_from_chunks_of_sentences_and_a_table_is_left_out_of_every_slot():
+    prose = "The Harbor Bridge was built in 1830 by Mary Vale and spans the river at Port Ellis, where it carries road traffic."
+    chunks = (Chunk("t#1", "t", RESULTS_TABLE, "en"), Chunk("b#1", "b", prose, "en"), Chunk("t#2", "t", INFOBOX, "en"))
+    graph = KnowledgeGraph(chunks, ((), (), ()), (Link(0, 2, 0.95, ()), Link(0, 1, 0.6, ())))
+    slots = plan(graph, 6, {"single_fact": 0.5, "multi_hop": 0.5}, {"plain": 1.0})
+    assert {s.chunks for s in slots if s.type == "single_fact"} == {(1,)}
+    assert all(s.chunks == () for s in slots if s.type == "multi_hop")  # both links touch a table
+    # A knowledge base of tables only is still planned from them.
+    tables = KnowledgeGraph(chunks[::2], ((), ()), (Link(0, 1, 0.95, ()),))
+    by_type = {s.type: s.chunks for s in plan(tables, 2, {"single_fact": 0.5, "multi_hop": 0.5}, {"plain": 1.0})}
+    assert by_type["single_fact"] in {(0,), (1,)} and set(by_type["multi_hop"]) == {0, 1}
 
 
 def test_a_link_planned_again_is_taken_the_other_way_round_until_both_ways_are_used():

@@ -5,6 +5,12 @@ persona style), and the chunks it is written from. The plan is a pure function o
 knowledge graph, the size, the mixes and the seed, so a re-run plans the same slots and the
 journal can tell which are already done.
 
+Questions are written from chunks of sentences: a chunk that reads as a list or a flattened
+table (:func:`reads_as_list`: ClapNQ's race results, filmographies and infoboxes) gave
+questions such as "Which car manufacturer reported the most laps led in the 1999 NASCAR
+race season?" answered by a race's name, and its near-copies were each other's strongest
+links, so multi-hop and comparison slots took them first (5 of 18 ClapNQ slots of one run).
+
 Single-chunk types (single fact, reasoning, conditional, unanswerable) take the chunks in a
 seeded random order, cycling when there are more questions than chunks. Two-chunk types
 (multi-hop, comparison) take the graph's links, strongest first, each link once before any
@@ -22,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -29,6 +36,7 @@ from importlib import resources
 
 import yaml
 
+from ragmeter.data.text import HAN
 from ragmeter.generate.graph import KnowledgeGraph
 
 #: Question types: what the question needs from the knowledge base.
@@ -47,6 +55,35 @@ DIFFICULTY = {
     "multi_hop": "hard",
     "comparison": "hard",
 }
+
+
+HAN_CHARS = re.compile(f"[{HAN}]")
+#: Latin words and numbers, as :func:`reads_as_list` counts them.
+_LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z'’.-]*|\d+")
+#: Verbs of almost every English sentence; a text of many words without one has no sentence.
+_COMMON_VERBS = frozenset(
+    "is are was were be been being has have had do does did will would can could may might must should".split()  # noqa: SIM905
+)
+#: Least words of a text that :func:`reads_as_list` judges.
+LIST_MIN_WORDS = 20
+#: Share of a text's words that are capitalised or numbers from which, with no common verb, it
+#: reads as a list (set on the ClapNQ passages' chunks: flattened tables and infoboxes 0.62 to
+#: 1.00, prose 0.05 to 0.45; see ``benchmarks/results/generate_review.md``).
+LIST_CAPITALISED_SHARE = 0.6
+
+
+def reads_as_list(text: str) -> bool:
+    """``text`` is a list or a table flattened into a line ("No . Race Pole position Most laps
+    led Winning driver Manufacturer Report 001 ! Advance Auto Parts Clash Keselowski , Brad
+    ..."), not sentences: of its Latin words and numbers (at least :data:`LIST_MIN_WORDS`), at
+    least :data:`LIST_CAPITALISED_SHARE` are capitalised or numbers, and none is a common verb
+    ("is", "was", "has"...). Chinese text is never judged so (no such verbs to find)."""
+    if HAN_CHARS.search(text):
+        return False
+    words = _LATIN_WORD.findall(text)
+    if len(words) < LIST_MIN_WORDS or any(w in _COMMON_VERBS for w in words):
+        return False
+    return sum(1 for w in words if w[0].isupper() or w[0].isdigit()) >= LIST_CAPITALISED_SHARE * len(words)
 
 
 @dataclass(frozen=True)
@@ -161,11 +198,13 @@ def plan(
     chosen_styles = [s for s, n in allocate(size, styles).items() for _ in range(n)]
     rng.shuffle(types)
     rng.shuffle(chosen_styles)
-    singles = list(range(len(graph.chunks)))
+    singles = seed_chunks(graph)
     rng.shuffle(singles)
     used = set(used)
     singles.sort(key=lambda i: (i,) in used)
-    links = sorted(graph.links, key=lambda link: (link.a, link.b) in used or (link.b, link.a) in used)
+    seeds = set(singles)
+    links = [link for link in graph.links if link.a in seeds and link.b in seeds]
+    links.sort(key=lambda link: (link.a, link.b) in used or (link.b, link.a) in used)
     taken = {"single": 0, "link": 0}
     slots = []
     for number, (kind, style) in enumerate(zip(types, chosen_styles, strict=True), start=1):
@@ -180,6 +219,15 @@ def plan(
         persona = rng.choice(personas(lang)) if style == "persona" else None
         slots.append(Slot(f"q{number:04d}", kind, style, persona, chunks, lang))
     return slots
+
+
+def seed_chunks(graph: KnowledgeGraph) -> list[int]:
+    """Indexes of the chunks a question may be written from: those that do not read as a
+    list or a flattened table (:func:`reads_as_list`), or all of them when every chunk does.
+    The others stay in the knowledge base (an unanswerable question's answer is still looked
+    for in them)."""
+    prose = [i for i, chunk in enumerate(graph.chunks) if not reads_as_list(chunk.text)]
+    return prose or list(range(len(graph.chunks)))
 
 
 def _ordered(a: int, b: int, used: Collection[tuple[int, ...]]) -> tuple[int, int]:
