@@ -7,9 +7,9 @@ journal can tell which are already done.
 
 Questions are written from chunks of sentences: a chunk that reads as a list or a flattened
 table (:func:`reads_as_list`: ClapNQ's race results, filmographies and infoboxes) gave
-questions such as "Which car manufacturer reported the most laps led in the 1999 NASCAR
-race season?" answered by a race's name, and its near-copies were each other's strongest
-links, so multi-hop and comparison slots took them first (5 of 18 ClapNQ slots of one run).
+questions that make no sense (a season's "most laps led" answered by a race's name), and a
+table's near-copies were each other's strongest links, so multi-hop and comparison slots
+took them first (5 of 18 ClapNQ slots of one run, ``benchmarks/results/generate_review.md``).
 
 Single-chunk types (single fact, reasoning, conditional, unanswerable) take the chunks in a
 seeded random order, cycling when there are more questions than chunks. Two-chunk types
@@ -73,9 +73,8 @@ LIST_CAPITALISED_SHARE = 0.6
 
 
 def reads_as_list(text: str) -> bool:
-    """``text`` is a list or a table flattened into a line ("No . Race Pole position Most laps
-    led Winning driver Manufacturer Report 001 ! Advance Auto Parts Clash Keselowski , Brad
-    ..."), not sentences: of its Latin words and numbers (at least :data:`LIST_MIN_WORDS`), at
+    """``text`` is a list or a table flattened into a line ("No . Race Pole position Winning
+    driver Manufacturer 001 ! Spring Clash Rivers , Ann Ann Rivers Ford ..."), not sentences: of its Latin words and numbers (at least :data:`LIST_MIN_WORDS`), at
     least :data:`LIST_CAPITALISED_SHARE` are capitalised or numbers, and none is a common verb
     ("is", "was", "has"...). Chinese text is never judged so (no such verbs to find)."""
     if HAN_CHARS.search(text):
