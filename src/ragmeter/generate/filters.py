@@ -7,12 +7,11 @@ Checks, in this order (cheapest first, but for the model-free checks after the j
   "上下文"...): a user of the system never saw it.
 - ``rewrite_drops_names`` (no model, :func:`dropped_names`; the persona, colloquial and
   web-search styles): the question's rewrite in its style leaves out a number or a name that
-  the question as written holds, so it no longer asks the same thing. "If the game was released
-  in 2010, how many years later was it compared to the original South Park game?" became the
-  keywords "game release year comparison" (ClapNQ, kept in the check on new questions in
-  ``benchmarks/results/generate_review.md``, as the filter's judge checks read it beside its
-  chunk), and "If a job takes longer than 180 minutes, what happens to it?" became "job
-  duration consequences".
+  the question as written holds, so it no longer asks the same thing. "If a job takes longer
+  than 180 minutes, what happens to it?" became the keywords "job duration consequences"; a
+  ClapNQ question on how many years after a named game another was released became keywords
+  naming neither game nor year, and was kept (the filter's judge checks read it beside its
+  chunk; the check on new questions in ``benchmarks/results/generate_review.md``).
 - ``copies_prompt_example`` (no model, :func:`example_leak`; answerable questions): the question,
   as written before its style, uses a word of the contexts of the generator's own prompt
   examples (a fictional city library) that no chunk of the knowledge base holds: "the
