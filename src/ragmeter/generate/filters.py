@@ -213,10 +213,10 @@ def names(question: str) -> list[str]:
 
     A number is a run of digits ("180", "2010", "3.5"). A name is a word of Latin letters that
     is written like one: in Chinese text any such word ("Forge", "CI", "SEV1"); in English a
-    word with a digit or with a capital after its first letter ("SEV1", "NASCAR", "iPhone"),
-    or a capitalised word that does not begin a sentence ("South", "Park", "Kyle"; "I" is not
+    word with a digit or with a capital after its first letter ("SEV1", "FIRA", "iPhone"),
+    or a capitalised word that does not begin a sentence ("Harbor", "Quest", "Nora"; "I" is not
     a name). A possessive "'s" is dropped ("kyle"). A name that begins the question, such as
-    "Kyle" in "Kyle said what?", is not seen: it reads like any first word."""
+    "Nora" in "Nora said what?", is not seen: it reads like any first word."""
     chinese = bool(_HAN.search(question))
     found: dict[str, None] = {}
     for match in _NAME_TOKEN.finditer(question):
@@ -238,7 +238,7 @@ def dropped_names(original: str, rewritten: str) -> list[str]:
 
     A number must be in ``rewritten`` as that number (English number words up to twenty count
     as digits: "5" is kept by "five"); a name as a word that begins with it, less a plural
-    "s", and adds at most three letters ("Indians" is kept by "indian"), or only a plural "s" to a
+    "s", and adds at most three letters ("Canadians" is kept by "canadian"), or only a plural "s" to a
     name of three letters or fewer ("US" is not kept by "use").
     Case is ignored.
 
