@@ -215,7 +215,7 @@ def names(question: str) -> list[str]:
     is written like one: in Chinese text any such word ("Forge", "CI", "SEV1"); in English a
     word with a digit or with a capital after its first letter ("SEV1", "FIRA", "iPhone"),
     or a capitalised word that does not begin a sentence ("Harbor", "Quest", "Nora"; "I" is not
-    a name). A possessive "'s" is dropped ("kyle"). A name that begins the question, such as
+    a name). A possessive "'s" is dropped ("nora"). A name that begins the question, such as
     "Nora" in "Nora said what?", is not seen: it reads like any first word."""
     chinese = bool(_HAN.search(question))
     found: dict[str, None] = {}
