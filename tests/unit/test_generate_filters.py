@@ -206,6 +206,8 @@ def test_names_are_numbers_and_words_written_as_names(question, expected):
         ("Who does the clerk learn about Nora's move from?", "hey, who told the clerk Nora moved?", []),
         ("Forge CI 的作业运行在哪个 Runner 池上？", "不好意思，想问一下 forge ci 作业在哪个池上跑？", ["runner"]),
         ("What is the purpose of the break-glass account?", "break glass account purpose", []),
+        ("What did the Big Three see in 1984?", "What did the Big Three see in 1984?", []),
+        ("What did the Big Three see?", "big three movie", []),
     ],
 )
 def test_a_rewrite_drops_the_names_and_numbers_it_leaves_out(original, rewritten, lost):
