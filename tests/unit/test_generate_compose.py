@@ -341,6 +341,10 @@ def test_reply_texts_take_a_list_or_one_text_tidied():
 def test_absent_words_are_looked_up_in_the_whole_knowledge_base_and_inside_longer_words():
     assert absent_words("How many vaults are there?", "How many are there?", CHUNKS) == []  # "vault" is in "Vault"
     assert absent_words("冷存储在哪个机房？", "冷存储在哪里？", CHUNKS) == ["机房"]
+    # A name swapped in with a possessive is the knowledge base's name ("Domínguez's" is "Domínguez").
+    credited = (Chunk("p#1", "p", "Early in her career, she was credited as Ana Domínguez.", "en"),)
+    assert absent_words("What is Ana Domínguez's full name?", "What is the actress's full name?", credited) == []
+    assert absent_words("What is Ana Okafor's full name?", "What is the actress's full name?", credited) == ["okafor"]
 
 
 def test_an_unanswerable_sample_keeps_its_composition_and_says_it_has_no_answer():
