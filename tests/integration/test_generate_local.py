@@ -79,4 +79,5 @@ def test_generate_writes_checked_questions_in_each_documents_language(tmp_path, 
     assert again.exit_code == 0, again.output
     second = json.loads((out / "summary.json").read_text())
     assert second["usage"]["calls"] == 0 and second["usage"]["cached_calls"] == summary["usage"]["calls"]
+    assert "every judge answer came from the cache" in again.output and "questions per minute" not in again.output
     assert [json.loads(line) for line in (out / "testset.jsonl").read_text().splitlines()] == kept

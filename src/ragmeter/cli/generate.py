@@ -175,9 +175,13 @@ def _print_summary(generation: Generation, summary: dict[str, Any], out: Path) -
         )
     usage = Usage.from_dict(summary["usage"])
     speed = summary["generated_per_minute"]
+    if not usage.calls:  # a speed of cache reads says nothing about the judge
+        pace = ": every judge answer came from the cache." if usage.cached_calls else "."
+    else:
+        pace = f", {speed:.1f} questions per minute" + (" (cache hits included)." if usage.cached_calls else ".") if speed else "."
     say(
         f"{usage.calls} judge calls ({usage.cached_calls} from the cache), {summary['resumed']} questions resumed from the journal, "
-        f"{summary['seconds']:.1f} s" + (f", {speed:.1f} questions per minute." if speed else ".")
+        f"{summary['seconds']:.1f} s{pace}"
     )
     say(f"Wrote {out / TESTSET_FILE} ({summary['kept']} questions) and {out / REJECTS_FILE} (with the reasons).")
 
