@@ -57,7 +57,7 @@ DIFFICULTY = {
 }
 
 
-HAN_CHARS = re.compile(f"[{HAN}]")
+_HAN_CHARS = re.compile(f"[{HAN}]")
 #: Latin words and numbers, as :func:`reads_as_list` counts them.
 _LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z'’.-]*|\d+")
 #: Verbs of almost every English sentence; a text of many words without one has no sentence.
@@ -68,16 +68,19 @@ _COMMON_VERBS = frozenset(
 LIST_MIN_WORDS = 20
 #: Share of a text's words that are capitalised or numbers from which, with no common verb, it
 #: reads as a list (set on the ClapNQ passages' chunks: flattened tables and infoboxes 0.62 to
-#: 1.00, prose 0.05 to 0.45; see ``benchmarks/results/generate_review.md``).
+#: 1.00; chunks of sentences at 0.20 in the median, 99% of them under 0.54; see
+#: ``benchmarks/results/generate_review.md``).
 LIST_CAPITALISED_SHARE = 0.6
 
 
 def reads_as_list(text: str) -> bool:
     """``text`` is a list or a table flattened into a line ("No . Race Pole position Winning
-    driver Manufacturer 001 ! Spring Clash Rivers , Ann Ann Rivers Ford ..."), not sentences: of its Latin words and numbers (at least :data:`LIST_MIN_WORDS`), at
-    least :data:`LIST_CAPITALISED_SHARE` are capitalised or numbers, and none is a common verb
-    ("is", "was", "has"...). Chinese text is never judged so (no such verbs to find)."""
-    if HAN_CHARS.search(text):
+    driver Manufacturer 001 ! Spring Clash Rivers , Ann Ann Rivers Ford ..."), not sentences:
+    of its Latin words and numbers (at least :data:`LIST_MIN_WORDS`), at least
+    :data:`LIST_CAPITALISED_SHARE` are capitalised or numbers, and none is a common verb
+    ("is", "was", "has"...). Text with Chinese characters is never judged so (no such verbs
+    to find)."""
+    if _HAN_CHARS.search(text):
         return False
     words = _LATIN_WORD.findall(text)
     if len(words) < LIST_MIN_WORDS or any(w in _COMMON_VERBS for w in words):
