@@ -428,6 +428,8 @@ def test_a_relabelled_question_keeps_only_the_chunk_it_needs_as_its_reference_co
         ("哪个流程要求在合并请求中包含回滚脚本？", "comparison", "zh", True),
         ("SEV1 和 SEV2 的响应时限有什么区别？", "comparison", "zh", False),
         ("小规格和中规格的 Runner 哪个内存更大？", "comparison", "zh", False),
+        ("软件更新最后一步需要几个审批？", "comparison", "zh", True),
+        ("哪个规格的内存最大？", "comparison", "zh", False),
         ("What is the path to store secrets in Forge Vault?", "conditional", "en", True),
         ("When does the yearly freeze start?", "conditional", "en", True),
         ("What happens when a SEV1 page is not acknowledged?", "conditional", "en", False),

@@ -172,7 +172,8 @@ _TYPE_WORDS = {
         r"|smaller|bigger|faster|slower|better|worse)\b",
         re.IGNORECASE,
     ),
-    ("comparison", "zh"): re.compile(r"比|区别|不同|差异|差别|异同|还是|更|一样|相同|分别|两者|二者|之间|最"),
+    # "更" and "最" compare, not in "更新" (update) or "最后" (last).
+    ("comparison", "zh"): re.compile(r"比|区别|不同|差异|差别|异同|还是|更(?![新改换正])|一样|相同|分别|两者|二者|之间|最(?![近后初终])"),
     ("conditional", "en"): re.compile(
         r"\b(?:if|unless|in case|provided|assuming|suppose|supposing|as long as|whenever)\b|\w[\s,]+when\b", re.IGNORECASE
     ),
