@@ -72,7 +72,6 @@ def test_generate_writes_checked_questions_in_each_documents_language(tmp_path, 
         "reference_does_not_answer",
         "reference_disagrees",
         "copies_prompt_example",
-        "rewrite_drops_names",
     }
     # The same command again: every judge answer comes from the cache, the test set is the same.
     again = CliRunner().invoke(app, command)

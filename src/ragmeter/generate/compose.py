@@ -91,8 +91,6 @@ _AMOUNTS = {
         r"(?:个工作日|工作日|个月|小时|分钟|个|名|次|份|条|位|天|周|月|年|秒|GB|MB|%|％)(?:内|以内|以上)?"
     ),
 }
-#: A possessive ending, left out when a word is looked for ("Domínguez's" is in "credited as Domínguez").
-_POSSESSIVE = re.compile(r"['’]s$")
 _LETTERS = re.compile(f"[^\\W\\d_]|[{HAN}]")
 _HAN_ONLY = re.compile(f"^[{HAN}]+$")
 
@@ -536,8 +534,7 @@ def reply_texts(reply: Any, key: str) -> list[str]:
 
 def absent_words(question: str, before: str, chunks: Sequence[Chunk]) -> list[str]:
     """The content words ``question`` brings to ``before`` (:func:`content_words`, with a
-    letter: a changed number does not count) that no chunk holds, even inside a longer word,
-    a possessive "'s" left out.
+    letter: a changed number does not count) that no chunk holds, even inside a longer word.
 
     Args:
         question: The question with its subject swapped.
@@ -546,7 +543,7 @@ def absent_words(question: str, before: str, chunks: Sequence[Chunk]) -> list[st
     """
     text = _kb_text(tuple(chunks))
     new = content_words(question) - content_words(before)
-    return sorted(w for w in new if _LETTERS.search(w) and _POSSESSIVE.sub("", w) not in text)
+    return sorted(w for w in new if _LETTERS.search(w) and w not in text)
 
 
 @lru_cache(maxsize=4)

@@ -248,7 +248,7 @@ def dropped_names(original: str, rewritten: str) -> list[str]:
         rewritten: The question in its style (persona, colloquial, web-search keywords).
     """
     words = rewritten.lower()
-    digits = _NUMBER_WORD.sub(lambda m: str(_NUMBERS.index(m.group(0).lower()) + 1), words)
+    digits = _in_digits(words)
     lost = []
     for name in names(original):
         if name[0].isdigit():
@@ -397,7 +397,12 @@ def stated_span(reference: str, question: str, contexts: Sequence[str], ids: Seq
 
 def _words(text: str) -> set[str]:
     """:func:`content_words` of ``text``, English numbers up to twenty in digits."""
-    return content_words(_NUMBER_WORD.sub(lambda m: str(_NUMBERS.index(m.group(0).lower()) + 1), text))
+    return content_words(_in_digits(text))
+
+
+def _in_digits(text: str) -> str:
+    """``text`` with English numbers up to twenty written in digits."""
+    return _NUMBER_WORD.sub(lambda m: str(_NUMBERS.index(m.group(0).lower()) + 1), text)
 
 
 async def check(draft: Draft, graph: KnowledgeGraph, vectors: np.ndarray, judge: LLMJudge, embed) -> Verdict:
