@@ -10,6 +10,8 @@ from test_llm_double import FixedVectors, ScriptedJudge
 from typer.testing import CliRunner
 
 from ragmeter.cli import app
+from ragmeter.cli.console import console
+from ragmeter.cli.generate import _print_mix
 from ragmeter.generate import GenerateOptions, agenerate
 from ragmeter.generate.chunking import Chunk
 from ragmeter.generate.graph import KnowledgeGraph
@@ -128,6 +130,21 @@ def test_a_relabelled_question_is_kept_as_a_single_fact_and_its_type_is_topped_u
     assert summary["relabelled"] == {"reasoning -> single_fact": 2}
     topped = _generate(tmp_path, judge(), size=2, mix={"reasoning": 1.0}, top_up_rounds=1)
     assert topped.summary()["rounds"] == 1 and topped.summary()["by_type"]["reasoning"]["generated"] == 4
+
+
+def test_the_mix_table_shows_relabelled_questions_apart_so_no_share_exceeds_what_was_asked(tmp_path):
+    summary = {
+        "asked": 4, "generated": 5, "kept": 4, "rounds": 1, "attempted": 5, "reasons": {}, "relabelled": {"comparison -> single_fact": 1},
+        "by_type": {"single_fact": {"asked": 2, "generated": 2, "kept": 3}, "comparison": {"asked": 2, "generated": 3, "kept": 1}},
+        "by_style": {"plain": {"asked": 4, "generated": 5, "kept": 4}},
+    }  # fmt: skip
+    with console.capture() as captured:
+        for key, title in (("by_type", "question type"), ("by_style", "query style")):
+            _print_mix(summary, key, title)
+    cells = [[cell.strip() for cell in line.strip("│ ").split("│")] for line in captured.get().splitlines() if "│" in line]
+    rows = {row[0]: row[1:] for row in cells}
+    assert rows["single_fact"] == ["2", "2", "3 (1 relabelled in)", "100%"]  # 150% before: 3 kept of 2 asked
+    assert rows["comparison"] == ["2", "3", "1", "50%"] and rows["plain"] == ["4", "5", "4", "100%"]
 
 
 def test_cli_refuses_a_negative_number_of_top_up_rounds(tmp_path):

@@ -1,5 +1,6 @@
 """``ragmeter generate``: a test set from a knowledge base, written and checked by the LLM judge."""
 
+from collections import Counter
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -144,15 +145,34 @@ def _print_issues(issues: list[InputIssue]) -> None:
         say(f"  … and {len(issues) - 20} more (see summary.json)")
 
 
+def _relabelled_into(relabelled: dict[str, int]) -> Counter[str]:
+    """Kept questions per type they joined by relabelling, from ``"<asked> -> <kept as>"`` counts."""
+    joined: Counter[str] = Counter()
+    for move, n in relabelled.items():
+        joined[move.split(" -> ")[1]] += n
+    return joined
+
+
+def _mix_row(name: str, row: dict[str, Any], joined: int) -> tuple[str, ...]:
+    """One row of a mix table. The kept share counts only questions asked as ``name`` and kept
+    as it; ``joined`` questions the type check moved here from another type are shown apart."""
+    kept = f"{row['kept']}" + (f" ({joined} relabelled in)" if joined else "")
+    share = f"{(row['kept'] - joined) / row['asked']:.0%}" if row["asked"] else "-"
+    return (name, str(row["asked"]), str(row["generated"]), kept, share)
+
+
+def _print_mix(summary: dict[str, Any], key: str, title: str) -> None:
+    """The mix table of ``summary[key]`` (``by_type`` or ``by_style``) with a total row."""
+    joined = _relabelled_into(summary["relabelled"]) if key == "by_type" else Counter()
+    rows = [_mix_row(name, row, joined[name]) for name, row in summary[key].items()]
+    rows.append(_mix_row("total", summary, 0))
+    columns = [title, ("asked", "right"), ("generated", "right"), ("kept", "right"), ("kept share", "right")]
+    console.print(table(f"Mix by {title}", columns, rows))
+
+
 def _print_summary(generation: Generation, summary: dict[str, Any], out: Path) -> None:
     for key, title in (("by_type", "question type"), ("by_style", "query style")):
-        rows = [
-            (name, row["asked"], row["generated"], row["kept"], f"{row['kept'] / row['asked']:.0%}" if row["asked"] else "-")
-            for name, row in summary[key].items()
-        ]
-        rows.append(("total", summary["asked"], summary["generated"], summary["kept"], f"{summary['kept'] / max(1, summary['asked']):.0%}"))
-        columns = [title, ("asked", "right"), ("generated", "right"), ("kept", "right"), ("kept share", "right")]
-        console.print(table(f"Mix by {title}", columns, rows))
+        _print_mix(summary, key, title)
     if summary["rounds"]:
         say(
             f"{summary['rounds']} top-up round(s) replaced rejected questions: {summary['attempted']} written for {summary['asked']} asked."
