@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
@@ -152,3 +153,34 @@ def test_scale_is_a_distribution_favouring_the_right_grade(judge):
     assert sum(good.values()) == pytest.approx(1.0)
     expected = lambda d: sum(int(k) * p for k, p in d.items())  # noqa: E731
     assert expected(good) > expected(bad)
+
+
+@pytest.mark.parametrize(
+    ("lang", "response"),
+    [("en", "Backups are kept for thirty days and restored by the on-call engineer."), ("zh", "备份保留三十天，由值班工程师负责恢复。")],
+)
+def test_greedy_decoding_checks_the_top_token_first_yet_writes_exactly_what_the_full_grammar_check_writes(judge, lang, response):
+    from llama_cpp.llama_grammar import LlamaGrammar
+
+    from ragmeter.judges.greedy import greedy_under_grammar
+    from ragmeter.judges.prompts import PromptBook
+
+    llm = judge._model()
+    messages = PromptBook(lang).generation_messages("questions", {"response": response})
+    prompt = llm.tokenize(judge._render(messages).encode("utf-8"), add_bos=True, special=True)
+    grammar = LlamaGrammar.from_json_schema(json.dumps(QUESTIONS_SCHEMA), verbose=False)
+    try:
+        llm.reset()
+        full = llm.create_completion(prompt=prompt, grammar=grammar, temperature=0.0, max_tokens=200, seed=0)
+        llm.reset()
+        llm.eval(prompt)
+        ours = greedy_under_grammar(llm, grammar._grammar, grammar._root, 200)
+        assert full["choices"][0]["finish_reason"] == "stop" and ours.finished
+        assert ours.text == full["choices"][0]["text"] and ours.tokens == full["usage"]["completion_tokens"]
+        assert len(json.loads(ours.text)["questions"]) == 3
+        llm.reset()
+        llm.eval(prompt)
+        cut = greedy_under_grammar(llm, grammar._grammar, grammar._root, 5)
+        assert not cut.finished and cut.tokens == 5 and full["choices"][0]["text"].startswith(cut.text)
+    finally:
+        judge._truncate(0)  # the judge's own bookkeeping of the model's memory starts again

@@ -17,9 +17,11 @@ How it judges:
   is read once per run. Reuse happens at segment boundaries only and every segment is
   evaluated the same way whether or not it is reused, so verdicts do not depend on the
   order in which samples arrive.
-- JSON answers use grammar-constrained generation from the JSON schema. Their head (system
-  prompt and examples) is kept and reused the same way, so a task's examples are read once
-  per run; the answer depends only on the prompt, never on what was asked before.
+- JSON answers use greedy generation constrained by a grammar made from the JSON schema
+  (``ragmeter.judges.greedy``: the grammar checks the top token first, the whole vocabulary
+  only when it rejects it). Their head (system prompt and examples) is kept and reused the
+  same way, so a task's examples are read once per run; the answer depends only on the
+  prompt, never on what was asked before.
 - The packaged model says yes too easily. With ``calibrated=True``, where
   ``resources/local_judge_calibration.json`` holds a calibration for a verdict task and
   language (fitted on labelled data by ``benchmarks/calibrate_local_judge.py``), P(yes) is
@@ -47,6 +49,7 @@ import numpy as np
 
 from ragmeter.data.files import json_object
 from ragmeter.judges.base import ContextTooLong, FieldValue, JudgeError, LLMJudge, Verdict, check_evidence_sentences
+from ragmeter.judges.greedy import greedy_under_grammar
 from ragmeter.judges.local_model import PACKAGED_MODEL, packaged_calibration, packaged_model_path, recalibrate
 from ragmeter.judges.metering import Usage, record
 from ragmeter.judges.prompts import PromptBook, VerdictPrompt
@@ -378,33 +381,27 @@ class LocalJudge(LLMJudge):
         if len(head) + len(rest) + self.max_new_tokens > self.context_window:
             raise ContextTooLong(len(head) + len(rest) + self.max_new_tokens, self.context_window)
         started = time.perf_counter()
-        # The head's state is restored (or read once and kept); llama-cpp-python then finds
-        # it as the prompt's cached prefix and reads only the rest.
-        evaluated = self._reach([head]) + len(rest)
+        # The head's state is restored (or read once and kept); only the rest is read.
+        evaluated = self._reach([head])
+        grammar = LlamaGrammar.from_json_schema(json.dumps(dict(schema)), verbose=False)
         try:
-            reply = llm.create_completion(
-                prompt=[*head, *rest],
-                grammar=LlamaGrammar.from_json_schema(json.dumps(dict(schema)), verbose=False),
-                temperature=0.0,
-                max_tokens=self.max_new_tokens,
-                seed=0,
-            )
+            evaluated += self._evaluate(rest)
+            reply = greedy_under_grammar(llm, grammar._grammar, grammar._root, self.max_new_tokens)
         finally:
             # Generation leaves tokens the segment bookkeeping does not know: back to the head.
             self._segments = [head]
             self._truncate(1)
-        usage = reply.get("usage", {})
         record(
             Usage(
                 calls=1,
                 prompt_tokens=len(head) + len(rest),
                 prompt_tokens_evaluated=evaluated,
-                completion_tokens=usage.get("completion_tokens", 0),
+                completion_tokens=reply.tokens,
                 seconds=time.perf_counter() - started,
             )
         )
-        content = reply["choices"][0]["text"] or ""
-        if reply["choices"][0].get("finish_reason") == "length":
+        content = reply.text
+        if not reply.finished:
             raise JudgeError(f"the answer was cut off at {self.max_new_tokens} tokens")
         try:
             return json_object(content)
