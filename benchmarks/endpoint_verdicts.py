@@ -55,7 +55,7 @@ from ragmeter.judges import Judges
 from ragmeter.judges.cache import CachingJudge, DiskCache
 from ragmeter.judges.ensemble import EnsembleJudge
 from ragmeter.judges.local import LocalJudge
-from ragmeter.judges.local_model import packaged_model_path
+from ragmeter.judges.local_model import llama_server_command, packaged_model_path
 from ragmeter.judges.openai_compat import OpenAIJudge
 from ragmeter.metrics.base import Score
 from ragmeter.metrics.registry import create_metric
@@ -128,11 +128,11 @@ def free_port() -> int:
 
 def start_server(threads: int, log: Path) -> tuple[subprocess.Popen, str]:
     port = free_port()
-    command = [
-        sys.executable, "-m", "llama_cpp.server", "--model", str(packaged_model_path()), "--host", "127.0.0.1",
+    command = llama_server_command(
+        "--model", str(packaged_model_path()), "--host", "127.0.0.1",
         "--port", str(port), "--n_ctx", str(N_CTX), "--chat_format", "chatml", "--verbose", "False",
         "--n_threads", str(threads), "--n_threads_batch", str(threads),
-    ]  # fmt: skip
+    )  # fmt: skip
     server = subprocess.Popen(command, stdout=log.open("wb"), stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:

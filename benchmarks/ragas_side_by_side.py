@@ -46,7 +46,7 @@ from ragmeter.bench.report import git_commit
 from ragmeter.bench.suites import Task, clapnq, clapnq_answerable, qags
 from ragmeter.judges import Judges
 from ragmeter.judges.local import LocalJudge
-from ragmeter.judges.local_model import packaged_model_path
+from ragmeter.judges.local_model import llama_server_command, packaged_model_path
 from ragmeter.judges.openai_compat import OpenAIJudge
 from ragmeter.metrics import ranking
 from ragmeter.results.stats import bootstrap_statistic, pearson, roc_auc, spearman
@@ -158,11 +158,11 @@ def free_port() -> int:
 
 
 def start_server(port: int, threads: int) -> subprocess.Popen:
-    command = [
-        sys.executable, "-m", "llama_cpp.server", "--model", str(packaged_model_path()), "--host", "127.0.0.1",
+    command = llama_server_command(
+        "--model", str(packaged_model_path()), "--host", "127.0.0.1",
         "--port", str(port), "--n_ctx", "8192", "--chat_format", "chatml",
         "--n_threads", str(threads), "--n_threads_batch", str(threads),
-    ]  # fmt: skip
+    )  # fmt: skip
     server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:

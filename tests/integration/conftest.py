@@ -40,17 +40,16 @@ def second_llama_server(tmp_path_factory):
 def running_llama_server(log_path: Path):
     """Start llama-cpp-python's server on the packaged model, logging to ``log_path``; yields
     its URL once it answers, and stops it (its whole process group) on leaving."""
-    from ragmeter.judges.local_model import packaged_model_path
+    from ragmeter.judges.local_model import llama_server_command, packaged_model_path
 
     for module in ("llama_cpp", "fastapi", "uvicorn", "sse_starlette", "starlette_context", "pydantic_settings"):
         __import__(module)  # the server's own dependencies (test extras)
     model = packaged_model_path()
     port = free_port()
-    command = [
-        sys.executable, "-m", "llama_cpp.server",
+    command = llama_server_command(
         "--model", str(model), "--host", "127.0.0.1", "--port", str(port),
         "--n_ctx", str(N_CTX), "--chat_format", "chatml", "--verbose", "False",
-    ]  # fmt: skip
+    )  # fmt: skip
     # RAGMETER_TEST_SERVER_THREADS: CPU threads of the server (default: the server's own
     # choice, half the cores to generate and all to read prompts); 1 on a shared machine.
     threads = os.environ.get("RAGMETER_TEST_SERVER_THREADS")

