@@ -82,6 +82,30 @@ def test_the_packaged_calibration_is_used_only_when_asked_and_changes_cache_keys
     assert LocalJudge(model_path="other.gguf", calibrated=True).describe()["calibrations"] == {}
 
 
+def test_the_cpu_kernels_llama_cpp_reports_are_part_of_the_local_judge_identity(monkeypatch):
+    import llama_cpp
+
+    from ragmeter.judges import local_model
+    from ragmeter.judges.local import LocalJudge
+
+    local_model.cpu_kernels.cache_clear()
+    try:
+        portable = LocalJudge().identity()
+        # This machine's build: the CPU features it was compiled with, "= 1" each in llama.cpp's report.
+        assert "AVX" in portable["kernels"].split() and "=" not in portable["kernels"]
+        # A build that loaded its AVX-512 variant reports more; its answers are another judge's.
+        avx512 = b"CPU : SSE3 = 1 | AVX = 1 | AVX2 = 1 | AVX512 = 1 | AVX512_VNNI = 1 | AMX_INT8 = 0 | OPENMP = 1 | "
+        monkeypatch.setattr(llama_cpp, "llama_print_system_info", lambda: avx512)
+        local_model.cpu_kernels.cache_clear()
+        other = LocalJudge().identity()
+        assert other["kernels"] == "SSE3 AVX AVX2 AVX512 AVX512_VNNI OPENMP"
+        assert other != portable and {k: v for k, v in other.items() if k != "kernels"} == {
+            k: v for k, v in portable.items() if k != "kernels"
+        }
+    finally:
+        local_model.cpu_kernels.cache_clear()
+
+
 def test_evidence_sentences_default_by_backend_can_be_set_and_pass_through_the_cache(tmp_path):
     from ragmeter.judges.config import JudgeConfig
     from ragmeter.judges.local import EVIDENCE_SENTENCES

@@ -50,7 +50,7 @@ import numpy as np
 from ragmeter.data.files import json_object
 from ragmeter.judges.base import ContextTooLong, FieldValue, JudgeError, LLMJudge, Verdict, check_evidence_sentences
 from ragmeter.judges.greedy import greedy_under_grammar
-from ragmeter.judges.local_model import PACKAGED_MODEL, load_backends, packaged_calibration, packaged_model_path, recalibrate
+from ragmeter.judges.local_model import PACKAGED_MODEL, cpu_kernels, load_backends, packaged_calibration, packaged_model_path, recalibrate
 from ragmeter.judges.metering import Usage, record
 from ragmeter.judges.prompts import PromptBook, VerdictPrompt
 
@@ -151,8 +151,10 @@ class LocalJudge(LLMJudge):
 
     def describe(self) -> dict[str, Any]:
         # reuse_prefix is left out on purpose: it never changes an answer, so cached
-        # answers stay valid either way.
-        return {**super().describe(), "threads": self.threads, "calibrations": self._calibrations}
+        # answers stay valid either way. The CPU kernels do change answers (a build for
+        # AVX-512 rounds otherwise than the portable AVX2 one): answers cached by one build
+        # are not reused by another.
+        return {**super().describe(), "threads": self.threads, "kernels": cpu_kernels(), "calibrations": self._calibrations}
 
     def count_tokens(self, text: str) -> int:
         return len(self._tokenizer().tokenize(text.encode("utf-8"), add_bos=False, special=False))

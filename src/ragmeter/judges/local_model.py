@@ -89,6 +89,21 @@ def load_backends() -> None:
     raise JudgeError(f"llama.cpp has no CPU backend: none was found beside {library}; reinstall llama-cpp-python")
 
 
+@lru_cache(maxsize=1)
+def cpu_kernels() -> str:
+    """The instruction sets and options llama.cpp's CPU backend was built with, as llama.cpp
+    reports them (``"SSE3 SSSE3 AVX AVX2 F16C FMA BMI2 LLAMAFILE OPENMP REPACK"`` for the
+    portable build). Kernels built for other instruction sets round differently, so the same
+    model and prompt can give other probabilities: part of the local judge's identity."""
+    import llama_cpp
+
+    load_backends()
+    info = llama_cpp.llama_print_system_info().decode("utf-8", errors="replace")  # "CPU : SSE3 = 1 | AVX = 1 | ..."
+    _, _, cpu = info.rpartition("CPU :")
+    features = [name.strip() for name, _, value in (item.partition("=") for item in cpu.split("|")) if value.strip() == "1"]
+    return " ".join(features) or info.strip()
+
+
 def llama_server_command(*arguments: str) -> list[str]:
     """The command that starts llama-cpp-python's OpenAI-compatible server with ``arguments``
     (``--model ...``), its CPU backend loaded first (see :func:`load_backends`)."""
