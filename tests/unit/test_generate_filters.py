@@ -8,26 +8,14 @@ import numpy as np
 import pytest
 from test_llm_double import FixedVectors, ScriptedJudge
 
+from ragmeter.data.words import content_words
 from ragmeter.generate.anchors import rare_limit, term_index, unanchored
 from ragmeter.generate.chunking import Chunk
-from ragmeter.generate.filters import (
-    ANSWERS,
-    THRESHOLD,
-    check,
-    content_words,
-    copied_span,
-    dropped_names,
-    example_leak,
-    lacks_type_words,
-    leak,
-    names,
-    near_duplicates,
-    restates,
-    stated_span,
-)
+from ragmeter.generate.filters import ANSWERS, THRESHOLD, check, near_duplicates
 from ragmeter.generate.graph import KnowledgeGraph
 from ragmeter.generate.plan import Slot
 from ragmeter.generate.synthesize import NO_ANSWER, Draft
+from ragmeter.generate.wording import copied_span, dropped_names, example_leak, lacks_type_words, leak, names, restates, stated_span
 from ragmeter.judges.base import ANSWERABLE_LINE, JudgeError
 from ragmeter.judges.embeddings import BatchingEmbedder
 

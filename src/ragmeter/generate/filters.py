@@ -5,14 +5,14 @@ Checks, in this order (cheapest first, but for the model-free checks after the j
 - ``source_leak``: the question, or its reference, points at its source ("according to the
   passage", "the two contexts", "what is the difference between the two?", "根据文中",
   "上下文"...): a user of the system never saw it.
-- ``rewrite_drops_names`` (no model, :func:`dropped_names`; the persona, colloquial and
+- ``rewrite_drops_names`` (no model, :func:`~ragmeter.generate.wording.dropped_names`; the persona, colloquial and
   web-search styles): the question's rewrite in its style leaves out a number or a name that
   the question as written holds, so it no longer asks the same thing. "If a job takes longer
   than 180 minutes, what happens to it?" became the keywords "job duration consequences"; a
   ClapNQ question on how many years after a named game another was released became keywords
   naming neither game nor year, and was kept (the filter's judge checks read it beside its
   chunk; the check on new questions in ``benchmarks/results/generate_review.md``).
-- ``copies_prompt_example`` (no model, :func:`example_leak`; answerable questions): the question,
+- ``copies_prompt_example`` (no model, :func:`~ragmeter.generate.wording.example_leak`; answerable questions): the question,
   as written before its style, uses a word of the contexts of the generator's own prompt
   examples (a fictional city library) that no chunk of the knowledge base holds: "the
   library's deployment process" (en q0004 of the check on new questions in
@@ -47,7 +47,7 @@ Checks, in this order (cheapest first, but for the model-free checks after the j
   of the question's kind of fact, and rejected every composed question of the example
   knowledge base, mostly on the chunk that lacks the answer
   (``benchmarks/results/generate_multi_hop.md``).
-- ``reference_restates_question`` (no model, :func:`restates`): the reference adds no
+- ``reference_restates_question`` (no model, :func:`~ragmeter.generate.wording.restates`): the reference adds no
   content word to the question, as in "What is the name of the party that opposes the
   President's party?" answered "The major political party opposing the President's party"
   (ClapNQ q0003 of ``benchmarks/results/generate_review.md``, which the ``supported`` verdict
@@ -70,14 +70,14 @@ Checks, in this order (cheapest first, but for the model-free checks after the j
   question whose embedding is at least :data:`DUPLICATE` close to an earlier kept one.
 
 A question that passes may be relabelled (:attr:`Verdict.relabel`) by the type check
-(:func:`copied_span`, no model), and is then kept as a ``single_fact`` question (its sample's
+(:func:`~ragmeter.generate.wording.copied_span`, no model), and is then kept as a ``single_fact`` question (its sample's
 ``metadata.original_type`` keeps the type asked for, ``metadata.checks.copied_from`` the chunk),
 whose reference contexts are then that one chunk alone (:attr:`Verdict.needs`; the others
 are named in ``metadata.dropped_context_ids``):
 
 - a ``reasoning`` question whose reference is copied word for word from one sentence of one
-  of its chunks, or adds to the question at most :data:`STATED_WORDS` content words that one
-  sentence holds (:func:`stated_span`): the answer is stated, no inference is needed ("8
+  of its chunks, or adds to the question at most :data:`~ragmeter.generate.wording.STATED_WORDS` content words that one
+  sentence holds (:func:`~ragmeter.generate.wording.stated_span`): the answer is stated, no inference is needed ("8
   hours", stated outright, for en q0002, and ClapNQ q0002 of
   ``benchmarks/results/generate_review.md``; "Five business days." for "due within 5 business
   days" in its read of 2026-11-27);
@@ -90,7 +90,7 @@ are named in ``metadata.dropped_context_ids``):
   chunk that tells alone what it is about is a ``single_chunk_answers`` reject;
 - a ``comparison`` question without a word that compares ("than", "or", "difference",
   "比", "还是"...), or a ``conditional`` one without a condition ("if", "unless", "如果",
-  "的话"...) (:func:`lacks_type_words`): it asks one fact, as "哪个流程要求在合并请求中包含正向迁移
+  "的话"...) (:func:`~ragmeter.generate.wording.lacks_type_words`): it asks one fact, as "哪个流程要求在合并请求中包含正向迁移
   脚本、回滚脚本以及运行时长？" (kept as a comparison in the read of 2026-11-27 in
   ``benchmarks/results/generate_review.md``) and "What is the path to store secrets in Forge
   Vault?" (kept as conditional). ``metadata.checks.no_words_of_type`` names the type asked
@@ -101,22 +101,18 @@ A question whose style hides words (misspelled) is checked in its original wordi
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
-from ragmeter.data.text import HAN, split_sentences, tokenize
-from ragmeter.data.words import content_words
-from ragmeter.generate.anchors import TermIndex, term_index, unanchored
+from ragmeter.generate.anchors import term_index, unanchored
 from ragmeter.generate.compose import bridge_statement
 from ragmeter.generate.graph import KnowledgeGraph
 from ragmeter.generate.synthesize import Draft, SynthesisError, reply_text
+from ragmeter.generate.wording import copied_span, dropped_names, example_leak, lacks_type_words, leak, restates, stated_span
 from ragmeter.judges.base import ANSWERABLE_LINE, JudgeError, LLMJudge
-from ragmeter.judges.prompts import PromptBook
 
 #: P(yes) at or above which a verdict counts as yes.
 THRESHOLD = 0.5
@@ -136,53 +132,7 @@ TOP_K = 3
 #: Cosine of two questions' embeddings at or above which the later one is a near-duplicate.
 DUPLICATE = 0.9
 
-_LEAKS = {
-    "en": re.compile(
-        r"\b(?:according to|based on|in|from|as (?:stated|mentioned|described|shown) in) (?:the |this |these )?"
-        r"(?:given |provided |above |following )?(?:passages?|contexts?|texts?|documents?|excerpts?|articles?|snippets?|paragraphs?)\b"
-        r"|\b(?:the|this) (?:passage|context|text|excerpt|snippet|paragraph) (?:says|states|mentions|describes)\b"
-        r"|\b(?:does|do) the (?:passage|context|text|excerpt|snippet|paragraph) (?:say|state|mention|describe)\b"
-        r"|\b(?:provided|given|above) (?:passage|context|text|excerpt|information)\b|\binformation (?:provided|given)\b"
-        r"|\b(?:the|these|both|two) (?:two )?(?:contexts|passages|excerpts|snippets)\b|\b(?:between|of) (?:the|these) two\s*\?\s*$",
-        re.IGNORECASE,
-    ),
-    "zh": re.compile(
-        r"根据(?:上文|本文|原文|文中|文章|材料|段落|上下文|这段|该段|该文|以上)|文中|上下文|上文|原文|这段文字|该文档|本段|以上内容|材料中|这两段|两段(?:文字|材料|内容)"
-    ),
-}
-
-_NUMBER = re.compile(r"[\d.,:/%-]+")
-#: A number in digits, or a word of Latin letters (and digits): what :func:`names` looks at.
-_NAME_TOKEN = re.compile(r"\d+(?:[.,:]\d+)*|[A-Za-z][A-Za-z0-9]*(?:['’][A-Za-z]+)?")
-_SENTENCE_END = re.compile(r"(?:^|[.?!。？！:：]\s*)$")
-_POSSESSIVE = re.compile(r"['’]s$")
-_HAN = re.compile(f"[{HAN}]")
 _RELABELLED = ("reasoning", "multi_hop")
-#: Most content words a reasoning question's reference may add to the question and still be
-#: a fact one sentence states (see :func:`stated_span`).
-STATED_WORDS = 3
-#: Words without which a question is not of its type: a comparison names what it compares
-#: ("than", "or", "difference", "比", "还是"...), a conditional question its condition ("if",
-#: "unless", "如果", "的话"...; "when" only after the question's first word: "When is the
-#: freeze?" asks a date). See :func:`lacks_type_words`.
-_TYPE_WORDS = {
-    ("comparison", "en"): re.compile(
-        r"\b(?:than|versus|vs|compared?|comparing|comparison|differ(?:s|ent|ence|ences)?|both|either|whereas|while|same|similar"
-        r"|unlike|alike|between|or|more|less|fewer|most|least|longer|shorter|earlier|later|older|newer|higher|lower|larger"
-        r"|smaller|bigger|faster|slower|better|worse)\b",
-        re.IGNORECASE,
-    ),
-    # "更" and "最" compare, not in "更新" (update) or "最后" (last).
-    ("comparison", "zh"): re.compile(r"比|区别|不同|差异|差别|异同|还是|更(?![新改换正])|一样|相同|分别|两者|二者|之间|最(?![近后初终])"),
-    ("conditional", "en"): re.compile(
-        r"\b(?:if|unless|in case|provided|assuming|suppose|supposing|as long as|whenever)\b|\w[\s,]+when\b", re.IGNORECASE
-    ),
-    ("conditional", "zh"): re.compile(r"如果|假如|假设|若|要是|倘若|一旦|的话|只要|除非|万一|情况下|当.{1,30}?时"),
-}
-_NUMBERS = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty".split()  # noqa: SIM905
-_YES_NO = re.compile(r"\s*(?:(?:yes|no)\b|(?:是的|是|不是|不|否|对|不对|可以|不可以|能|不能|会|不会)[，,。.！!])", re.IGNORECASE)
-_NUMBER_WORDS = frozenset(content_words(" ".join(_NUMBERS)))
-_NUMBER_WORD = re.compile(rf"\b(?:{'|'.join(_NUMBERS)})\b", re.IGNORECASE)
 
 
 @dataclass
@@ -209,202 +159,6 @@ class Verdict:
     needs: tuple[str, ...] | None = None
 
 
-def names(question: str) -> list[str]:
-    """The numbers and names of ``question``, lower-cased, in order, each once.
-
-    A number is a run of digits ("180", "2010", "3.5"). A name is a word of Latin letters that
-    is written like one: in Chinese text any such word ("Forge", "CI", "SEV1"); in English a
-    word with a digit or with a capital after its first letter ("SEV1", "FIRA", "iPhone"),
-    or a capitalised word that does not begin a sentence ("Harbor", "Quest", "Nora"; "I" is not
-    a name). A possessive "'s" is dropped ("nora"). A name that begins the question, such as
-    "Nora" in "Nora said what?", is not seen: it reads like any first word."""
-    chinese = bool(_HAN.search(question))
-    found: dict[str, None] = {}
-    for match in _NAME_TOKEN.finditer(question):
-        word = match.group(0)
-        if word[0].isdigit():
-            found[word] = None
-            continue
-        core = _POSSESSIVE.sub("", word)
-        begins = bool(_SENTENCE_END.search(question[: match.start()]))
-        written_as_name = any(ch.isdigit() for ch in core) or any(ch.isupper() for ch in core[1:])
-        capitalised = core[0].isupper() and not begins and core not in ("I", "I'm", "I'd", "I've", "I'll")
-        if chinese or written_as_name or capitalised:
-            found[core.lower()] = None
-    return list(found)
-
-
-def dropped_names(original: str, rewritten: str) -> list[str]:
-    """The :func:`names` of ``original`` that ``rewritten`` leaves out.
-
-    A number must be in ``rewritten`` as that number (English number words up to twenty count
-    as digits: "5" is kept by "five"); a name as a word that begins with it, less a plural
-    "s", and adds at most three letters ("Canadians" is kept by "canadian"), or only a plural "s" to a
-    name of three letters or fewer ("US" is not kept by "use").
-    Case is ignored.
-
-    Args:
-        original: The question as written, before its style.
-        rewritten: The question in its style (persona, colloquial, web-search keywords).
-    """
-    words = rewritten.lower()
-    digits = _in_digits(words)
-    lost = []
-    for name in names(original):
-        if name[0].isdigit():
-            found = re.search(rf"(?<![\d.,:]){re.escape(name)}(?![\d]|[.,:]\d)", digits)
-        else:  # a name may be a number word ("the Big Three"): looked for as written
-            stem = name[:-1] if len(name) > 3 and name.endswith("s") else name
-            ending = "s?" if len(stem) <= 3 else "[a-z]{0,3}"  # "ci" is kept by "cis", "us" not by "use"
-            found = re.search(rf"(?<![a-z0-9]){re.escape(stem)}{ending}(?![a-z0-9])", words)
-        if not found:
-            lost.append(name)
-    return lost
-
-
-def lacks_type_words(question: str, kind: str, lang: str) -> bool:
-    """``question``, asked as a ``kind`` question, has none of the words that type needs: a
-    "comparison" that compares nothing ("Which process requires a rollback script?"), a
-    "conditional" question without a condition ("What is the path to store secrets in Forge
-    Vault?"). Other types have no such words: never.
-
-    Args:
-        question: The question as written, before its style.
-        kind: The type it was asked as.
-        lang: Its language (``"en"`` or ``"zh"``).
-    """
-    pattern = _TYPE_WORDS.get((kind, lang))
-    return pattern is not None and not pattern.search(question)
-
-
-def example_leak(question: str, lang: str, index: TermIndex) -> str | None:
-    """A word of ``question`` that the contexts of the generator's own prompt examples hold (a
-    fictional city library: "library", "loan", "借阅"...) and no chunk of the knowledge base
-    does, or ``None``.
-
-    Args:
-        question: The question as the judge wrote it, before its style (a persona or colloquial
-            rewrite may add everyday words such as "week" that a small knowledge base lacks).
-        lang: Its language.
-        index: The knowledge base's :class:`~ragmeter.generate.anchors.TermIndex`.
-
-    Numbers, in digits or words, are not counted: a conditional question may bring its own."""
-    words = sorted(w for w in content_words(question) & _example_words(lang) if index.frequency[w] == 0)
-    return words[0] if words else None
-
-
-@lru_cache(maxsize=2)
-def _example_words(lang: str) -> frozenset[str]:
-    """Content words of the contexts in the examples of the ``testset_*`` prompts of ``lang``,
-    numbers (in digits or words) left out."""
-    book = PromptBook(lang)
-    shared = [
-        example.get("shared", {})
-        for name in book.task_names()
-        if name.startswith("testset_")
-        for example in book.task(name).get("examples", [])
-    ]
-    texts = [text for fields in shared for key in ("context", "contexts") for text in _as_list(fields.get(key, []))]
-    words = set().union(*(content_words(text) for text in texts))
-    return frozenset(w for w in words if not _NUMBER.fullmatch(w) and w not in _NUMBER_WORDS)
-
-
-def _as_list(value: str | list[str]) -> list[str]:
-    return [value] if isinstance(value, str) else value
-
-
-def leak(text: str) -> str | None:
-    """The phrase of ``text`` that points at its source, or ``None``."""
-    for pattern in _LEAKS.values():
-        found = pattern.search(text)
-        if found:
-            return found.group(0)
-    return None
-
-
-def restates(reference: str, *questions: str) -> bool:
-    """The reference only restates the question: it has content words (:func:`content_words`)
-    and each of them is in one of ``questions`` (the question as asked, before its style).
-
-    An answer with any word of its own ("Two approvals", "需要 DBA 审批", a name, a number) is
-    not a restatement; nor is a bare "Yes" or "No" (a yes/no question's answer), nor a
-    reference of stop words only.
-
-    Args:
-        reference: The reference answer.
-        questions: The question's wordings.
-    """
-    words = content_words(reference)
-    asked = set().union(*(content_words(q) for q in questions))
-    return bool(words) and words <= asked
-
-
-def copied_span(reference: str, contexts: Sequence[str], ids: Sequence[str], lang: str) -> str | None:
-    """The id of the chunk one of whose sentences holds ``reference`` word for word, or ``None``.
-
-    Words are compared as :func:`~ragmeter.data.text.tokenize` gives them (lower-cased, no
-    punctuation): in English the reference's words must be a run of whole words of the
-    sentence ("8 hours" in "... for 8 hours.", not "8" in "18"); in Chinese its characters a
-    run of the sentence's characters. A reference without a content word (:func:`content_words`:
-    "Yes", "是") is never a copied span.
-
-    Args:
-        reference: The reference answer.
-        contexts: The texts of the question's chunks.
-        ids: Their ids, in the same order.
-        lang: The question's language (``"en"`` or ``"zh"``).
-    """
-    if not content_words(reference):
-        return None
-    glue = "" if lang == "zh" else " "
-
-    def joined(text: str) -> str:
-        return glue + glue.join(tokenize(text)) + glue
-
-    span = joined(reference)
-    for chunk_id, text in zip(ids, contexts, strict=True):
-        if any(span in joined(sentence) for sentence in split_sentences(text)):
-            return chunk_id
-    return None
-
-
-def stated_span(reference: str, question: str, contexts: Sequence[str], ids: Sequence[str], lang: str) -> str | None:
-    """The id of the chunk one of whose sentences states ``reference`` as the answer to
-    ``question``, or ``None``: the reference is copied from the sentence (:func:`copied_span`),
-    or the content words it adds to the question, at most :data:`STATED_WORDS` of them and
-    numbers written in words or digits alike ("five" is "5"), are all in the sentence. A yes
-    or no ("No, two approvals are needed." to "Can the author approve it alone?") is the
-    inference itself, stated nowhere.
-
-    Args:
-        reference: The reference answer.
-        question: The question it answers (as written, before any style).
-        contexts: The texts of the question's chunks.
-        ids: Their ids, in the same order.
-        lang: The question's language (``"en"`` or ``"zh"``).
-    """
-    copied = copied_span(reference, contexts, ids, lang)
-    if copied is not None or _YES_NO.match(reference):
-        return copied
-    added = _words(reference) - _words(question)
-    if not added or len(added) > STATED_WORDS:
-        return None
-    for chunk_id, text in zip(ids, contexts, strict=True):
-        if any(added <= _words(sentence) for sentence in split_sentences(text)):
-            return chunk_id
-    return None
-
-
-def _words(text: str) -> set[str]:
-    """:func:`content_words` of ``text``, English numbers up to twenty in digits."""
-    return content_words(_in_digits(text))
-
-
-def _in_digits(text: str) -> str:
-    """``text`` with English numbers up to twenty written in digits."""
-    return _NUMBER_WORD.sub(lambda m: str(_NUMBERS.index(m.group(0).lower()) + 1), text)
-
-
 async def check(draft: Draft, graph: KnowledgeGraph, vectors: np.ndarray, judge: LLMJudge, embed) -> Verdict:
     """Run the per-question checks on ``draft``, cheapest first, stopping at the first failure.
 
@@ -417,24 +171,10 @@ async def check(draft: Draft, graph: KnowledgeGraph, vectors: np.ndarray, judge:
     """
     checks: dict[str, Any] = {}
     asked = draft.original if draft.slot.style == "misspelled" else draft.question
-    for text in dict.fromkeys((draft.question, draft.original, draft.reference)):
-        found = leak(text)
-        if found:
-            where = "reference" if text == draft.reference else "question"
-            return Verdict(False, "source_leak", f"the {where} points at its source: {found!r}", checks)
-    if draft.question != draft.original and draft.slot.style != "misspelled":  # misspellings are made in code
-        lost = dropped_names(draft.original, draft.question)
-        if lost:
-            listed = ", ".join(repr(name) for name in lost)
-            detail = f"the {draft.slot.style} rewrite {draft.question!r} leaves out {listed} of the question as written: {draft.original!r}"
-            return Verdict(False, "rewrite_drops_names", detail, checks)
     lang = draft.slot.lang
-    # An unanswerable question brings a word the knowledge base lacks by design; its swap step
-    # refuses the things its prompt's examples name (compose.py).
-    word = example_leak(draft.original, lang, term_index(graph)) if draft.answerable else None
-    if word is not None:
-        detail = f"the question uses {word!r}, a word of the generator's own prompt examples that no chunk of the knowledge base holds"
-        return Verdict(False, "copies_prompt_example", detail, checks)
+    rejected = _check_wording(draft, graph)
+    if rejected is not None:
+        return rejected
     if not draft.answerable:
         return await _check_unanswerable(asked, lang, graph, vectors, judge, embed, checks)
     premise = list(draft.contexts)
@@ -455,6 +195,45 @@ async def check(draft: Draft, graph: KnowledgeGraph, vectors: np.ndarray, judge:
     rejected = await _check_own_answer(asked, draft.reference, premise, lang, judge, checks)
     if rejected is not None:
         return rejected
+    return await _check_type(draft, asked, graph, judge, checks)
+
+
+def _check_wording(draft: Draft, graph: KnowledgeGraph) -> Verdict | None:
+    """The model-free checks made before any judge call: ``source_leak``,
+    ``rewrite_drops_names`` and ``copies_prompt_example``; ``None`` when all pass."""
+    for text in dict.fromkeys((draft.question, draft.original, draft.reference)):
+        found = leak(text)
+        if found:
+            where = "reference" if text == draft.reference else "question"
+            return Verdict(False, "source_leak", f"the {where} points at its source: {found!r}")
+    if draft.question != draft.original and draft.slot.style != "misspelled":  # misspellings are made in code
+        lost = dropped_names(draft.original, draft.question)
+        if lost:
+            listed = ", ".join(repr(name) for name in lost)
+            detail = f"the {draft.slot.style} rewrite {draft.question!r} leaves out {listed} of the question as written: {draft.original!r}"
+            return Verdict(False, "rewrite_drops_names", detail)
+    # An unanswerable question brings a word the knowledge base lacks by design; its swap step
+    # refuses the things its prompt's examples name (compose.py).
+    word = example_leak(draft.original, draft.slot.lang, term_index(graph)) if draft.answerable else None
+    if word is not None:
+        detail = f"the question uses {word!r}, a word of the generator's own prompt examples that no chunk of the knowledge base holds"
+        return Verdict(False, "copies_prompt_example", detail)
+    return None
+
+
+async def _check_type(draft: Draft, asked: str, graph: KnowledgeGraph, judge: LLMJudge, checks: dict[str, Any]) -> Verdict:
+    """The checks of an answerable question whose reference passed the judge's: that it is of
+    its type (relabelled, or ``single_chunk_answers`` and the bridge checks of a multi-hop
+    question), then ``reference_restates_question`` and ``question_not_self_contained``.
+
+    Args:
+        draft: The generated question.
+        asked: The wording the judge reads (the original of a misspelled question).
+        graph: The knowledge graph.
+        judge: The LLM judge giving the verdicts.
+        checks: What the earlier checks measured; this adds to it.
+    """
+    lang = draft.slot.lang
     if draft.slot.type == "reasoning":
         copied = stated_span(draft.reference, draft.original, draft.contexts, draft.context_ids, lang)
     else:
