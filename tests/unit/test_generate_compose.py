@@ -9,24 +9,14 @@ import numpy as np
 import pytest
 from test_llm_double import FixedVectors, ScriptedJudge
 
+from ragmeter.generate.bridges import bridge_phrases, bridge_statement, substitute
 from ragmeter.generate.chunking import Chunk
-from ragmeter.generate.compose import (
-    METHODS,
-    absent_words,
-    answer_amount,
-    bridge_phrases,
-    bridge_statement,
-    compose,
-    description_problem,
-    question_problem,
-    reply_texts,
-    sentence_about,
-    substitute,
-)
+from ragmeter.generate.compose import METHODS, answer_amount, compose, description_problem, question_problem, sentence_about
 from ragmeter.generate.filters import check
 from ragmeter.generate.graph import KnowledgeGraph
 from ragmeter.generate.plan import Slot
 from ragmeter.generate.runner import KnowledgeBase, generate_slot
+from ragmeter.generate.swap import absent_words, reply_texts
 from ragmeter.generate.synthesize import NO_ANSWER, SynthesisError, synthesize
 from ragmeter.judges.base import JudgeError
 from ragmeter.judges.dry_run import stand_in

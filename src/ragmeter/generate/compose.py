@@ -7,14 +7,14 @@ chunk says (0 of 15 and 0 of 12 survived the filter as their type in
 reply is checked in code before the next step:
 
 - **multi-hop, by a bridge** (as MuSiQue composes its questions): two linked chunks A and B
-  mention one phrase E (:func:`bridge_phrases` picks it, in code). The judge writes a question
+  mention one phrase E (:func:`~ragmeter.generate.bridges.bridge_phrases` picks it, in code). The judge writes a question
   about E that a sentence of B answers (:func:`sentence_about` picks it; when the sentence
   states an amount, :func:`answer_amount` takes it as the answer and the judge writes only the
   question, ``testset_bridge_question_for``, else ``testset_bridge_question``; it must name
   E, as the thing E names in B, not as a word of a longer name, and A must not state its
   answer), then describes E from A alone, without naming it (``testset_bridge_description``;
   a short phrase with a content word that A holds and B does not, not giving B's answer
-  away). The code puts the description in place of E (:func:`substitute`): the question now
+  away). The code puts the description in place of E (:func:`~ragmeter.generate.bridges.substitute`): the question now
   needs A to tell what it is about and B to answer it. Reference: B's answer (for an amount,
   the sentence stating it); reference contexts: A, B. The quality filter then asks
   the judge whether A supports "E is <description>" and whether B does too (then B alone
@@ -23,9 +23,9 @@ reply is checked in code before the next step:
   seed chunk (``testset_single_fact``), then names the words of it that say what it asks
   about and three other things of the same kind (``testset_unanswerable_swap``; asked to
   rewrite the question itself, it often gave it back unchanged). The subject must be words of
-  the question; the code puts each other thing in its place (:func:`substitute`; not the
+  the question; the code puts each other thing in its place (:func:`~ragmeter.generate.bridges.substitute`; not the
   subject again, nor a thing the prompt's examples name) and keeps the first question that
-  brings a word found nowhere in the whole knowledge base (:func:`absent_words`).
+  brings a word found nowhere in the whole knowledge base (:func:`~ragmeter.generate.swap.absent_words`).
 
 A stand-in judge whose replies are placeholders (``--dry-run``'s: ``placeholders`` is true)
 is let through every check between steps, so that the estimate counts every step and the
@@ -42,24 +42,20 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Sequence
-from functools import lru_cache
-from typing import Any
 
-import rjieba
-
-from ragmeter.data.text import HAN, normalize, split_sentences, tokenize
+from ragmeter.data.text import split_sentences
 from ragmeter.data.words import content_words
-from ragmeter.generate.anchors import rare_limit
+from ragmeter.generate.bridges import bridge_phrases, phrase_pattern, substitute
 from ragmeter.generate.chunking import Chunk
 from ragmeter.generate.graph import KnowledgeGraph
 from ragmeter.generate.plan import Slot
-from ragmeter.generate.synthesize import NO_ANSWER, Q_SCHEMA, QA_SCHEMA, Draft, SynthesisError, reply_text, restyle
+from ragmeter.generate.swap import SWAP, swap_subject
+from ragmeter.generate.synthesize import Q_SCHEMA, QA_SCHEMA, Draft, SynthesisError, reply_text, restyle
 from ragmeter.judges.base import LLMJudge
-from ragmeter.judges.prompts import PromptBook
 
 #: The question types written here, and the name of each one's method (in the samples'
 #: ``metadata.composition.method`` and in the journal's fingerprints).
-METHODS = {"multi_hop": "bridge", "unanswerable": "swap"}
+METHODS = {"multi_hop": "bridge", "unanswerable": SWAP}
 #: Bridge phrases tried per multi-hop question, the best first.
 ATTEMPTS = 3
 #: Longest description of a bridge phrase: words (English), characters (Chinese).
@@ -67,14 +63,7 @@ DESCRIPTION_WORDS, DESCRIPTION_CHARS = 20, 40
 #: Fewest content words a description has besides those of the phrase it stands for
 #: ("incident" for "SEV1 incident" describes nothing).
 DESCRIPTION_MIN_WORDS = 2
-_NGRAM = 3
-_SWAP_SCHEMA = {
-    "type": "object",
-    "properties": {"subject": {"type": "string"}, "others": {"type": "array", "items": {"type": "string"}}},
-    "required": ["subject", "others"],
-}
 _DESCRIPTION_SCHEMA = {"type": "object", "properties": {"description": {"type": "string"}}, "required": ["description"]}
-_ARTICLE = re.compile(r"^(?:the|a|an)\s", re.IGNORECASE)
 #: An article or determiner right before a word: the word opens a noun phrase ("the company-wide").
 _ARTICLE_BEFORE = re.compile(r"(?<![\w-])(?:the|a|an|this|that|each|every|any|its|their|our|your)[ \t]+$", re.IGNORECASE)
 _NUMBER_WORDS = "one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|hundred"
@@ -91,8 +80,6 @@ _AMOUNTS = {
         r"(?:个工作日|工作日|个月|小时|分钟|个|名|次|份|条|位|天|周|月|年|秒|GB|MB|%|％)(?:内|以内|以上)?"
     ),
 }
-_LETTERS = re.compile(f"[^\\W\\d_]|[{HAN}]")
-_HAN_ONLY = re.compile(f"^[{HAN}]+$")
 
 
 async def compose(slot: Slot, graph: KnowledgeGraph, judge: LLMJudge) -> Draft:
@@ -114,7 +101,7 @@ async def compose(slot: Slot, graph: KnowledgeGraph, judge: LLMJudge) -> Draft:
         raise SynthesisError(f"no related pair of chunks for a {slot.type} question (the knowledge graph has no link)")
     if slot.type == "multi_hop":
         return await _bridge(slot, graph, judge)
-    return await _swap(slot, graph, judge)
+    return await swap_subject(slot, graph, judge)
 
 
 async def _bridge(slot: Slot, graph: KnowledgeGraph, judge: LLMJudge) -> Draft:
@@ -188,7 +175,7 @@ def sentence_about(phrase: str, text: str, lang: str) -> str:
         text: The text of the chunk that answers the question.
         lang: ``"en"`` or ``"zh"``.
     """
-    pattern = _pattern(phrase, lang)
+    pattern = phrase_pattern(phrase, lang)
     ranked = []
     for sentence in split_sentences(text):
         found = pattern.search(sentence)
@@ -213,7 +200,7 @@ def answer_amount(sentence: str, phrase: str, lang: str) -> str | None:
         phrase: The bridge phrase.
         lang: ``"en"`` or ``"zh"``.
     """
-    mentions = [(m.start(), m.end()) for m in _pattern(phrase, lang).finditer(sentence)]
+    mentions = [(m.start(), m.end()) for m in phrase_pattern(phrase, lang).finditer(sentence)]
     amounts = [
         m
         for m in _AMOUNTS[lang].finditer(sentence)
@@ -248,7 +235,7 @@ def question_problem(question: str, answer: str, phrase: str, described: str, an
         answering: The text of the chunk that answers the question.
         lang: ``"en"`` or ``"zh"``.
     """
-    pattern = _pattern(phrase, lang)
+    pattern = phrase_pattern(phrase, lang)
     mention = pattern.search(question)
     if mention is None:
         return "does not name it"
@@ -304,7 +291,7 @@ def description_problem(description: str, phrase: str, source: str, other: str, 
         answer: That question's answer.
         lang: ``"en"`` or ``"zh"``.
     """
-    if _pattern(phrase, lang).search(description):
+    if phrase_pattern(phrase, lang).search(description):
         return "names the phrase it stands for"
     if len(description.split()) > DESCRIPTION_WORDS or (lang == "zh" and len(description) > DESCRIPTION_CHARS):
         return "is too long for a noun phrase"
@@ -317,235 +304,3 @@ def description_problem(description: str, phrase: str, source: str, other: str, 
     if own and own <= words:
         return "gives the answer away"
     return None
-
-
-def bridge_phrases(described: str, answering: str, lang: str, chunks: Sequence[Chunk]) -> list[str]:
-    """Phrases both texts contain, the best bridge first, as ``answering`` writes them.
-
-    A phrase is a run of up to three words (one or two Chinese words, widened to the longest
-    run of Chinese characters both texts hold) that begins and ends with a content word, has
-    a letter and no bare number; in English it neither begins nor ends with a word in -ed
-    or -ly (rarely a thing's name), in Chinese it ends with a noun (rjieba's tags); a single
-    word is held by at most :func:`~ragmeter.generate.anchors.rare_limit` chunks. The best
-    are distinctive names (a capital letter, and held by at most that many chunks), then
-    phrases of several words, then the rarest in the knowledge base (fewest chunks hold it),
-    then the first in ``answering``.
-
-    Args:
-        described: The text of the chunk the bridge phrase will be described from.
-        answering: The text of the chunk that answers the question.
-        lang: ``"en"`` or ``"zh"``.
-        chunks: The knowledge base's chunks (for how rare a phrase is).
-    """
-    size = 2 if lang == "zh" else _NGRAM
-    shared = _phrases(described, size) & _phrases(answering, size)
-    if lang == "zh":
-        nouns = _nouns(answering)
-        shared = {key for key in shared if key[-1].isascii() or key[-1] in nouns}
-    lines = _token_lines(tuple(chunks))
-    limit = rare_limit(len(chunks))
-    ranked = []
-    for position, key in enumerate(_ordered(answering, size)):
-        if key not in shared:
-            continue
-        surface = _surface(key, answering, lang)
-        if surface is None:
-            continue
-        if lang == "zh":
-            surface = _widened(surface, answering, described)
-        rarity = sum(f" {' '.join(key)} " in line for line in lines)
-        if len(key) == 1 and rarity > limit:
-            continue  # "access", "secret": a word many chunks hold names nothing one chunk can describe
-        name = _named(surface, (answering, described)) and rarity <= limit
-        ranked.append(((not name, len(key) == 1, rarity, position), surface))
-        shared.discard(key)
-    return list(dict.fromkeys(surface for _, surface in sorted(ranked)))
-
-
-def _named(surface: str, texts: Sequence[str]) -> bool:
-    """``surface`` is written as a name: a capital letter after its first character ("Forge
-    Vault", "SEV1"), or a capital first letter in the middle of a sentence of one of
-    ``texts`` (after a lower-case word on the same line: not "Protected" opening a sentence
-    or a heading)."""
-    if any(ch.isupper() for ch in surface[1:]):
-        return True
-    if not surface[:1].isupper():
-        return False
-    return any(re.search(rf"[a-z0-9,;][ \t]+{re.escape(surface)}(?!\w)", text) for text in texts)
-
-
-def _widened(phrase: str, text: str, other: str) -> str:
-    """``phrase`` grown, a Chinese character at a time on either side of its first place in
-    ``text``, while ``other`` holds it too: rjieba may cut one name two ways in two texts
-    ("密钥保管|库存" and "密钥保管|库"), and the whole name is the bridge."""
-    start = text.find(phrase)
-    end = start + len(phrase)
-    while end < len(text) and _widens(text[end]) and text[start : end + 1] in other:
-        end += 1
-    while start > 0 and _widens(text[start - 1]) and text[start - 1 : end] in other:
-        start -= 1
-    return text[start:end]
-
-
-def _widens(char: str) -> bool:
-    """``char`` may be added to a Chinese phrase: a Chinese character that is not a stop word (的, 在)."""
-    return bool(_HAN_ONLY.match(char) and content_words(char))
-
-
-def _ordered(text: str, size: int) -> list[tuple[str, ...]]:
-    """The candidate phrases of ``text`` (token n-grams), in order of first appearance."""
-    tokens = tokenize(text)
-    seen: dict[tuple[str, ...], None] = {}
-    for n in range(1, size + 1):
-        for i in range(len(tokens) - n + 1):
-            key = tuple(tokens[i : i + n])
-            if _candidate(key):
-                seen.setdefault(key, None)
-    return list(seen)
-
-
-def _nouns(text: str) -> set[str]:
-    """The words rjieba tags as nouns (n, nr, ns, nt, nz, vn...) in Chinese ``text``."""
-    return {word for word, tag in rjieba.tag(text) if tag.startswith("n") or tag == "vn"}
-
-
-def _candidate(key: tuple[str, ...]) -> bool:
-    """The tokens ``key`` may be a bridge phrase (see :func:`bridge_phrases`)."""
-    if not (content_words(key[0]) and content_words(key[-1]) and any(_LETTERS.search(t) for t in key)):
-        return False
-    if any(t.isdigit() for t in key):
-        return False
-    return not any(t.isascii() and t.endswith(("ed", "ly")) for t in (key[0], key[-1]))
-
-
-def _phrases(text: str, size: int) -> set[tuple[str, ...]]:
-    return set(_ordered(text, size))
-
-
-@lru_cache(maxsize=4)
-def _token_lines(chunks: tuple[Chunk, ...]) -> list[str]:
-    """Each chunk's tokens, space-joined and space-padded (a phrase is looked up as `` a b ``)."""
-    return [f" {' '.join(tokenize(chunk.text))} " for chunk in chunks]
-
-
-def _surface(key: tuple[str, ...], text: str, lang: str) -> str | None:
-    """How ``text`` writes the phrase of tokens ``key`` (its first occurrence, not part of a
-    hyphenated word, its words apart by spaces or hyphens only: "Hamlin , Denny" of a table
-    is no phrase), or ``None``."""
-    if lang == "zh" and all(_HAN_ONLY.match(t) for t in key):
-        return "".join(key) if "".join(key) in text else None
-    found = re.search(r"(?<![\w-])" + r"[ \t-]*".join(re.escape(t) for t in key) + r"(?![\w-])", text, re.IGNORECASE)
-    return found.group(0) if found else None
-
-
-def _pattern(phrase: str, lang: str) -> re.Pattern[str]:
-    """The phrase in any case, as whole words, not part of a hyphenated one ("Break" is not in
-    "Break-glass"; Chinese: anywhere), with an article before it in English (group 1)."""
-    words = r"\W+".join(re.escape(w) for w in phrase.split())
-    if lang == "zh":
-        return re.compile(f"()(?<![A-Za-z0-9]){words}(?![A-Za-z0-9])", re.IGNORECASE)
-    return re.compile(rf"(?<![\w-])(\b(?:the|a|an)\s+)?{words}(?![\w-])", re.IGNORECASE)
-
-
-def bridge_statement(phrase: str, description: str, lang: str) -> str:
-    """The claim that ``description`` tells what ``phrase`` is ("Forge Vault is the store that
-    keeps secrets."), which the chunk it was described from must support and the chunk that
-    answers the question must not (the quality filter asks the judge).
-
-    Args:
-        phrase: The bridge phrase.
-        description: What stands for it in the question.
-        lang: ``"en"`` or ``"zh"``.
-    """
-    if lang == "zh":
-        return f"{phrase}是{description}。"
-    return f"{phrase[:1].upper()}{phrase[1:]} is {description}."
-
-
-def substitute(question: str, phrase: str, description: str, lang: str) -> str:
-    """``question`` with ``description`` in place of every mention of ``phrase``.
-
-    In English an article before the phrase gives way to the description's own ("the" +
-    "the library that..." is one "the"), and the question begins with a capital letter.
-
-    Args:
-        question: The question naming the phrase.
-        phrase: The bridge phrase.
-        description: What stands for it.
-        lang: ``"en"`` or ``"zh"``.
-    """
-
-    def replace(match: re.Match[str]) -> str:
-        article = match.group(1) or ""
-        return description if _ARTICLE.match(description) else article + description
-
-    composed = _pattern(phrase, lang).sub(replace, question)
-    return composed[:1].upper() + composed[1:] if lang != "zh" else composed
-
-
-async def _swap(slot: Slot, graph: KnowledgeGraph, judge: LLMJudge) -> Draft:
-    seed = graph.chunks[slot.chunks[0]]
-    reply = await judge.generate("testset_single_fact", {"context": seed.text}, QA_SCHEMA, slot.lang)
-    before = reply_text(reply, "question")
-    reply = await judge.generate("testset_unanswerable_swap", {"context": seed.text, "question": before}, _SWAP_SCHEMA, slot.lang)
-    subject, others = reply_text(reply, "subject"), reply_texts(reply, "others")
-    checking = not judge.placeholders
-    if checking and not _pattern(subject, slot.lang).search(before):
-        raise SynthesisError(f"the subject {subject!r} is not words of the question {before!r}")
-    # Neither the subject given back nor a thing copied from the prompt's examples ("Riverside
-    # Library" for a sign-off, in a run on the example knowledge base) is another thing of its kind.
-    unusable = {normalize(subject), *_example_others(slot.lang)} if checking else set()
-    swaps = [(other, substitute(before, subject, other, slot.lang)) for other in others if normalize(other) not in unusable]
-    found = next(((other, q, words) for other, q in swaps if (words := absent_words(q, before, graph.chunks))), None)
-    if found is None and not checking and swaps:
-        found = (swaps[0][0], swaps[0][1], [])
-    if found is None:
-        raise SynthesisError(f"no other subject brings a word the knowledge base lacks: {subject!r} -> {others!r}")
-    other, after, absent = found
-    notes: dict[str, Any] = {
-        "method": METHODS["unanswerable"], "question_before_swap": before, "subject": subject, "swapped_for": other,
-        "absent_from_knowledge_base": absent,
-    }  # fmt: skip
-    styled = await restyle(slot, after, judge)
-    return Draft(slot, styled, after, NO_ANSWER[slot.lang], (seed.text,), (seed.id,), notes)
-
-
-@lru_cache(maxsize=2)
-def _example_others(lang: str) -> frozenset[str]:
-    """The other things named in the examples of the ``testset_unanswerable_swap`` prompt."""
-    examples = PromptBook(lang).task("testset_unanswerable_swap").get("examples", [])
-    return frozenset(normalize(other) for example in examples for other in example["answer"].get("others", []))
-
-
-def reply_texts(reply: Any, key: str) -> list[str]:
-    """The texts at ``key`` of a judge's JSON reply (a list of texts, or one text), each
-    tidied as :func:`~ragmeter.generate.synthesize.reply_text` tidies one.
-
-    Raises:
-        SynthesisError: ``key`` holds no text.
-    """
-    value = reply.get(key) if isinstance(reply, dict) else None
-    items = value if isinstance(value, list) else [value]
-    texts = [reply_text({key: item}, key) for item in items if isinstance(item, str) and item.strip(" \n\t\"'“”「」")]
-    if not texts:
-        raise SynthesisError(f"the judge's reply has no usable '{key}': {str(reply)[:200]!r}")
-    return texts
-
-
-def absent_words(question: str, before: str, chunks: Sequence[Chunk]) -> list[str]:
-    """The content words ``question`` brings to ``before`` (:func:`content_words`, with a
-    letter: a changed number does not count) that no chunk holds, even inside a longer word.
-
-    Args:
-        question: The question with its subject swapped.
-        before: The question it was made from.
-        chunks: The knowledge base's chunks.
-    """
-    text = _kb_text(tuple(chunks))
-    new = content_words(question) - content_words(before)
-    return sorted(w for w in new if _LETTERS.search(w) and w not in text)
-
-
-@lru_cache(maxsize=4)
-def _kb_text(chunks: tuple[Chunk, ...]) -> str:
-    return "\n".join(normalize(chunk.text) for chunk in chunks)

@@ -108,7 +108,7 @@ from typing import Any
 import numpy as np
 
 from ragmeter.generate.anchors import term_index, unanchored
-from ragmeter.generate.compose import bridge_statement
+from ragmeter.generate.bridges import bridge_statement
 from ragmeter.generate.graph import KnowledgeGraph
 from ragmeter.generate.synthesize import Draft, SynthesisError, reply_text
 from ragmeter.generate.wording import copied_span, dropped_names, example_leak, lacks_type_words, leak, restates, stated_span
@@ -213,7 +213,7 @@ def _check_wording(draft: Draft, graph: KnowledgeGraph) -> Verdict | None:
             detail = f"the {draft.slot.style} rewrite {draft.question!r} leaves out {listed} of the question as written: {draft.original!r}"
             return Verdict(False, "rewrite_drops_names", detail)
     # An unanswerable question brings a word the knowledge base lacks by design; its swap step
-    # refuses the things its prompt's examples name (compose.py).
+    # refuses the things its prompt's examples name (swap.py).
     word = example_leak(draft.original, draft.slot.lang, term_index(graph)) if draft.answerable else None
     if word is not None:
         detail = f"the question uses {word!r}, a word of the generator's own prompt examples that no chunk of the knowledge base holds"

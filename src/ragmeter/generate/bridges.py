@@ -1,0 +1,189 @@
+"""Bridge phrases: the phrase two linked chunks both mention, by which a multi-hop question
+joins them (:mod:`ragmeter.generate.compose` writes the question; this finds the phrase, in
+code, without the judge), and the phrase put in place of another in a question (the bridge's
+description, an unanswerable question's swapped subject).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from functools import lru_cache
+
+import rjieba
+
+from ragmeter.data.text import HAN, tokenize
+from ragmeter.data.words import content_words
+from ragmeter.generate.anchors import rare_limit
+from ragmeter.generate.chunking import Chunk
+
+#: Longest bridge phrase, in tokens (English words; Chinese: 2 words, then widened).
+_NGRAM = 3
+#: A letter of any script (not a digit, not punctuation).
+LETTER = re.compile(f"[^\\W\\d_]|[{HAN}]")
+_HAN_ONLY = re.compile(f"^[{HAN}]+$")
+_ARTICLE = re.compile(r"^(?:the|a|an)\s", re.IGNORECASE)
+
+
+def bridge_phrases(described: str, answering: str, lang: str, chunks: Sequence[Chunk]) -> list[str]:
+    """Phrases both texts contain, the best bridge first, as ``answering`` writes them.
+
+    A phrase is a run of up to three words (one or two Chinese words, widened to the longest
+    run of Chinese characters both texts hold) that begins and ends with a content word, has
+    a letter and no bare number; in English it neither begins nor ends with a word in -ed
+    or -ly (rarely a thing's name), in Chinese it ends with a noun (rjieba's tags); a single
+    word is held by at most :func:`~ragmeter.generate.anchors.rare_limit` chunks. The best
+    are distinctive names (a capital letter, and held by at most that many chunks), then
+    phrases of several words, then the rarest in the knowledge base (fewest chunks hold it),
+    then the first in ``answering``.
+
+    Args:
+        described: The text of the chunk the bridge phrase will be described from.
+        answering: The text of the chunk that answers the question.
+        lang: ``"en"`` or ``"zh"``.
+        chunks: The knowledge base's chunks (for how rare a phrase is).
+    """
+    size = 2 if lang == "zh" else _NGRAM
+    shared = _phrases(described, size) & _phrases(answering, size)
+    if lang == "zh":
+        nouns = _nouns(answering)
+        shared = {key for key in shared if key[-1].isascii() or key[-1] in nouns}
+    lines = _token_lines(tuple(chunks))
+    limit = rare_limit(len(chunks))
+    ranked = []
+    for position, key in enumerate(_ordered(answering, size)):
+        if key not in shared:
+            continue
+        surface = _surface(key, answering, lang)
+        if surface is None:
+            continue
+        if lang == "zh":
+            surface = _widened(surface, answering, described)
+        rarity = sum(f" {' '.join(key)} " in line for line in lines)
+        if len(key) == 1 and rarity > limit:
+            continue  # "access", "secret": a word many chunks hold names nothing one chunk can describe
+        name = _named(surface, (answering, described)) and rarity <= limit
+        ranked.append(((not name, len(key) == 1, rarity, position), surface))
+        shared.discard(key)
+    return list(dict.fromkeys(surface for _, surface in sorted(ranked)))
+
+
+def _named(surface: str, texts: Sequence[str]) -> bool:
+    """``surface`` is written as a name: a capital letter after its first character ("Forge
+    Vault", "SEV1"), or a capital first letter in the middle of a sentence of one of
+    ``texts`` (after a lower-case word on the same line: not "Protected" opening a sentence
+    or a heading)."""
+    if any(ch.isupper() for ch in surface[1:]):
+        return True
+    if not surface[:1].isupper():
+        return False
+    return any(re.search(rf"[a-z0-9,;][ \t]+{re.escape(surface)}(?!\w)", text) for text in texts)
+
+
+def _widened(phrase: str, text: str, other: str) -> str:
+    """``phrase`` grown, a Chinese character at a time on either side of its first place in
+    ``text``, while ``other`` holds it too: rjieba may cut one name two ways in two texts
+    ("密钥保管|库存" and "密钥保管|库"), and the whole name is the bridge."""
+    start = text.find(phrase)
+    end = start + len(phrase)
+    while end < len(text) and _widens(text[end]) and text[start : end + 1] in other:
+        end += 1
+    while start > 0 and _widens(text[start - 1]) and text[start - 1 : end] in other:
+        start -= 1
+    return text[start:end]
+
+
+def _widens(char: str) -> bool:
+    """``char`` may be added to a Chinese phrase: a Chinese character that is not a stop word (的, 在)."""
+    return bool(_HAN_ONLY.match(char) and content_words(char))
+
+
+def _ordered(text: str, size: int) -> list[tuple[str, ...]]:
+    """The candidate phrases of ``text`` (token n-grams), in order of first appearance."""
+    tokens = tokenize(text)
+    seen: dict[tuple[str, ...], None] = {}
+    for n in range(1, size + 1):
+        for i in range(len(tokens) - n + 1):
+            key = tuple(tokens[i : i + n])
+            if _candidate(key):
+                seen.setdefault(key, None)
+    return list(seen)
+
+
+def _nouns(text: str) -> set[str]:
+    """The words rjieba tags as nouns (n, nr, ns, nt, nz, vn...) in Chinese ``text``."""
+    return {word for word, tag in rjieba.tag(text) if tag.startswith("n") or tag == "vn"}
+
+
+def _candidate(key: tuple[str, ...]) -> bool:
+    """The tokens ``key`` may be a bridge phrase (see :func:`bridge_phrases`)."""
+    if not (content_words(key[0]) and content_words(key[-1]) and any(LETTER.search(t) for t in key)):
+        return False
+    if any(t.isdigit() for t in key):
+        return False
+    return not any(t.isascii() and t.endswith(("ed", "ly")) for t in (key[0], key[-1]))
+
+
+def _phrases(text: str, size: int) -> set[tuple[str, ...]]:
+    return set(_ordered(text, size))
+
+
+@lru_cache(maxsize=4)
+def _token_lines(chunks: tuple[Chunk, ...]) -> list[str]:
+    """Each chunk's tokens, space-joined and space-padded (a phrase is looked up as `` a b ``)."""
+    return [f" {' '.join(tokenize(chunk.text))} " for chunk in chunks]
+
+
+def _surface(key: tuple[str, ...], text: str, lang: str) -> str | None:
+    """How ``text`` writes the phrase of tokens ``key`` (its first occurrence, not part of a
+    hyphenated word, its words apart by spaces or hyphens only: "Hamlin , Denny" of a table
+    is no phrase), or ``None``."""
+    if lang == "zh" and all(_HAN_ONLY.match(t) for t in key):
+        return "".join(key) if "".join(key) in text else None
+    found = re.search(r"(?<![\w-])" + r"[ \t-]*".join(re.escape(t) for t in key) + r"(?![\w-])", text, re.IGNORECASE)
+    return found.group(0) if found else None
+
+
+def phrase_pattern(phrase: str, lang: str) -> re.Pattern[str]:
+    """The phrase in any case, as whole words, not part of a hyphenated one ("Break" is not in
+    "Break-glass"; Chinese: anywhere), with an article before it in English (group 1)."""
+    words = r"\W+".join(re.escape(w) for w in phrase.split())
+    if lang == "zh":
+        return re.compile(f"()(?<![A-Za-z0-9]){words}(?![A-Za-z0-9])", re.IGNORECASE)
+    return re.compile(rf"(?<![\w-])(\b(?:the|a|an)\s+)?{words}(?![\w-])", re.IGNORECASE)
+
+
+def bridge_statement(phrase: str, description: str, lang: str) -> str:
+    """The claim that ``description`` tells what ``phrase`` is ("Forge Vault is the store that
+    keeps secrets."), which the chunk it was described from must support and the chunk that
+    answers the question must not (the quality filter asks the judge).
+
+    Args:
+        phrase: The bridge phrase.
+        description: What stands for it in the question.
+        lang: ``"en"`` or ``"zh"``.
+    """
+    if lang == "zh":
+        return f"{phrase}是{description}。"
+    return f"{phrase[:1].upper()}{phrase[1:]} is {description}."
+
+
+def substitute(question: str, phrase: str, description: str, lang: str) -> str:
+    """``question`` with ``description`` in place of every mention of ``phrase``.
+
+    In English an article before the phrase gives way to the description's own ("the" +
+    "the library that..." is one "the"), and the question begins with a capital letter.
+
+    Args:
+        question: The question naming the phrase.
+        phrase: The bridge phrase.
+        description: What stands for it.
+        lang: ``"en"`` or ``"zh"``.
+    """
+
+    def replace(match: re.Match[str]) -> str:
+        article = match.group(1) or ""
+        return description if _ARTICLE.match(description) else article + description
+
+    composed = phrase_pattern(phrase, lang).sub(replace, question)
+    return composed[:1].upper() + composed[1:] if lang != "zh" else composed

@@ -1,0 +1,108 @@
+"""Unanswerable questions by a swapped subject: the judge writes a single-fact question from a
+chunk and names its subject and three other things of the same kind; the code puts each other
+thing in the subject's place and keeps the first question that brings a word the whole
+knowledge base lacks (see :mod:`ragmeter.generate.compose`, which chooses the method by type).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any
+
+from ragmeter.data.text import normalize
+from ragmeter.data.words import content_words
+from ragmeter.generate.bridges import LETTER, phrase_pattern, substitute
+from ragmeter.generate.chunking import Chunk
+from ragmeter.generate.graph import KnowledgeGraph
+from ragmeter.generate.plan import Slot
+from ragmeter.generate.synthesize import NO_ANSWER, QA_SCHEMA, Draft, SynthesisError, reply_text, restyle
+from ragmeter.judges.base import LLMJudge
+from ragmeter.judges.prompts import PromptBook
+
+#: The method's name (``metadata.composition.method``, and in the journal's fingerprints).
+SWAP = "swap"
+_SWAP_SCHEMA = {
+    "type": "object",
+    "properties": {"subject": {"type": "string"}, "others": {"type": "array", "items": {"type": "string"}}},
+    "required": ["subject", "others"],
+}
+
+
+async def swap_subject(slot: Slot, graph: KnowledgeGraph, judge: LLMJudge) -> Draft:
+    """Write the unanswerable question of ``slot`` from its seed chunk by a swapped subject.
+
+    Args:
+        slot: What to write (style, persona, the seed chunk).
+        graph: The knowledge graph the slot's chunk indexes into.
+        judge: The LLM that writes.
+
+    Raises:
+        SynthesisError: The subject is not words of the question, or no other thing brings a
+            word the knowledge base lacks.
+    """
+    seed = graph.chunks[slot.chunks[0]]
+    reply = await judge.generate("testset_single_fact", {"context": seed.text}, QA_SCHEMA, slot.lang)
+    before = reply_text(reply, "question")
+    reply = await judge.generate("testset_unanswerable_swap", {"context": seed.text, "question": before}, _SWAP_SCHEMA, slot.lang)
+    subject, others = reply_text(reply, "subject"), reply_texts(reply, "others")
+    checking = not judge.placeholders
+    if checking and not phrase_pattern(subject, slot.lang).search(before):
+        raise SynthesisError(f"the subject {subject!r} is not words of the question {before!r}")
+    # Neither the subject given back nor a thing copied from the prompt's examples ("Riverside
+    # Library" for a sign-off, in a run on the example knowledge base) is another thing of its kind.
+    unusable = {normalize(subject), *_example_others(slot.lang)} if checking else set()
+    swaps = [(other, substitute(before, subject, other, slot.lang)) for other in others if normalize(other) not in unusable]
+    found = next(((other, q, words) for other, q in swaps if (words := absent_words(q, before, graph.chunks))), None)
+    if found is None and not checking and swaps:
+        found = (swaps[0][0], swaps[0][1], [])
+    if found is None:
+        raise SynthesisError(f"no other subject brings a word the knowledge base lacks: {subject!r} -> {others!r}")
+    other, after, absent = found
+    notes: dict[str, Any] = {
+        "method": SWAP, "question_before_swap": before, "subject": subject, "swapped_for": other,
+        "absent_from_knowledge_base": absent,
+    }  # fmt: skip
+    styled = await restyle(slot, after, judge)
+    return Draft(slot, styled, after, NO_ANSWER[slot.lang], (seed.text,), (seed.id,), notes)
+
+
+@lru_cache(maxsize=2)
+def _example_others(lang: str) -> frozenset[str]:
+    """The other things named in the examples of the ``testset_unanswerable_swap`` prompt."""
+    examples = PromptBook(lang).task("testset_unanswerable_swap").get("examples", [])
+    return frozenset(normalize(other) for example in examples for other in example["answer"].get("others", []))
+
+
+def reply_texts(reply: Any, key: str) -> list[str]:
+    """The texts at ``key`` of a judge's JSON reply (a list of texts, or one text), each
+    tidied as :func:`~ragmeter.generate.synthesize.reply_text` tidies one.
+
+    Raises:
+        SynthesisError: ``key`` holds no text.
+    """
+    value = reply.get(key) if isinstance(reply, dict) else None
+    items = value if isinstance(value, list) else [value]
+    texts = [reply_text({key: item}, key) for item in items if isinstance(item, str) and item.strip(" \n\t\"'“”「」")]
+    if not texts:
+        raise SynthesisError(f"the judge's reply has no usable '{key}': {str(reply)[:200]!r}")
+    return texts
+
+
+def absent_words(question: str, before: str, chunks: Sequence[Chunk]) -> list[str]:
+    """The content words ``question`` brings to ``before`` (:func:`content_words`, with a
+    letter: a changed number does not count) that no chunk holds, even inside a longer word.
+
+    Args:
+        question: The question with its subject swapped.
+        before: The question it was made from.
+        chunks: The knowledge base's chunks.
+    """
+    text = _kb_text(tuple(chunks))
+    new = content_words(question) - content_words(before)
+    return sorted(w for w in new if LETTER.search(w) and w not in text)
+
+
+@lru_cache(maxsize=4)
+def _kb_text(chunks: tuple[Chunk, ...]) -> str:
+    return "\n".join(normalize(chunk.text) for chunk in chunks)
