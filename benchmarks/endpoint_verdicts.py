@@ -49,7 +49,8 @@ from typing import Any
 
 from ragmeter.bench.report import git_commit
 from ragmeter.bench.runner import unit_score
-from ragmeter.bench.suites import DEFAULT_DATA_DIR, Task, in_qags_calibration_split
+from ragmeter.bench.suites import in_qags_calibration_split
+from ragmeter.bench.task import DEFAULT_DATA_DIR, Task
 from ragmeter.data import load_dataset
 from ragmeter.judges import Judges
 from ragmeter.judges.cache import CachingJudge, DiskCache

@@ -42,8 +42,10 @@ import urllib.request
 from pathlib import Path
 
 import ragmeter
+from ragmeter.bench.clapnq import clapnq, clapnq_answerable
 from ragmeter.bench.report import git_commit
-from ragmeter.bench.suites import Task, clapnq, clapnq_answerable, qags
+from ragmeter.bench.suites import qags
+from ragmeter.bench.task import Task
 from ragmeter.judges import Judges
 from ragmeter.judges.local import LocalJudge
 from ragmeter.judges.local_model import llama_server_command, packaged_model_path

@@ -12,9 +12,9 @@ import pytest
 from typer.testing import CliRunner
 
 from ragmeter import Result, Sample, SampleResult, Score
-from ragmeter.bench import suites
+from ragmeter.bench import clapnq, suites
 from ragmeter.bench.runner import measure, unit_score
-from ragmeter.bench.suites import Task
+from ragmeter.bench.task import Task
 from ragmeter.cli import app
 from ragmeter.data import load_dataset
 
@@ -208,7 +208,7 @@ def test_a_task_runs_its_metric_with_its_parameters():
 
 
 def test_clapnq_builds_precision_recall_correctness_and_answerability(data_dir):
-    precision, precision_nr, recall, entity_recall, correctness, relevancy, answerability, *edits = suites.clapnq(data_dir, None, 0)
+    precision, precision_nr, recall, entity_recall, correctness, relevancy, answerability, *edits = clapnq.clapnq(data_dir, None, 0)
     assert [t.name for t in edits] == ["clapnq/faithfulness_edits", "clapnq/embedding_groundedness_edits"]
     assert [s.sample for s in precision_nr.dataset] == [s.sample for s in precision.dataset]
     assert precision_nr.units is precision.units
@@ -347,7 +347,7 @@ def test_bench_on_your_own_labelled_file_writes_results(tmp_path):
 
 
 def test_a_set_or_one_of_its_tasks_can_be_chosen(data_dir):
-    everything = [t.name for t in suites.clapnq(data_dir, None, 0)]
+    everything = [t.name for t in clapnq.clapnq(data_dir, None, 0)]
     assert [t.name for t in suites.bench_tasks(["clapnq"], data_dir, None, 0)] == everything
     chosen = suites.bench_tasks(["clapnq/context_recall", "rgb", "clapnq/answerability", "clapnq/context_recall"], data_dir, None, 0)
     assert [t.name for t in chosen] == [

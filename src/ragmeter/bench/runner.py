@@ -19,7 +19,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from ragmeter.bench.suites import Task
+from ragmeter.bench.task import Task
 from ragmeter.judges import Judges
 from ragmeter.metrics.base import Score
 from ragmeter.metrics.details import answerable_probability, claim_probabilities, claims_calibrated, context_verdict

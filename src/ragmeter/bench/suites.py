@@ -1,7 +1,7 @@
 """Human-labelled sets turned into ragmeter samples, with the labels to compare against.
 
 Each suite reads its file from the data folder (by default ``../shared/data``; nothing is
-copied) and builds one or more :class:`Task`: samples for a metric, the human label of
+copied) and builds one or more :class:`~ragmeter.bench.task.Task`: samples for a metric, the human label of
 each judged unit, and how to compare them. Sampling (``limit``) is seeded, so the same
 command always measures the same units.
 
@@ -27,65 +27,14 @@ import csv
 import random
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragmeter.bench.edits import Pairs, clapnq_pairs, rgb_pairs
-from ragmeter.data import Dataset, load_dataset
-from ragmeter.data.files import json_object, read_json_lines
+from ragmeter.bench.clapnq import clapnq
+from ragmeter.bench.edits import rgb_pairs
+from ragmeter.bench.task import Task, draw, edit_tasks, read_rows
+from ragmeter.data import load_dataset
 from ragmeter.metrics import create_metric
-
-DEFAULT_DATA_DIR = Path("../shared/data")
-
-
-@dataclass
-class Task:
-    """One comparison of a metric with human labels.
-
-    Attributes:
-        name: Short name (``"qags/faithfulness"``).
-        metric: The metric spec to run (``"faithfulness"``).
-        dataset: The samples.
-        units: What is compared, one entry per judged unit: ``{"sample", "label", "group",
-            "part"}``; ``part`` picks a sub-score (a chunk's index) or is ``None`` for the
-            sample's score; ``group`` clusters units that are not independent (an article).
-        kind: ``"binary"`` (labels 0/1: balanced accuracy and ROC-AUC), ``"graded"``
-            (continuous truth: Pearson and Spearman) or ``"preference"`` (labels are
-            preferences between two samples: Pearson and Spearman of the score difference).
-        reference: Published reference points to print beside the result.
-        params: Parameters of the metric (``{"counting": "decided"}``); default settings
-            when empty.
-        rating: Which of the set's human ratings the units carry, for a set with several
-            (RAGChecker's ``"correctness"``, ``"completeness"``, ``"overall"``); empty otherwise.
-    """
-
-    name: str
-    metric: str
-    dataset: Dataset
-    units: list[dict[str, Any]]
-    kind: str
-    reference: str = ""
-    params: dict[str, Any] = field(default_factory=dict)
-    rating: str = ""
-
-
-def _jsonl(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        raise FileNotFoundError(f"{path} not found: pass --data-dir with the folder of the labelled sets")
-    rows = []
-    for number, line in read_json_lines(path):
-        try:
-            rows.append(json_object(line))
-        except ValueError as exc:
-            raise ValueError(f"{path}, line {number}: {exc}") from None
-    return rows
-
-
-def _sample(rows: list, limit: int | None, seed: int) -> list:
-    rows = list(rows)
-    random.Random(seed).shuffle(rows)
-    return rows if limit is None else rows[:limit]
 
 
 def in_qags_calibration_split(claim_id: str) -> bool:
@@ -96,7 +45,7 @@ def in_qags_calibration_split(claim_id: str) -> bool:
 
 def qags_rows(data_dir: Path) -> list[dict[str, Any]]:
     """Every QAGS claim with its article and labels."""
-    return _jsonl(data_dir / "qags_sentences.jsonl")
+    return read_rows(data_dir / "qags_sentences.jsonl")
 
 
 def qags(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
@@ -104,7 +53,7 @@ def qags(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
     response judged against its article as the only retrieved context. Claims of the
     calibration split (:func:`in_qags_calibration_split`) are left out: the local judge was fitted on
     them. Claims of the same article come one after the other."""
-    rows = _sample([r for r in qags_rows(data_dir) if not in_qags_calibration_split(r["id"])], limit, seed)
+    rows = draw([r for r in qags_rows(data_dir) if not in_qags_calibration_split(r["id"])], limit, seed)
     # Claims of one article next to each other: the local judge then reads the article once.
     first_seen = {context: n for n, context in reversed(list(enumerate(r["context"] for r in rows)))}
     rows.sort(key=lambda r: first_seen[r["context"]])
@@ -128,10 +77,10 @@ def summedits(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
     claim (a summary, consistent or minimally edited to be inconsistent) is a response judged
     against its document as the only retrieved context; one task per domain, so that a
     fit can be checked on the domains it did not see. Claims of one document come together."""
-    rows = _jsonl(data_dir / "summedits_dev.jsonl")
+    rows = read_rows(data_dir / "summedits_dev.jsonl")
     tasks = []
     for domain in SUMMEDITS_DOMAINS:
-        chosen = _sample([r for r in rows if r["domain"] == domain], limit, seed)
+        chosen = draw([r for r in rows if r["domain"] == domain], limit, seed)
         first_seen = {context: n for n, context in reversed(list(enumerate(r["context"] for r in chosen)))}
         chosen.sort(key=lambda r: first_seen[r["context"]])
         samples = [
@@ -170,11 +119,11 @@ def ragchecker(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
     weigh both: ``factual_correctness`` (F1), ``answer_correctness`` and
     ``semantic_similarity``. The F1 scores are also measured counting claims as decided
     (``counting`` decided) instead of as expected shares, the default."""
-    rows = _jsonl(data_dir / "ragchecker_meta_eval.jsonl")
+    rows = read_rows(data_dir / "ragchecker_meta_eval.jsonl")
     pairs: dict[int, dict[str, Any]] = {}
     for row in rows:
         pairs.setdefault(row["instance_id"], {**row, "ratings": []})["ratings"].append(row)
-    chosen = _sample(list(pairs.values()), limit, seed)
+    chosen = draw(list(pairs.values()), limit, seed)
     samples = []
     units: dict[str, list[dict[str, Any]]] = {rating: [] for rating in _RAGCHECKER_RATINGS}
     for pair in chosen:
@@ -219,146 +168,6 @@ def ragchecker(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
     ]
 
 
-def clapnq_answerable(data_dir: Path, limit: int | None, seed: int) -> list[dict[str, Any]]:
-    """The answerable ClapNQ questions :func:`clapnq` draws for this ``limit`` (the
-    answerable half) and ``seed``, in order."""
-    rows = _jsonl(data_dir / "clapnq_dev.jsonl")
-    return _sample([r for r in rows if r["answerable"]], None if limit is None else limit - limit // 2, seed)
-
-
-def clapnq(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
-    """ClapNQ (``limit``: questions, half answerable, half not).
-
-    Answerable questions get as retrieved contexts the gold passage's sentences mixed with
-    as many sentences from other questions' passages (shuffled, seeded):
-
-    - context precision: each sentence's usefulness against the annotators' selection
-      (with the human answer as the reference, and without a reference with the human
-      answer as the response);
-    - context recall and context entity recall: some gold sentences are left out at
-      random, and the metric is compared with the share of annotator-selected sentences
-      that remain;
-    - answer relevancy: the question's own human answer (relevant) and the next
-      question's (not relevant);
-    - answer correctness: the annotator-selected sentences as a response (correct) and as
-      many of the passage's other sentences (wrong: same topic, same words, not the
-      answer), against the human answer.
-
-    All questions (answerable and not) test whether the judge sees that the passage holds
-    no answer: the answerable-vs-unanswerable verdict of negative rejection. Faithfulness on
-    minimal edits of the human answers is :func:`clapnq_faithfulness_edits`.
-    """
-    rows = _jsonl(data_dir / "clapnq_dev.jsonl")
-    answerable = clapnq_answerable(data_dir, limit, seed)
-    unanswerable = _sample([r for r in rows if not r["answerable"]], None if limit is None else limit // 2, seed)
-    rng = random.Random(seed)
-    noise_pool = [s for r in rows for s in r["passage_sentences"]]
-    built: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {k: ([], []) for k in ("precision", "recall", "correctness")}
-    for row in answerable:
-        _clapnq_units(row, noise_pool, rng, built)
-    answerability: tuple[list[dict[str, Any]], list[dict[str, Any]]] = ([], [])
-    for row in answerable + unanswerable:
-        sample_id = f"cq-{row['id']}"
-        response = "I cannot find the answer in the documents."
-        answerability[0].append(
-            {"id": sample_id, "user_input": row["question"], "retrieved_contexts": row["passage_sentences"], "response": response}
-        )
-        answerability[1].append({"sample": sample_id, "label": int(row["answerable"]), "group": sample_id, "part": None})
-    specs = [
-        ("clapnq/context_precision", "context_precision", built["precision"], "binary", "per sentence vs annotator selection"),
-        (
-            "clapnq/context_precision_without_reference",
-            "context_precision_without_reference",
-            built["precision"],
-            "binary",
-            "per sentence vs annotator selection; the human answer as the response",
-        ),
-        ("clapnq/context_recall", "context_recall", built["recall"], "graded", "vs share of gold sentences kept"),
-        ("clapnq/context_entity_recall", "context_entity_recall", built["recall"], "graded", "vs share of gold sentences kept"),
-        (
-            "clapnq/answer_correctness",
-            "answer_correctness",
-            built["correctness"],
-            "binary",
-            "gold sentences vs the passage's other sentences",
-        ),
-        ("clapnq/answer_relevancy", "answer_relevancy", _clapnq_relevancy(answerable), "binary", "own human answer vs another question's"),
-        ("clapnq/answerability", "negative_rejection", answerability, "binary", "answerable vs unanswerable questions"),
-    ]
-    tasks = [Task(name, metric, load_dataset(samples), units, kind, reference) for name, metric, (samples, units), kind, reference in specs]
-    return tasks + clapnq_faithfulness_edits(data_dir, limit, seed)
-
-
-def clapnq_faithfulness_edits(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
-    """English faithfulness on minimal edits, the twin of :func:`rgb_faithfulness_edits`
-    (``limit``: answerable questions, two claims each): the human reference answer against
-    the gold passage (label 1), and the same answer with one number, date or name that the
-    passage states replaced by a wrong one of the same kind that it never states (label 0)
-    (:func:`ragmeter.bench.edits.clapnq_pairs`)."""
-    rows = [r for r in _jsonl(data_dir / "clapnq_dev.jsonl") if r["answerable"]]
-    return _edit_tasks("clapnq", clapnq_pairs(rows, _sample(rows, None, seed), limit, seed))
-
-
-def _clapnq_relevancy(answerable: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Answer relevancy samples and units: each answerable question with its own human answer
-    (relevant) and with the next question's human answer (on another topic: not relevant)."""
-    samples: list[dict[str, Any]] = []
-    units: list[dict[str, Any]] = []
-    if len(answerable) < 2:
-        return samples, units
-    for n, row in enumerate(answerable):
-        other = answerable[(n + 1) % len(answerable)]
-        for suffix, response, label in (("own", row["reference_answer"], 1), ("other", other["reference_answer"], 0)):
-            sample_id = f"cq-{row['id']}-{suffix}"
-            samples.append({"id": sample_id, "user_input": row["question"], "response": response})
-            units.append({"sample": sample_id, "label": label, "group": f"cq-{row['id']}", "part": None})
-    return samples, units
-
-
-def _clapnq_units(
-    row: dict[str, Any], noise_pool: list[str], rng: random.Random, built: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]]
-) -> None:
-    """The context precision, recall and answer correctness samples and units of one
-    answerable ClapNQ question (see :func:`clapnq`), appended to ``built``."""
-    gold_set = set(row["gold_sentences"])
-    gold = [s for s in row["passage_sentences"] if s in gold_set]
-    if not gold:
-        return
-    sample_id = f"cq-{row['id']}"
-    others = [s for s in noise_pool if s not in set(row["passage_sentences"])]
-    contexts = row["passage_sentences"][:8] + rng.sample(others, min(len(row["passage_sentences"]), 8))
-    rng.shuffle(contexts)
-    # The human answer is both the reference and, for the metrics that need no reference, the response.
-    built["precision"][0].append(
-        {
-            "id": sample_id,
-            "user_input": row["question"],
-            "retrieved_contexts": contexts,
-            "reference": row["reference_answer"],
-            "response": row["reference_answer"],
-        }
-    )
-    built["precision"][1].extend(
-        {"sample": sample_id, "label": int(context in set(gold)), "group": sample_id, "part": index}
-        for index, context in enumerate(contexts)
-    )
-    kept = [s for s in gold if rng.random() < 0.5] if len(gold) > 1 else gold[: rng.randint(0, 1)]
-    recall_contexts = kept + rng.sample(others, 4)
-    rng.shuffle(recall_contexts)
-    built["recall"][0].append(
-        {"id": sample_id, "user_input": row["question"], "retrieved_contexts": recall_contexts, "reference": row["reference_answer"]}
-    )
-    built["recall"][1].append({"sample": sample_id, "label": len(kept) / len(gold), "group": sample_id, "part": None})
-    # Wrong: as many of the passage's other sentences: same topic and words, not the answer.
-    others_in_passage = [s for s in row["passage_sentences"] if s not in set(gold)][: len(gold)]
-    responses = [("right", " ".join(gold), 1)] + ([("wrong", " ".join(others_in_passage), 0)] if others_in_passage else [])
-    for suffix, response, label in responses:
-        built["correctness"][0].append(
-            {"id": f"{sample_id}-{suffix}", "user_input": row["question"], "response": response, "reference": row["reference_answer"]}
-        )
-        built["correctness"][1].append({"sample": f"{sample_id}-{suffix}", "label": label, "group": sample_id, "part": None})
-
-
 def msmarco_triples(data_dir: Path) -> list[tuple[str, str, int]]:
     """Every MS MARCO (query, passage, label) in file order: 1 relevant, 0 hard negative."""
     path = data_dir / "msmarco_context_relevance.csv"
@@ -378,7 +187,7 @@ def rgb_triples(data_dir: Path) -> list[tuple[str, str, int]]:
     """Every RGB Chinese (query, passage, label) in file order: 1 if the passage contains
     the answer, 0 if it is related but does not."""
     triples = []
-    for row in _jsonl(data_dir / "rgb_zh_refine.jsonl"):
+    for row in read_rows(data_dir / "rgb_zh_refine.jsonl"):
         triples += [(row["query"], p, 1) for p in row["positive"]] + [(row["query"], p, 0) for p in row["negative"]]
     return triples
 
@@ -404,15 +213,15 @@ def rgb_faithfulness(data_dir: Path, limit: int | None, seed: int) -> list[Task]
     negative one does, so this checks that the Chinese path works rather than judging a
     hard case; ``embedding_groundedness`` runs beside it."""
     samples, units = [], []
-    for row in _sample(_jsonl(data_dir / "rgb_zh_refine.jsonl"), limit, seed):
+    for row in draw(read_rows(data_dir / "rgb_zh_refine.jsonl"), limit, seed):
         answer = row["answer"][0]
         while isinstance(answer, list):  # a list of accepted spellings: the first
             answer = answer[0]
-        draw = random.Random(f"{seed}-{row['id']}")
+        pick = random.Random(f"{seed}-{row['id']}")
         for kind, label in (("positive", 1), ("negative", 0)):
             sample_id = f"rgb-{row['id']}-{kind}"
             samples.append(
-                {"id": sample_id, "user_input": row["query"], "retrieved_contexts": [draw.choice(row[kind])], "response": answer}
+                {"id": sample_id, "user_input": row["query"], "retrieved_contexts": [pick.choice(row[kind])], "response": answer}
             )
             units.append({"sample": sample_id, "label": label, "group": f"rgb-{row['id']}", "part": None})
     dataset = load_dataset(samples)
@@ -428,25 +237,15 @@ def rgb_faithfulness_edits(data_dir: Path, limit: int | None, seed: int) -> list
     (label 1), and the same claim with the answer replaced by a wrong one of the same kind
     that the passage never states (label 0), against the same passage
     (:func:`ragmeter.bench.edits.rgb_pairs`). The English twin is
-    :func:`clapnq_faithfulness_edits`."""
-    rows = _jsonl(data_dir / "rgb_zh_refine.jsonl")
-    return _edit_tasks("rgb", rgb_pairs(rows, _sample(rows, None, seed), limit, seed))
-
-
-def _edit_tasks(suite: str, pairs: Pairs) -> list[Task]:
-    """Faithfulness and the embedding baseline on a minimal-edit set."""
-    dataset = load_dataset(pairs.samples)
-    target = f"ROC-AUC target 0.85, zh within 0.05 of en; {pairs.counts_text()}"
-    return [
-        Task(f"{suite}/faithfulness_edits", "faithfulness", dataset, pairs.units, "binary", target),
-        Task(f"{suite}/embedding_groundedness_edits", "embedding_groundedness", dataset, pairs.units, "binary", "embedding baseline"),
-    ]
+    :func:`~ragmeter.bench.clapnq.clapnq_faithfulness_edits`."""
+    rows = read_rows(data_dir / "rgb_zh_refine.jsonl")
+    return edit_tasks("rgb", rgb_pairs(rows, draw(rows, None, seed), limit, seed))
 
 
 def relevance_draw(triples: list[tuple[str, str, int]], limit: int | None, seed: int) -> list[tuple[str, str, int]]:
     """The (query, passage, label) triples a relevance task with this ``limit`` and
     ``seed`` measures, before duplicates of a query's passage are dropped."""
-    return _sample(triples, limit, seed)
+    return draw(triples, limit, seed)
 
 
 def _relevance_task(name: str, triples: list[tuple[str, str, int]], limit: int | None, seed: int, prefix: str) -> Task:
@@ -473,7 +272,7 @@ def labelled_file(path: Path, metric: str, label_field: str, limit: int | None, 
         ValueError: A sample has no numeric label; the message names it.
     """
     dataset = load_dataset(path)
-    chosen = _sample(list(dataset.samples), limit, seed)
+    chosen = draw(list(dataset.samples), limit, seed)
     units = []
     for loaded in chosen:
         label = loaded.sample.metadata.get(label_field)

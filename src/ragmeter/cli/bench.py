@@ -9,7 +9,8 @@ import typer
 
 from ragmeter.bench.report import write as write_bench
 from ragmeter.bench.runner import run_task
-from ragmeter.bench.suites import DEFAULT_DATA_DIR, SUITES, Task, bench_tasks, labelled_file
+from ragmeter.bench.suites import SUITES, bench_tasks, labelled_file
+from ragmeter.bench.task import DEFAULT_DATA_DIR, Task
 from ragmeter.cli.app import command
 from ragmeter.cli.console import fail, say
 from ragmeter.cli.options import JudgeOptions, judge_options
