@@ -110,10 +110,10 @@ class Asker:
 
     def _cut_to_statement(self, n_stated: int) -> None:
         """Forget everything after the statement: the model's memory then ends with it."""
-        segments = self.judge._segments
+        segments = self.judge._memory.segments
         if len(segments[-1]) != n_stated:  # the last segment is the whole item or a question
             if len(segments) > 3:
-                self.judge._truncate(3)
+                self.judge._memory.truncate(3)
             else:
                 keep = sum(len(s) for s in segments[:-1]) + n_stated
                 self.llm._ctx.kv_cache_seq_rm(-1, keep, -1)
@@ -126,7 +126,7 @@ class Asker:
         prompt = book.verdict("supported", {"premise": evidence})
         statement = fence("statement", sentence) + "\n"
         product = prompt.item(sentence, "statement")
-        head, shared, item = self.judge._segments_of(prompt, product)
+        head, shared, item = self.judge._memory.segments_of(prompt, product)
         whole = self._tokens(product)
         tail = list(item[len(whole) :])
         asks = {"supported": product[len(statement) :], **{n: f"{q} {book._data['yes_no'].strip()}\n" for n, q in questions.items()}}
@@ -137,10 +137,10 @@ class Asker:
         started = time.perf_counter()
         # The product's question is read with the statement in one batch, as faithfulness
         # reads it (a different batch split changes P(yes) in the third decimal).
-        evaluated = self.judge._reach([head, shared]) + self.judge._evaluate(tuple(item))
+        evaluated = self.judge._memory.reach([head, shared]) + self.judge._memory.evaluate(tuple(item))
         for name, text in asks.items():
             if name != "supported":
-                evaluated += self.judge._evaluate(tuple(self._tokens(text) + tail))
+                evaluated += self.judge._memory.evaluate(tuple(self._tokens(text) + tail))
             probabilities = self.judge._option_probabilities(self.judge._next_token_logits(), prompt.answers)
             out["p"][name] = min(max(float(probabilities[0]), 0.0), 1.0)
             out["seconds"][name] = round(time.perf_counter() - started, 3)

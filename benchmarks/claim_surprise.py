@@ -73,7 +73,7 @@ class SurpriseReader:
         prompt = book.verdict("supported", {"premise": evidence})
         tag = book.item_tag("supported")
         head, shared, item = judge._segments_of(prompt, prompt.item(statement, tag))
-        judge._reach([head, shared])
+        judge._memory.reach([head, shared])
         rows = self._evaluate_scored(item)
         llm = judge._llm
         opening = len(llm.tokenize(f"<{tag}>\n".encode(), add_bos=False, special=False))
@@ -105,7 +105,7 @@ class SurpriseReader:
             rows.append(np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(len(batch), llm.n_vocab())).copy())
             llm.input_ids[llm.n_tokens : llm.n_tokens + len(batch)] = batch
             llm.n_tokens += len(batch)
-        self.judge._segments.append(segment)
+        self.judge._memory.segments.append(segment)
         return np.concatenate(rows)
 
 

@@ -183,4 +183,4 @@ def test_greedy_decoding_checks_the_top_token_first_yet_writes_exactly_what_the_
         cut = greedy_under_grammar(llm, grammar._grammar, grammar._root, 5)
         assert not cut.finished and cut.tokens == 5 and full["choices"][0]["text"].startswith(cut.text)
     finally:
-        judge._truncate(0)  # the judge's own bookkeeping of the model's memory starts again
+        judge._memory.truncate(0)  # the judge's own bookkeeping of the model's memory starts again

@@ -1,5 +1,5 @@
 """The package's shape, checked from the source: layering, no import cycle, no private name
-imported across packages (ARCHITECTURE.md)."""
+imported across packages, modules and functions of a readable size (ARCHITECTURE.md)."""
 
 from __future__ import annotations
 
@@ -117,3 +117,40 @@ def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 @pytest.mark.parametrize("graph, expected", [({"a": {"b"}, "b": {"a"}}, ["a", "b", "a"]), ({"a": {"b"}, "b": set()}, None)])
 def test_the_cycle_finder_finds_cycles(graph, expected):
     assert _find_cycle(graph) == expected
+
+
+#: Longest module, in lines; longest function body, in lines, its docstring and signature aside.
+MODULE_LINES, FUNCTION_BODY_LINES = 400, 60
+
+
+def _body_lines(function: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    body = function.body
+    if len(body) > 1 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+        body = body[1:]
+    return (function.end_lineno or function.lineno) - body[0].lineno + 1
+
+
+def _long_functions(source: str) -> list[tuple[str, int]]:
+    return [
+        (node.name, _body_lines(node))
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _body_lines(node) > FUNCTION_BODY_LINES
+    ]
+
+
+def test_no_module_and_no_function_is_too_long_to_read():
+    long_modules = [
+        f"{p.relative_to(SRC)}: {n} lines" for p in FILES if (n := len(p.read_text(encoding="utf-8").splitlines())) > MODULE_LINES
+    ]
+    long_functions = [
+        f"{p.relative_to(SRC)}: {name}, {n} lines" for p in FILES for name, n in _long_functions(p.read_text(encoding="utf-8"))
+    ]
+    assert long_modules == [] and long_functions == []
+
+
+def test_a_function_body_is_counted_without_its_docstring_and_signature():
+    docstring = '    """' + "\n".join(["a long docstring"] * 80) + '"""\n'
+    signature = "def f(\n" + "".join(f"    a{i}: int,\n" for i in range(80)) + "):\n"
+    assert _long_functions(signature + docstring + "    return 1\n") == []
+    body = "".join(f"    x{i} = {i}\n" for i in range(FUNCTION_BODY_LINES + 1))
+    assert _long_functions("def g():\n" + docstring + body) == [("g", FUNCTION_BODY_LINES + 1)]

@@ -14,9 +14,9 @@ How it judges:
   same for every sample), the shared fields (one sample's contexts) and the item. The
   model's state after the head and after head + shared fields is kept and reused, so each
   context is read once per sample, however many claims are checked against it; the head
-  is read once per run. Reuse happens at segment boundaries only and every segment is
-  evaluated the same way whether or not it is reused, so verdicts do not depend on the
-  order in which samples arrive.
+  is read once per run (:mod:`ragmeter.judges.memory`). Reuse happens at segment boundaries
+  only and every segment is evaluated the same way whether or not it is reused, so verdicts
+  do not depend on the order in which samples arrive.
 - JSON answers use greedy generation constrained by a grammar made from the JSON schema
   (``ragmeter.judges.greedy``: the grammar checks the top token first, the whole vocabulary
   only when it rejects it). Their head (system prompt and examples) is kept and reused the
@@ -34,12 +34,10 @@ How it judges:
 from __future__ import annotations
 
 import asyncio
-import ctypes
 import json
 import os
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -51,6 +49,7 @@ from ragmeter.data.files import json_object
 from ragmeter.judges.base import ContextTooLong, FieldValue, JudgeError, LLMJudge, Verdict, check_evidence_sentences
 from ragmeter.judges.greedy import greedy_under_grammar
 from ragmeter.judges.local_model import PACKAGED_MODEL, cpu_kernels, load_backends, packaged_calibration, packaged_model_path, recalibrate
+from ragmeter.judges.memory import ModelMemory
 from ragmeter.judges.metering import Usage, record
 from ragmeter.judges.prompts import PromptBook, VerdictPrompt
 
@@ -59,10 +58,6 @@ from ragmeter.judges.prompts import PromptBook, VerdictPrompt
 #: article raised ROC-AUC from 0.764 to 0.818 and cut the judge's time per claim by 2.5
 #: (benchmarks/results/faithfulness_premise.md).
 EVIDENCE_SENTENCES = 3
-
-#: Save the model state after the shared fields only when they are at least this long:
-#: saving costs about as much as reading 10 tokens.
-_MIN_TOKENS_TO_SAVE = 64
 
 
 class LocalJudge(LLMJudge):
@@ -102,9 +97,7 @@ class LocalJudge(LLMJudge):
         self.model = self._path.name if self._path else PACKAGED_MODEL
         self.context_window = context_window
         self.threads = threads or os.cpu_count() or 2
-        self.state_cache_bytes = state_cache_mb * 1024 * 1024
         self.max_new_tokens = max_new_tokens
-        self.reuse_prefix = reuse_prefix
         self.evidence_sentences = evidence_sentences
         self._calibrations = packaged_calibration() if calibrated and self._path is None else {}
         # llama.cpp contexts are not thread-safe: every model call runs on this one thread.
@@ -112,9 +105,7 @@ class LocalJudge(LLMJudge):
         self._llm: Any = None
         self._vocab: Any = None
         self._load_lock = threading.Lock()
-        self._segments: list[tuple[int, ...]] = []  # what the model's memory holds now
-        self._states: OrderedDict[tuple, bytes] = OrderedDict()
-        self._state_bytes = 0
+        self._memory = ModelMemory(state_cache_mb * 1024 * 1024, reuse_prefix)  # of the model, once loaded
         self._answer_ids: dict[tuple[str, ...], list[list[int]]] = {}
         self._formatter: Any = None
         self._head_tokens: dict[str, tuple[int, ...]] = {}
@@ -144,6 +135,7 @@ class LocalJudge(LLMJudge):
                     seed=0,
                     verbose=False,
                 )
+                self._memory.llm = self._llm
             return self._llm
 
     async def _run(self, function, *args):
@@ -222,78 +214,6 @@ class LocalJudge(LLMJudge):
         a chat marker stays text."""
         return tuple(self._model().tokenize(text.encode("utf-8"), add_bos=bos, special=special)) if text else ()
 
-    # ---- model memory: segment-level prefix reuse ------------------------------------
-
-    def _evaluate(self, segment: tuple[int, ...]) -> int:
-        if segment:
-            self._llm.eval(list(segment))
-        self._segments.append(segment)
-        return len(segment)
-
-    def _truncate(self, n_segments: int) -> None:
-        keep = sum(len(s) for s in self._segments[:n_segments])
-        self._llm._ctx.kv_cache_seq_rm(-1, keep, -1)
-        self._llm.n_tokens = keep
-        del self._segments[n_segments:]
-
-    def _restore(self, key: tuple) -> bool:
-        state = self._states.get(key)
-        if state is None:
-            return False
-        self._states.move_to_end(key)
-        import llama_cpp
-
-        buffer = (ctypes.c_uint8 * len(state)).from_buffer_copy(state)
-        if llama_cpp.llama_state_set_data(self._llm._ctx.ctx, buffer, len(state)) != len(state):
-            raise JudgeError("llama.cpp could not restore a saved model state")
-        tokens = [t for segment in key for t in segment]
-        self._llm.input_ids[: len(tokens)] = tokens
-        self._llm.n_tokens = len(tokens)
-        self._segments = list(key)
-        return True
-
-    def _save(self, key: tuple) -> None:
-        """Keep the model's memory (KV cache) for ``key``. Llama.save_state would also copy
-        llama-cpp-python's logits buffer, up to 300 MB a state, which verdicts never read."""
-        if key in self._states:
-            return
-        import llama_cpp
-
-        context = self._llm._ctx.ctx
-        size = llama_cpp.llama_state_get_size(context)
-        buffer = (ctypes.c_uint8 * size)()
-        written = llama_cpp.llama_state_get_data(context, buffer, size)
-        state = ctypes.string_at(buffer, written)  # a slice of a ctypes array would build a list of ints
-        self._states[key] = state
-        self._state_bytes += len(state)
-        while self._state_bytes > self.state_cache_bytes and len(self._states) > 1:
-            _, old = self._states.popitem(last=False)
-            self._state_bytes -= len(old)
-
-    def _reach(self, prefix: list[tuple[int, ...]]) -> int:
-        """Bring the model's memory to exactly ``prefix``; return the tokens evaluated."""
-        if not self.reuse_prefix:
-            self._truncate(0)
-            return sum(self._evaluate(segment) for segment in prefix)
-        common = 0
-        while common < min(len(prefix), len(self._segments)) and self._segments[common] == prefix[common]:
-            common += 1
-        if common == len(prefix):
-            self._truncate(common)
-            return 0
-        for size in range(len(prefix), common, -1):
-            if self._restore(tuple(prefix[:size])):
-                common = size
-                break
-        else:
-            self._truncate(common)
-        evaluated = 0
-        for index in range(common, len(prefix)):
-            evaluated += self._evaluate(prefix[index])
-            if index == 0 or len(prefix[index]) >= _MIN_TOKENS_TO_SAVE:
-                self._save(tuple(prefix[: index + 1]))
-        return evaluated
-
     def _next_token_logits(self) -> np.ndarray:
         return np.ctypeslib.as_array(self._llm._ctx.get_logits(), shape=(self._llm.n_vocab(),)).copy()
 
@@ -334,8 +254,8 @@ class LocalJudge(LLMJudge):
         verdicts = []
         for head, shared_tokens, item_tokens in prompts:
             started = time.perf_counter()
-            evaluated = self._reach([head, shared_tokens])
-            evaluated += self._evaluate(item_tokens)
+            evaluated = self._memory.reach([head, shared_tokens])
+            evaluated += self._memory.evaluate(item_tokens)
             p_yes = min(max(float(self._option_probabilities(self._next_token_logits(), prompt.answers)[0]), 0.0), 1.0)
             if calibration:
                 verdicts.append(Verdict(recalibrate(p_yes, calibration["slope"], calibration["intercept"]), method="calibrated logits"))
@@ -360,7 +280,7 @@ class LocalJudge(LLMJudge):
         started = time.perf_counter()
         head, shared_tokens, ask_tokens = self._segments_of(prompt, prompt.asks)
         self._check_fits(head, shared_tokens, ask_tokens)
-        evaluated = self._reach([head, shared_tokens]) + self._evaluate(ask_tokens)
+        evaluated = self._memory.reach([head, shared_tokens]) + self._memory.evaluate(ask_tokens)
         probabilities = self._option_probabilities(self._next_token_logits(), options)
         record(
             Usage(
@@ -386,15 +306,15 @@ class LocalJudge(LLMJudge):
             raise ContextTooLong(len(head) + len(rest) + self.max_new_tokens, self.context_window)
         started = time.perf_counter()
         # The head's state is restored (or read once and kept); only the rest is read.
-        evaluated = self._reach([head])
+        evaluated = self._memory.reach([head])
         grammar = LlamaGrammar.from_json_schema(json.dumps(dict(schema)), verbose=False)
         try:
-            evaluated += self._evaluate(rest)
+            evaluated += self._memory.evaluate(rest)
             reply = greedy_under_grammar(llm, grammar._grammar, grammar._root, self.max_new_tokens)
         finally:
             # Generation leaves tokens the segment bookkeeping does not know: back to the head.
-            self._segments = [head]
-            self._truncate(1)
+            self._memory.segments = [head]
+            self._memory.truncate(1)
         record(
             Usage(
                 calls=1,
@@ -433,5 +353,4 @@ class LocalJudge(LLMJudge):
         if self._vocab is not None:
             self._vocab.close()
             self._vocab = None
-        self._states.clear()
-        self._segments = []
+        self._memory.clear()
