@@ -132,7 +132,8 @@ def run(units: list[dict[str, Any]], threads: int, max_reason: int, cache: Path,
         for sentence in u["claims"]:
             chosen = evidence.closest([u["premise"]], sentence, k)
             key = key_of(chosen, sentence, max_reason)
-            if key not in done and key not in {j["key"] for j in jobs}:
+            if key not in done:
+                done[key] = {}  # asked once, however many units share the sentence
                 jobs.append({"key": key, "evidence": chosen, "sentence": sentence})
     print(f"{len(jobs)} sentences to ask", flush=True)
     if not jobs:
