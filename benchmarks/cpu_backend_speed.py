@@ -1,10 +1,10 @@
 """Prompt reading and generation speed of two llama-cpp-python builds, side by side.
 
-``make install`` builds llama-cpp-python with one CPU backend per instruction-set level
-(``GGML_BACKEND_DL=ON GGML_CPU_ALL_VARIANTS=ON``), and the local judge loads the best one this
-CPU runs (``ragmeter.judges.local_model.load_backends``). This benchmark compares that build
-with another (for instance the portable AVX2-only build ``GGML_NATIVE=OFF`` alone gives), each
-installed in its own virtualenv: the packaged model reads the same text in batches of 64, 128
+``make install`` builds llama-cpp-python portable (``GGML_NATIVE=OFF``: AVX2 kernels, the same
+scores on every x86-64 CPU with AVX2). The opt-in build of the README adds one CPU backend per
+instruction-set level (``GGML_BACKEND_DL=ON GGML_CPU_ALL_VARIANTS=ON``), of which the local judge
+loads the best one this CPU runs (``ragmeter.judges.local_model.load_backends``). This
+benchmark compares two builds, each installed in its own virtualenv: the packaged model reads the same text in batches of 64, 128
 and 512 tokens (the sizes of the judge's prompt segments) and then generates 40 tokens one by
 one. The two interpreters take turns, round after round, so load from other work on the
 machine hits both alike; the best of each build's rounds is reported.
