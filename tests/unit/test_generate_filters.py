@@ -123,6 +123,9 @@ def test_a_judge_that_gives_no_answer_of_its_own_fails_the_check_with_the_reason
         "上下文里提到的审批人数是多少？",
         "What's the main difference between the two?",
         "这两段提到的审批有什么不同？",
+        "What is the main idea of the passage about merge approvals?",
+        "What does the paragraph above say about approvals?",
+        "这篇文章的主要内容是什么？",
     ],
 )
 def test_a_question_that_points_at_its_source_is_rejected_without_asking_the_judge(question):
@@ -232,6 +235,11 @@ def test_leak_leaves_ordinary_questions_alone():
         "Which documents must a new joiner sign?",
         "Which of the two branches is protected?",
         "合并请求需要几个审批？",
+        "What year did the passage of the bill happen?",
+        "Who first sailed the Northwest Passage?",
+        "What is the title of the document a new joiner signs first?",
+        "What is the purpose of the context switch?",
+        "Which ships passed through the passage above the Arctic Circle?",
     )
     for question in ordinary:
         assert leak(question) is None

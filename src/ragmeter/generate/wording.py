@@ -24,11 +24,17 @@ _LEAKS = {
         r"|\b(?:the|this) (?:passage|context|text|excerpt|snippet|paragraph) (?:says|states|mentions|describes)\b"
         r"|\b(?:does|do) the (?:passage|context|text|excerpt|snippet|paragraph) (?:say|state|mention|describe)\b"
         r"|\b(?:provided|given|above) (?:passage|context|text|excerpt|information)\b|\binformation (?:provided|given)\b"
-        r"|\b(?:the|these|both|two) (?:two )?(?:contexts|passages|excerpts|snippets)\b|\b(?:between|of) (?:the|these) two\s*\?\s*$",
+        r"|\b(?:the|these|both|two) (?:two )?(?:contexts|passages|excerpts|snippets)\b|\b(?:between|of) (?:the|these) two\s*\?\s*$"
+        # "the main idea of the passage about the pax-6 gene" (ClapNQ, 2026-11-28): its source as a
+        # thing with a topic. "The passage of the bill", "the purpose of the context switch" and
+        # "the title of the document" a knowledge base describes are left alone.
+        r"|\b(?:main idea|main point|gist|summary|topic) of (?:the|this) (?:passage|text|excerpt|snippet|paragraph)\b"
+        r"|\b(?:the|this) (?:passage|context|excerpt|snippet|paragraph) about\b|\b(?:the|this) (?:context|excerpt|snippet|paragraph) (?:above|below)\b",
         re.IGNORECASE,
     ),
     "zh": re.compile(
         r"根据(?:上文|本文|原文|文中|文章|材料|段落|上下文|这段|该段|该文|以上)|文中|上下文|上文|原文|这段文字|该文档|本段|以上内容|材料中|这两段|两段(?:文字|材料|内容)"
+        r"|(?:这|该|本)(?:篇|段)(?:文章|材料|文字|内容)"
     ),
 }
 
