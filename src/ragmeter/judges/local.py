@@ -45,7 +45,6 @@ from typing import Any
 
 import numpy as np
 
-from ragmeter.data.files import json_object
 from ragmeter.judges.base import ContextTooLong, FieldValue, JudgeError, LLMJudge, Verdict, check_evidence_sentences
 from ragmeter.judges.greedy import greedy_under_grammar
 from ragmeter.judges.local_model import PACKAGED_MODEL, cpu_kernels, load_backends, packaged_calibration, packaged_model_path, recalibrate
@@ -327,10 +326,7 @@ class LocalJudge(LLMJudge):
         content = reply.text
         if not reply.finished:
             raise JudgeError(f"the answer was cut off at {self.max_new_tokens} tokens")
-        try:
-            return json_object(content)
-        except ValueError as exc:
-            raise JudgeError(f"the model's reply is not a JSON object ({exc}): {content[:200]!r}") from None
+        return grammar_reply(content)
 
     async def generate(self, task: str, fields: Mapping[str, FieldValue], schema: Mapping[str, Any], lang: str) -> dict[str, Any]:
         return await self._run_metered(self._generate_sync, task, fields, schema, lang)
@@ -354,3 +350,28 @@ class LocalJudge(LLMJudge):
             self._vocab.close()
             self._vocab = None
         self._memory.clear()
+
+
+def grammar_reply(content: str) -> dict[str, Any]:
+    """The JSON object the model wrote under a JSON schema's grammar.
+
+    llama-cpp-python's grammar for a JSON string allows every character but a quote and a
+    backslash, raw newlines and tabs included, which strict JSON forbids inside a string
+    ("Invalid control character"; a ClapNQ answer quoting a title did so). They are taken as
+    written; :func:`~ragmeter.generate.synthesize.reply_text` folds whitespace anyway.
+
+    Args:
+        content: The text the model generated.
+
+    Raises:
+        JudgeError: The text is not JSON, or not an object.
+    """
+    try:
+        value = json.loads(content, strict=False)
+    except json.JSONDecodeError as exc:
+        raise JudgeError(
+            f"the model's reply is not a JSON object (invalid JSON: {exc.msg} at column {exc.colno}): {content[:200]!r}"
+        ) from None
+    if not isinstance(value, dict):
+        raise JudgeError(f"the model's reply is not a JSON object (got {type(value).__name__}): {content[:200]!r}")
+    return value
