@@ -14,8 +14,8 @@ from ragmeter.cli.console import console
 from ragmeter.cli.generate import _print_mix
 from ragmeter.generate import GenerateOptions, agenerate
 from ragmeter.generate.chunking import Chunk
-from ragmeter.generate.graph import KnowledgeGraph
-from ragmeter.generate.plan import TYPES, Slot
+from ragmeter.generate.graph import KnowledgeGraph, Link
+from ragmeter.generate.plan import TYPES, Slot, top_up
 from ragmeter.generate.runner import Outcome, missing
 from ragmeter.judges.base import JudgeError
 from ragmeter.judges.embeddings import BatchingEmbedder
@@ -75,11 +75,31 @@ def test_rejected_questions_are_replaced_from_unused_chunks_until_the_size_is_ke
 def test_top_up_is_bounded_by_its_rounds_and_can_be_turned_off(tmp_path):
     everything = _generate(tmp_path, _rejecting_judge(rejected=lambda premise: True), size=2, top_up_rounds=2)
     summary = everything.summary()
-    assert summary["rounds"] == 2 and summary["attempted"] == 6 and summary["kept"] == 0
-    assert summary["by_type"]["single_fact"] == {"asked": 2, "generated": 6, "kept": 0}
-    assert [s.id for s in everything.slots] == [f"q000{n}" for n in range(1, 7)]
+    # Five chunks: rounds 0 and 1 take two each, round 2 the last one (a chunk again would
+    # write the same rejected question again).
+    assert summary["rounds"] == 2 and summary["attempted"] == 5 and summary["kept"] == 0
+    assert summary["by_type"]["single_fact"] == {"asked": 2, "generated": 5, "kept": 0}
+    assert [s.id for s in everything.slots] == [f"q000{n}" for n in range(1, 6)]
+    assert len({s.chunks for s in everything.slots}) == 5
     off = _generate(tmp_path, _rejecting_judge(rejected=lambda premise: True), size=2, top_up_rounds=0)
     assert off.summary()["rounds"] == 0 and off.summary()["attempted"] == 2
+
+
+def test_a_top_up_round_does_not_ask_again_what_an_earlier_slot_asked():
+    chunks = tuple(Chunk(f"{name}#1", name, text, "en") for name, text in RULES.items())
+    graph = KnowledgeGraph(chunks, ((),) * len(chunks), (Link(0, 1, 0.8, ("rule",)),))
+    earlier = [
+        Slot("q0001", "comparison", "plain", None, (0, 1), "en"),
+        Slot("q0002", "comparison", "plain", None, (1, 0), "en"),
+        Slot("q0003", "single_fact", "plain", None, (2,), "en"),
+    ]
+    # The only link was asked both ways in the only style: nothing new to ask of it.
+    assert top_up(graph, {"comparison": 2}, {"plain": 1.0}, 0, earlier) == []
+    # Another style is another question, asked once: within the round no slot repeats either.
+    again = top_up(graph, {"comparison": 3}, {"colloquial": 1.0}, 0, earlier)
+    assert [(s.id, s.style, s.chunks, s.round) for s in again] == [("q0004", "colloquial", (0, 1), 1)]
+    singles = top_up(graph, {"single_fact": 5}, {"plain": 1.0}, 0, earlier)
+    assert sorted(s.chunks for s in singles) == [(0,), (1,), (3,), (4,)]  # chunk 2 was asked already
 
 
 def test_missing_counts_per_type_by_the_type_kept_as_and_skips_two_chunk_types_without_links():

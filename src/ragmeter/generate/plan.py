@@ -244,6 +244,10 @@ def top_up(
 ) -> list[Slot]:
     """The slots of the next top-up round: ``missing[type]`` more questions of each type.
 
+    A slot that repeats an earlier one (type, style, persona and chunks, in that order) is
+    left out: the judge writes deterministically, so it would write and reject the same
+    question again (a knowledge base with one link gave the same comparison in rounds 0 and 2).
+
     Args:
         graph: The knowledge graph.
         missing: Questions still missing, by type (types with 0 get none).
@@ -255,5 +259,14 @@ def top_up(
     if not counts:
         return []
     round_ = max((s.round for s in earlier), default=0) + 1
-    slots = plan(graph, sum(counts.values()), counts, styles, seed + 7919 * round_, {s.chunks for s in earlier})
+    tried = {_what_is_asked(slot) for slot in earlier}
+    slots = []
+    for slot in plan(graph, sum(counts.values()), counts, styles, seed + 7919 * round_, {s.chunks for s in earlier}):
+        if _what_is_asked(slot) not in tried:
+            tried.add(_what_is_asked(slot))
+            slots.append(slot)
     return [replace(slot, id=f"q{len(earlier) + 1 + i:04d}", round=round_) for i, slot in enumerate(slots)]
+
+
+def _what_is_asked(slot: Slot) -> tuple[str, str, str | None, tuple[int, ...]]:
+    return slot.type, slot.style, slot.persona, slot.chunks
