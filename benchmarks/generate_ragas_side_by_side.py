@@ -11,9 +11,11 @@ same packaged model.
 3. Stops the server, then puts every question RAGAS produced through ragmeter's quality filter
    with the in-process local judge (the same GGUF): single-hop questions checked as
    ``single_fact``, multi-hop ones as ``multi_hop``; near-duplicates among those passing.
-4. Reads ragmeter's own run on the same documents from ``generate_speed.py``'s results (its
-   report and its full samples in --ragmeter-samples), so no model time is spent twice; when
-   that run comes later, ``--report-only`` adds it without running any model.
+4. ragmeter's own run on the same documents: with ``--run-ragmeter``, ``ragmeter generate`` on
+   ``--docs`` right after RAGAS (the same size, one request at a time); otherwise read from
+   ``generate_speed.py``'s results (its report and its full samples in --ragmeter-samples), so
+   no model time is spent twice; when that run comes later, ``--report-only`` adds it without
+   running any model.
 5. Compares: questions produced of those asked, failures (with the errors), time, questions
    per minute, the share passing ragmeter's filter, and diversity of the questions (distinct
    word 1-, 2- and 3-grams over all n-grams; mean pairwise cosine distance of their USE
@@ -23,10 +25,15 @@ Usage:
     python benchmarks/generate_ragas_side_by_side.py --docs examples/knowledge_base/en --corpus "example KB, English"
         --ragmeter-samples /tmp/ragmeter-generate-speed/en [--size 8] [--timeout 1800] [--venv ../ragas-venv]
         [--work DIR] [--out benchmarks/results] [--report-only]
+    python benchmarks/generate_ragas_side_by_side.py --clapnq-passages 12 --run-ragmeter [--seed 0] [--size 6] ...
 
 Writes ``generate_ragas_side_by_side.json`` and ``.md`` into --out (one section per corpus;
-corpora measured by earlier invocations stay). Only the project's own example knowledge base
-should be given as --docs: the questions are quoted in the report.
+corpora measured by earlier invocations stay). The questions are quoted in the report only for
+the project's own example knowledge base. ``--clapnq-passages N`` draws N passages of ClapNQ
+(``--clapnq``, read by path; a corpus nobody here wrote) by ``--seed``, writes each as a
+Markdown file into --work for both tools, and keeps every text of that corpus (questions,
+references, RAGAS's messages, which quote its prompts) out of the report: counts, types and
+the filter's reasons only; the full samples stay in --work.
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ import asyncio
 import itertools
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -45,9 +53,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from generate_speed import measure as measure_ragmeter
 from ragas_side_by_side import RAGAS_PACKAGES, ensure_ragas_venv, free_port, start_server
 
 from ragmeter.bench.report import git_commit
+from ragmeter.bench.task import draw, read_rows
 from ragmeter.data.files import write_json, write_text
 from ragmeter.data.text import tokenize
 from ragmeter.generate.filters import DUPLICATE, check, near_duplicates
@@ -165,9 +175,9 @@ def diversity(questions: list[str]) -> dict[str, Any]:
     return result
 
 
-def ragmeter_side(samples_dir: Path, speed: Path, corpus: str) -> dict[str, Any]:
-    """ragmeter's run on the same documents, from generate_speed.py's report and samples."""
-    summary = json.loads(speed.read_text(encoding="utf-8"))["results"][corpus]
+def ragmeter_side(samples_dir: Path, summary: dict[str, Any]) -> dict[str, Any]:
+    """ragmeter's run on the same documents: its summary (``generate_speed.py``'s report entry,
+    or the ``--run-ragmeter`` record of this script) and its samples in ``samples_dir``."""
     kept = json.loads((samples_dir / "kept.json").read_text(encoding="utf-8"))
     rejected = json.loads((samples_dir / "rejected.json").read_text(encoding="utf-8"))
     written = [s["user_input"] for s in kept + rejected if s.get("user_input")]
@@ -179,6 +189,57 @@ def ragmeter_side(samples_dir: Path, speed: Path, corpus: str) -> dict[str, Any]
         "diversity_generated": diversity(written), "diversity_kept": diversity([q["user_input"] for q in kept]),
         "languages": sorted({q.get("metadata", {}).get("lang", "?") for q in kept}),
     }  # fmt: skip
+
+
+#: The longest ClapNQ passage drawn, in words.
+PASSAGE_WORDS = 600
+
+
+def clapnq_folder(source: Path, count: int, seed: int, folder: Path) -> Path:
+    """``count`` distinct ClapNQ passages of ``source`` drawn by ``seed``, each written to
+    ``folder`` as a Markdown file (its title as the headline); the folder. Passages over
+    :data:`PASSAGE_WORDS` words (a few are whole tables) are not drawn."""
+    rows = read_rows(source)
+    passages = {(r["title"], r["passage"]): None for r in rows if len(r["passage"].split()) <= PASSAGE_WORDS}
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("*.md"):
+        old.unlink()
+    for number, (title, passage) in enumerate(draw(list(passages), count, seed), 1):
+        write_text(folder / f"clapnq_{number:02d}.md", f"# {title}\n\n{passage}\n")
+    return folder
+
+
+def run_ragmeter(docs: Path, size: int, work: Path) -> dict[str, Any]:
+    """``ragmeter generate`` on ``docs`` (``size`` kept questions, one request at a time), its
+    kept and rejected samples written to ``work``; its summary."""
+    result = asyncio.run(measure_ragmeter(docs, size, work))
+    write_json(work / "kept.json", result["kept"])
+    write_json(work / "rejected.json", result["rejected"])
+    return result["summary"]
+
+
+def unquoted(ragas: dict[str, Any]) -> dict[str, Any]:
+    """RAGAS's record without any text of the corpus: each question reduced to its
+    synthesizer, type and ragmeter's verdict; a raised or logged message to its exception's
+    name (RAGAS's messages quote its prompts, which hold the documents)."""
+    keys = ("synthesizer", "type", "kept", "reason", "relabel")
+    record = {**ragas, "verdicts": [{k: v[k] for k in keys if k in v} for v in ragas.get("verdicts") or []]}
+    record.pop("samples", None)
+    record.pop("stderr_tail", None)
+    if record.get("failure"):
+        record["failure"] = _exception_name(record["failure"])
+    logged: dict[str, int] = {}
+    for message, n in (record.get("logged") or {}).items():
+        logged[_exception_name(message)] = logged.get(_exception_name(message), 0) + n
+    record["logged"] = logged
+    return record
+
+
+def _exception_name(message: str) -> str:
+    """The first exception named in a message such as ``ERROR ragas.x: Task failed with
+    OutputParserException: ...``, or ``unnamed``; the rest of the message is not kept."""
+    found = re.search(r"\b[A-Z]\w*(?:Error|Exception|Timeout)\b", message)
+    return (found.group() if found else "unnamed") + " (message not quoted: it holds the corpus's text)"
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
@@ -199,7 +260,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         diversity_produced=diversity([s["user_input"] for s in samples]), diversity_passing=diversity([v["user_input"] for v in passing]),
     )  # fmt: skip
     ragas["logged"] = dict(ragas.get("logged") or {})
-    return ragas
+    return ragas if args.quote else unquoted(ragas)
 
 
 def _cells(d: dict[str, Any]) -> str:
@@ -216,7 +277,7 @@ def section(corpus: str, result: dict[str, Any]) -> list[str]:
     """One corpus's part of the report."""
     r = result["ragas"]
     m = result.get("ragmeter") or {"command": "not measured yet", "commit": "–", "diversity_generated": {}, "diversity_kept": {}}
-    status = "timed out (killed)" if r["timed_out"] else ("failed" if r.get("failure") else "finished")
+    status = "timed out, killed" if r["timed_out"] else ("failed" if r.get("failure") else "finished")
     lines = [
         f"## {corpus}", "", f"Command: `{result['command']}`; commit {result['commit']}; {result['date']}.", "",
         "| tool | asked | produced | failed | seconds | produced / min | pass ragmeter's filter | passing / min |",
@@ -251,16 +312,16 @@ def section(corpus: str, result: dict[str, Any]) -> list[str]:
         lines += ["", "Warnings and errors RAGAS logged (count, message):", ""]
         lines += [f"- {n} × `{_flat(message, 400)}`" for message, n in sorted(r["logged"].items(), key=lambda kv: -kv[1])[:12]]
     if r["verdicts"]:
-        lines += [
-            "",
-            "RAGAS's questions and ragmeter's filter:",
-            "",
-            "| # | synthesizer | question | reference | ragmeter's filter |",
-            "|---|---|---|---|---|",
-        ]
+        quoted = all("user_input" in v for v in r["verdicts"])
+        head = "| # | synthesizer | question | reference | ragmeter's filter |" if quoted else "| # | synthesizer | ragmeter's filter |"
+        lines += ["", "RAGAS's questions and ragmeter's filter" + ("" if quoted else " (the corpus's text not quoted)") + ":", ""]
+        lines += [head, "|---" * head.count(" | ") + "|---|"]
         for number, v in enumerate(r["verdicts"], 1):
-            verdict = "kept" + (f" as {v['relabel']}" if v.get("relabel") else "") if v["kept"] else f"{v['reason']}: {v['detail']}"
-            cells = [str(number), v.get("synthesizer", ""), v["user_input"], (v.get("reference") or "")[:160], verdict]
+            verdict = "kept" + (f" as {v['relabel']}" if v.get("relabel") else "") if v["kept"] else v["reason"]
+            if quoted and not v["kept"]:
+                verdict += f": {v['detail']}"
+            text = [v["user_input"], (v.get("reference") or "")[:160]] if quoted else []
+            cells = [str(number), v.get("synthesizer", ""), *text, verdict]
             lines.append("| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |")
     return lines
 
@@ -286,8 +347,12 @@ def main() -> None:
     parser.add_argument("--docs", type=Path, default=ROOT / "examples" / "knowledge_base" / "en", help="Folder of Markdown documents.")
     parser.add_argument("--corpus", default="example KB, English", help="The corpus's name in generate_speed.json.")
     parser.add_argument(
-        "--ragmeter-samples", type=Path, required=True, help="generate_speed.py's --samples-dir/<corpus key> of the same documents."
+        "--clapnq-passages", type=int, metavar="N", help="Instead of --docs: N ClapNQ passages drawn by --seed; their text is not quoted."
     )
+    parser.add_argument("--clapnq", type=Path, default=ROOT.parent / "shared" / "data" / "clapnq_dev.jsonl", help="ClapNQ's JSONL file.")
+    parser.add_argument("--seed", type=int, default=0, help="Seed of the ClapNQ draw.")
+    parser.add_argument("--run-ragmeter", action="store_true", help="Run ragmeter generate on the same documents after RAGAS.")
+    parser.add_argument("--ragmeter-samples", type=Path, help="generate_speed.py's --samples-dir/<corpus key> of the same documents.")
     parser.add_argument("--speed", type=Path, default=HERE / "results" / "generate_speed.json", help="generate_speed.py's report.")
     parser.add_argument("--size", type=int, default=8, help="Questions asked of RAGAS (ragmeter's --size for the same corpus).")
     parser.add_argument("--timeout", type=float, default=1800, help="Seconds after which RAGAS's run is killed.")
@@ -297,8 +362,20 @@ def main() -> None:
     parser.add_argument("--report-only", action="store_true", help="Run no model: read ragmeter's side again and rewrite the report.")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that the server and RAGAS are stopped too
+    args.quote = args.clapnq_passages is None
+    if not args.quote:
+        if args.clapnq_passages < 1 or not args.clapnq.exists():
+            parser.error("--clapnq-passages needs a positive count and --clapnq, the ClapNQ JSONL file")
+        args.corpus = f"ClapNQ dev passages ({args.clapnq_passages} drawn by seed {args.seed})"
+        if not args.report_only:
+            args.docs = clapnq_folder(args.clapnq, args.clapnq_passages, args.seed, args.work / "clapnq_docs")
     if not args.docs.is_dir():
         parser.error(f"--docs: {args.docs} is not a folder")
+    if args.run_ragmeter:
+        args.ragmeter_samples = args.work / "ragmeter"
+    if args.ragmeter_samples is None and not args.report_only:
+        parser.error("give --ragmeter-samples (generate_speed.py's samples of the same documents) or --run-ragmeter")
+    args.out.mkdir(parents=True, exist_ok=True)
     report = args.out / "generate_ragas_side_by_side.json"
     results = json.loads(report.read_text(encoding="utf-8")) if report.exists() else {}
     if not args.report_only:
@@ -307,14 +384,16 @@ def main() -> None:
         command = "python benchmarks/generate_ragas_side_by_side.py " + " ".join(sys.argv[1:])
         results[args.corpus] = {"command": command, "commit": git_commit(), "date": when, "ragas": ragas}
         results[args.corpus]["ragmeter_samples"] = str(args.ragmeter_samples)
+        write_json(report, results)  # RAGAS's side is kept even if ragmeter's run below is stopped
+        if args.run_ragmeter:
+            summary = run_ragmeter(args.docs, args.size, args.ragmeter_samples)
+            results[args.corpus]["ragmeter_run"] = {"command": command, "commit": git_commit(), "summary": summary}
+    speed = json.loads(args.speed.read_text(encoding="utf-8"))["results"] if args.speed.exists() else {}
     for corpus, result in results.items():  # ragmeter's side, whenever its run on the same documents exists
         samples = Path(result["ragmeter_samples"])
-        if (
-            (samples / "kept.json").exists()
-            and args.speed.exists()
-            and corpus in json.loads(args.speed.read_text(encoding="utf-8"))["results"]
-        ):
-            result["ragmeter"] = ragmeter_side(samples, args.speed, corpus)
+        entry = result.get("ragmeter_run") or speed.get(corpus)
+        if (samples / "kept.json").exists() and entry:
+            result["ragmeter"] = ragmeter_side(samples, entry)
     write_json(report, results)
     write_text(args.out / "generate_ragas_side_by_side.md", markdown(results))
 
