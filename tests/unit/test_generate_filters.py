@@ -198,6 +198,16 @@ def test_names_are_numbers_and_words_written_as_names(question, expected):
         ("Forge CI 的作业运行在哪个 Runner 池上？", "不好意思，想问一下 forge ci 作业在哪个池上跑？", ["runner"]),
         ("What is the purpose of the break-glass account?", "break glass account purpose", []),
         ("What did the Big Three see in 1984?", "What did the Big Three see in 1984?", []),
+        (
+            "What is the main difference between Switzerland's immigration stance and the European Union's?",
+            "what's the main difference between switzerland's immigration stance and the eu's?",
+            [],
+        ),
+        ("Which rates does the Bank of England set?", "boe rates", []),
+        ("Which rates does the Bank of England set?", "which rates does the bank set?", ["england"]),
+        ("When did the European Union admit Malta?", "when did europe admit malta?", ["european", "union"]),
+        ("When did the European Union admit Malta?", "eu malta admission", []),
+        ("When did the European Union admit Malta?", "when did it admit mu?", ["european", "union", "malta"]),
         ("What did the Big Three see?", "big three movie", []),
     ],
 )

@@ -43,6 +43,8 @@ _NUMBER = re.compile(r"[\d.,:/%-]+")
 _NAME_TOKEN = re.compile(r"\d+(?:[.,:]\d+)*|[A-Za-z][A-Za-z0-9]*(?:['’][A-Za-z]+)?")
 _SENTENCE_END = re.compile(r"(?:^|[.?!。？！:：]\s*)$")
 _POSSESSIVE = re.compile(r"['’]s$")
+_CAPITALISED = r"[A-Z][a-z]+(?:['’]s)?"
+_NAME_RUN = re.compile(rf"\b{_CAPITALISED}(?:\s+(?:(?:of|and|for|the)\s+)?{_CAPITALISED})+")
 _HAN = re.compile(f"[{HAN}]")
 #: Most content words a reasoning question's reference may add to the question and still be
 #: a fact one sentence states (see :func:`stated_span`).
@@ -102,8 +104,9 @@ def dropped_names(original: str, rewritten: str) -> list[str]:
     A number must be in ``rewritten`` as that number (English number words up to twenty count
     as digits: "5" is kept by "five"); a name as a word that begins with it, less a plural
     "s", and adds at most three letters ("Canadians" is kept by "canadian"), or only a plural "s" to a
-    name of three letters or fewer ("US" is not kept by "use").
-    Case is ignored.
+    name of three letters or fewer ("US" is not kept by "use"). Two or more capitalised words
+    in a row ("European Union", "Bank of England") are also kept by their initials as a word
+    ("the EU's", "BoE"). Case is ignored.
 
     Args:
         original: The question as written, before its style.
@@ -121,7 +124,27 @@ def dropped_names(original: str, rewritten: str) -> list[str]:
             found = re.search(rf"(?<![a-z0-9]){re.escape(stem)}{ending}(?![a-z0-9])", words)
         if not found:
             lost.append(name)
+    for initials, run in _name_runs(original):
+        if re.search(rf"(?<![a-z0-9]){initials}(?:['’]?s)?(?![a-z0-9])", words):
+            lost = [name for name in lost if name not in run]
     return lost
+
+
+def _name_runs(question: str) -> list[tuple[str, tuple[str, ...]]]:
+    """Each run of two or more capitalised words of ``question`` (any part of a longer run
+    too, so that "What European Union" yields "European Union"), as its lower-case initials
+    and its capitalised words. "of", "and", "for" and "the" may stand between them; their
+    initials are taken both ways ("Bank of England": "be" and "boe")."""
+    runs = []
+    for match in _NAME_RUN.finditer(question):
+        tokens = [_POSSESSIVE.sub("", w).lower() for w in match.group(0).split()]
+        capital = [w[0].isupper() for w in match.group(0).split()]
+        for first in (i for i in range(len(tokens)) if capital[i]):
+            for last in (j for j in range(first + 1, len(tokens)) if capital[j]):
+                span = range(first, last + 1)
+                names = tuple(tokens[i] for i in span if capital[i])
+                runs += [("".join(n[0] for n in names), names), ("".join(tokens[i][0] for i in span), names)]
+    return runs
 
 
 def lacks_type_words(question: str, kind: str, lang: str) -> bool:
