@@ -228,6 +228,7 @@ def main() -> None:
     }
     lines = run_generate(args, report) if args.generate else run_metrics(args, report)
     name = "greedy_grammar_speed_generate" if args.generate else "greedy_grammar_speed"
+    args.out.mkdir(parents=True, exist_ok=True)
     write_json(args.out / f"{name}.json", report)
     write_text(args.out / f"{name}.md", "\n".join(lines) + "\n")
     print("\n".join(lines))
