@@ -26,8 +26,8 @@ _LEAKS = {
         r"|\b(?:provided|given|above) (?:passage|context|text|excerpt|information)\b|\binformation (?:provided|given)\b"
         r"|\b(?:the|these|both|two) (?:two )?(?:contexts|passages|excerpts|snippets)\b|\b(?:between|of) (?:the|these) two\s*\?\s*$"
         # "What is the main idea of the passage about <a gene>?" (kept in a ClapNQ run of
-        # 2026-11-28): its source as a thing with a topic. "The passage of the bill", "the purpose of the context switch" and
-        # "the title of the document" a knowledge base describes are left alone.
+        # 2026-11-28): its source as a thing with a topic. "The passage of the bill", "the
+        # purpose of the context switch" and "the title of the document" are left alone.
         r"|\b(?:main idea|main point|gist|summary|topic) of (?:the|this) (?:passage|text|excerpt|snippet|paragraph)\b"
         r"|\b(?:the|this) (?:passage|context|excerpt|snippet|paragraph) about\b|\b(?:the|this) (?:context|excerpt|snippet|paragraph) (?:above|below)\b",
         re.IGNORECASE,
