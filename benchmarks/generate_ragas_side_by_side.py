@@ -48,6 +48,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -209,15 +210,6 @@ def clapnq_folder(source: Path, count: int, seed: int, folder: Path) -> Path:
     return folder
 
 
-def run_ragmeter(docs: Path, size: int, work: Path) -> dict[str, Any]:
-    """``ragmeter generate`` on ``docs`` (``size`` kept questions, one request at a time), its
-    kept and rejected samples written to ``work``; its summary."""
-    result = asyncio.run(measure_ragmeter(docs, size, work))
-    write_json(work / "kept.json", result["kept"])
-    write_json(work / "rejected.json", result["rejected"])
-    return result["summary"]
-
-
 def unquoted(ragas: dict[str, Any]) -> dict[str, Any]:
     """RAGAS's record without any text of the corpus: each question reduced to its
     synthesizer, type and ragmeter's verdict; a raised or logged message to its exception's
@@ -228,10 +220,10 @@ def unquoted(ragas: dict[str, Any]) -> dict[str, Any]:
     record.pop("stderr_tail", None)
     if record.get("failure"):
         record["failure"] = _exception_name(record["failure"])
-    logged: dict[str, int] = {}
+    logged: Counter[str] = Counter()
     for message, n in (record.get("logged") or {}).items():
-        logged[_exception_name(message)] = logged.get(_exception_name(message), 0) + n
-    record["logged"] = logged
+        logged[_exception_name(message)] += n
+    record["logged"] = dict(logged)
     return record
 
 
@@ -386,7 +378,7 @@ def main() -> None:
         results[args.corpus]["ragmeter_samples"] = str(args.ragmeter_samples)
         write_json(report, results)  # RAGAS's side is kept even if ragmeter's run below is stopped
         if args.run_ragmeter:
-            summary = run_ragmeter(args.docs, args.size, args.ragmeter_samples)
+            summary = asyncio.run(measure_ragmeter(args.docs, args.size, args.ragmeter_samples))["summary"]
             results[args.corpus]["ragmeter_run"] = {"command": command, "commit": git_commit(), "summary": summary}
     speed = json.loads(args.speed.read_text(encoding="utf-8"))["results"] if args.speed.exists() else {}
     for corpus, result in results.items():  # ragmeter's side, whenever its run on the same documents exists

@@ -65,8 +65,9 @@ def without_text(sample: dict[str, Any]) -> dict[str, Any]:
 
 
 async def measure(path: Path, size: int, work: Path) -> dict[str, Any]:
-    """One generation run on ``path`` of ``size`` kept questions, journalled in ``work``: its
-    summary, and the kept and rejected questions."""
+    """One generation run on ``path`` of ``size`` kept questions, journalled in ``work``, where
+    its kept and rejected questions are also written (``kept.json``, ``rejected.json``): its
+    summary, and those questions."""
     judge = LocalJudge(threads=2)
     try:
         generation = await agenerate([path], judge, BatchingEmbedder(), GenerateOptions(size=size, concurrency=1), work)
@@ -75,7 +76,10 @@ async def measure(path: Path, size: int, work: Path) -> dict[str, Any]:
     summary = generation.summary()
     minutes = summary["seconds"] / 60
     summary["kept_per_minute"] = round(summary["kept"] / minutes, 3) if minutes else None
-    return {"summary": summary, "kept": generation.kept(), "rejected": generation.rejected()}
+    result = {"summary": summary, "kept": generation.kept(), "rejected": generation.rejected()}
+    write_json(work / "kept.json", result["kept"])
+    write_json(work / "rejected.json", result["rejected"])
+    return result
 
 
 def _row(sample: dict[str, Any], reason: str | None = None) -> str:
@@ -186,8 +190,6 @@ def main() -> None:
         print(f"{name}: {path}", file=sys.stderr)
         work = args.samples_dir / key
         result = asyncio.run(measure(path, sizes[key], work))
-        write_json(work / "kept.json", result["kept"])
-        write_json(work / "rejected.json", result["rejected"])
         print(f"full samples: {work}", file=sys.stderr)
         if name == CLAPNQ:
             result = {**result, **{k: [without_text(x) for x in result[k]] for k in ("kept", "rejected")}}

@@ -152,14 +152,15 @@ def run_generate(args: argparse.Namespace, report: dict) -> list[str]:
     rows = replay(judge, args.replay or None)
     asyncio.run(judge.aclose())
     check_identical(rows)
-    summary = decoding_summary(rows)["all"]
+    decoding = decoding_summary(rows)
+    summary = decoding["all"]
     saved = (summary["full_seconds"] - summary["top_first_seconds"]) / summary["calls"]
     calls, seconds = len(judge.calls), run["seconds"]
     estimate = {"generation_calls": calls, "run_seconds": seconds, "saved_seconds_per_call": round(saved, 2),
                 "run_seconds_with_full_check": round(seconds + saved * calls, 1)}  # fmt: skip
     estimate["run_speedup"] = round(estimate["run_seconds_with_full_check"] / seconds, 3) if seconds else None
     report.update(knowledge_base=str(args.generate), size=args.size, kept=run["kept"], judge_calls=run["usage"]["calls"])
-    report.update(decoding=decoding_summary(rows), whole_run=estimate, identical_text=True)
+    report.update(decoding=decoding, whole_run=estimate, identical_text=True)
     command = f"python benchmarks/greedy_grammar_speed.py --generate {args.generate} --size {args.size} --replay {args.replay}"
     return [
         "# `ragmeter generate` under a JSON grammar: top token first, against the full check",

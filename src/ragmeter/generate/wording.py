@@ -142,8 +142,8 @@ def _name_runs(question: str) -> list[tuple[str, tuple[str, ...]]]:
         for first in (i for i in range(len(tokens)) if capital[i]):
             for last in (j for j in range(first + 1, len(tokens)) if capital[j]):
                 span = range(first, last + 1)
-                names = tuple(tokens[i] for i in span if capital[i])
-                runs += [("".join(n[0] for n in names), names), ("".join(tokens[i][0] for i in span), names)]
+                run = tuple(tokens[i] for i in span if capital[i])
+                runs += [("".join(word[0] for word in run), run), ("".join(tokens[i][0] for i in span), run)]
     return runs
 
 
