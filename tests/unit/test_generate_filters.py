@@ -126,6 +126,8 @@ def test_a_judge_that_gives_no_answer_of_its_own_fails_the_check_with_the_reason
         "What is the main idea of the passage about merge approvals?",
         "What does the paragraph above say about approvals?",
         "这篇文章的主要内容是什么？",
+        "What is the genetics of the passage?",
+        "What is the tone of this text",
     ],
 )
 def test_a_question_that_points_at_its_source_is_rejected_without_asking_the_judge(question):
@@ -250,6 +252,8 @@ def test_leak_leaves_ordinary_questions_alone():
         "What is the title of the document a new joiner signs first?",
         "What is the purpose of the context switch?",
         "Which ships passed through the passage above the Arctic Circle?",
+        "Who wrote the text of the national anthem?",
+        "What did the passage of the act change for tenants?",
     )
     for question in ordinary:
         assert leak(question) is None

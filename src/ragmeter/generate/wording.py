@@ -29,7 +29,10 @@ _LEAKS = {
         # 2026-11-28): its source as a thing with a topic. "The passage of the bill", "the
         # purpose of the context switch" and "the title of the document" are left alone.
         r"|\b(?:main idea|main point|gist|summary|topic) of (?:the|this) (?:passage|text|excerpt|snippet|paragraph)\b"
-        r"|\b(?:the|this) (?:passage|context|excerpt|snippet|paragraph) about\b|\b(?:the|this) (?:context|excerpt|snippet|paragraph) (?:above|below)\b",
+        r"|\b(?:the|this) (?:passage|context|excerpt|snippet|paragraph) about\b|\b(?:the|this) (?:context|excerpt|snippet|paragraph) (?:above|below)\b"
+        # "What is the genetics of the passage?" (a ClapNQ unanswerable swap of 2026-11-28): a
+        # question that ends on its source. "The text of the anthem" goes on after it.
+        r"|\bof (?:the|this) (?:passage|text|excerpt|snippet|paragraph)\s*[?.!]*\s*$",
         re.IGNORECASE,
     ),
     "zh": re.compile(
