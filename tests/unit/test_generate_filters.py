@@ -450,10 +450,18 @@ def test_a_relabelled_question_keeps_only_the_chunk_it_needs_as_its_reference_co
         ("如果 SEV1 页面 5 分钟内没人确认，会怎样？", "conditional", "zh", False),
         ("密钥泄露的情况下要多久轮换？", "conditional", "zh", False),
         ("What is the path to store secrets in Forge Vault?", "single_fact", "en", False),
-        ("What is the path to store secrets in Forge Vault?", "reasoning", "en", False),
+        ("What is the path to store secrets in Forge Vault?", "reasoning", "en", True),
+        ("What is the maximum size of a cache for a project?", "reasoning", "en", True),
+        ("Forge 命令行工具用于执行什么？", "reasoning", "zh", True),
+        ("What is the longest time I can keep a book if I renew it as often as allowed?", "reasoning", "en", False),
+        ("How long can a job run before it is killed?", "reasoning", "en", False),
+        ("Can the author of a merge request approve it alone?", "reasoning", "en", False),
+        ("Why are deployments frozen in late December?", "reasoning", "en", False),
+        ("把续借次数用满，一本书总共可以借多久？", "reasoning", "zh", False),
+        ("合并请求的作者能自己批准吗？", "reasoning", "zh", False),
     ],
 )
-def test_a_comparison_needs_a_word_that_compares_and_a_conditional_question_a_condition(question, kind, lang, lacks):
+def test_a_question_needs_the_words_of_its_type(question, kind, lang, lacks):
     assert lacks_type_words(question, kind, lang) is lacks
 
 
@@ -530,6 +538,20 @@ def test_a_reasoning_question_whose_short_answer_one_sentence_states_is_kept_as_
     draft = _draft("reasoning", question="How many approvals does a merge request need?", reference="Two approvals are needed.")
     verdict = _check(draft, _judge())
     assert verdict.kept and verdict.relabel == "single_fact" and verdict.needs == ("mr#1",)
+
+
+def test_a_reasoning_question_without_a_word_of_reasoning_is_kept_as_a_single_fact():
+    # Its answer is in no chunk word for word, but nothing in it calculates, applies a rule or asks why.
+    lookup = _check(_draft("reasoning", question="What does a merge request need?", reference="Approval from two reviewers."), _judge())
+    assert lookup.kept and lookup.relabel == "single_fact" and lookup.checks["no_words_of_type"] == "reasoning"
+    # One sentence states its answer too: it needs that chunk alone, whichever check found it.
+    stated = _check(
+        _draft("reasoning", question="How many approvals does a merge request need?", reference="Two approvals are needed.", chunks=(1, 0)),
+        _judge(),
+    )
+    assert stated.relabel == "single_fact" and stated.needs == ("mr#1",) and stated.checks["copied_from"] == "mr#1"
+    applied = _check(_draft("reasoning", question="Can the author of a merge request approve it alone?", reference="No."), _judge())
+    assert applied.kept and applied.relabel is None and "no_words_of_type" not in applied.checks
 
 
 def test_a_reference_that_does_not_answer_its_question_is_rejected():

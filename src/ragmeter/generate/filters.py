@@ -93,8 +93,16 @@ are named in ``metadata.dropped_context_ids``):
   "的话"...) (:func:`~ragmeter.generate.wording.lacks_type_words`): it asks one fact, as "哪个流程要求在合并请求中包含正向迁移
   脚本、回滚脚本以及运行时长？" (kept as a comparison in the read of 2026-11-27 in
   ``benchmarks/results/generate_review.md``) and "What is the path to store secrets in Forge
-  Vault?" (kept as conditional). ``metadata.checks.no_words_of_type`` names the type asked
-  for; its reference contexts are the chunk its reference is copied from, when there is one.
+  Vault?" (kept as conditional); or a ``reasoning`` one with no word of a calculation, of a
+  rule applied to a case, or of a why ("total", "longest", "before", "if", "would", "why", a
+  yes/no question; "总共", "最长", "如果", "为什么", "吗"...), as "What is the maximum size of a
+  cache for a project?" and "Forge 命令行工具用于执行什么？" (both kept as reasoning in the
+  runs of 2026-11-27). Of the eight questions kept as reasoning in the runs stored on the
+  developer's machine, it relabels seven: six lookups, and one that ``source_leak`` now
+  rejects first; it leaves the eighth, which applies a condition ("如果…").
+  ``metadata.checks.no_words_of_type`` names the type asked for; its reference contexts are
+  the chunk its reference is stated in (:func:`~ragmeter.generate.wording.stated_span` for a
+  reasoning question) or copied from, when there is one.
 
 A question whose style hides words (misspelled) is checked in its original wording.
 """
@@ -256,7 +264,7 @@ async def _check_type(draft: Draft, asked: str, graph: KnowledgeGraph, judge: LL
                 return Verdict(False, "single_chunk_answers", f"{chunk_id} alone answers it (P={p:.2f})", checks)
     if lacks_type_words(draft.original, draft.slot.type, lang):
         relabel = "single_fact"  # it asks one fact: kept as what it is, its type written again in a top-up round
-        copied = copied_span(draft.reference, draft.contexts, draft.context_ids, lang)
+        copied = copied or copied_span(draft.reference, draft.contexts, draft.context_ids, lang)
         checks["no_words_of_type"] = draft.slot.type
         if copied is not None:
             checks["copied_from"] = copied

@@ -55,7 +55,8 @@ STATED_WORDS = 3
 #: Words without which a question is not of its type: a comparison names what it compares
 #: ("than", "or", "difference", "比", "还是"...), a conditional question its condition ("if",
 #: "unless", "如果", "的话"...; "when" only after the question's first word: "When is the
-#: freeze?" asks a date). See :func:`lacks_type_words`.
+#: freeze?" asks a date), a reasoning question its calculation, case or why. See
+#: :func:`lacks_type_words`.
 _TYPE_WORDS = {
     ("comparison", "en"): re.compile(
         r"\b(?:than|versus|vs|compared?|comparing|comparison|differ(?:s|ent|ence|ences)?|both|either|whereas|while|same|similar"
@@ -69,6 +70,21 @@ _TYPE_WORDS = {
         r"\b(?:if|unless|in case|provided|assuming|suppose|supposing|as long as|whenever)\b|\w[\s,]+when\b", re.IGNORECASE
     ),
     ("conditional", "zh"): re.compile(r"如果|假如|假设|若|要是|倘若|一旦|的话|只要|除非|万一|情况下|当.{1,30}?时"),
+    # Reasoning, as the generator's prompt defines it: a small calculation ("in total", "the
+    # longest", "after", "before") or a rule applied to a concrete case ("if", "would", a yes/no
+    # question: "Can the author approve it alone?"), or a why. "How many approvals are required
+    # for a merge request?" and "Forge 命令行工具用于执行什么？" ask a fact the chunk states.
+    ("reasoning", "en"): re.compile(
+        r"^\W*(?:can|could|may|might|must|should|would|will|is|are|was|were|does|do|did|has|have|had)\b"
+        r"|\b(?:if|unless|suppose|supposing|assuming|provided|would|could|should|total|in all|altogether|together|combined|sum"
+        r"|longest|shortest|earliest|latest|at most|at least|after|before|until|by the time|remaining|left|why|how come"
+        r"|therefore|enough|instead|still|whether|alone|without)\b|\w[\s,]+when\b",
+        re.IGNORECASE,
+    ),
+    ("reasoning", "zh"): re.compile(
+        r"如果|假如|假设|若|要是|倘若|一旦|的话|只要|除非|万一|情况下|当.{1,30}?时|为什么|为何|原因|总共|一共|合计|加起来|共计"
+        r"|最长|最短|最多|最少|最早|最晚|最迟|之前|之后|以后|以前|还剩|剩下|能否|是否|会不会|能不能|可不可以|够不够|[吗呢]\s*[？?]?\s*$"
+    ),
 }
 _NUMBERS = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty".split()  # noqa: SIM905
 _YES_NO = re.compile(r"\s*(?:(?:yes|no)\b|(?:是的|是|不是|不|否|对|不对|可以|不可以|能|不能|会|不会)[，,。.！!])", re.IGNORECASE)
@@ -154,7 +170,9 @@ def lacks_type_words(question: str, kind: str, lang: str) -> bool:
     """``question``, asked as a ``kind`` question, has none of the words that type needs: a
     "comparison" that compares nothing ("Which process requires a rollback script?"), a
     "conditional" question without a condition ("What is the path to store secrets in Forge
-    Vault?"). Other types have no such words: never.
+    Vault?"), a "reasoning" question that neither calculates, applies a rule to a case nor
+    asks why ("What is the maximum size of a cache for a project?"). Other types have no such
+    words: never.
 
     Args:
         question: The question as written, before its style.
