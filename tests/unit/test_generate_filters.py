@@ -15,7 +15,17 @@ from ragmeter.generate.filters import ANSWERS, THRESHOLD, check, near_duplicates
 from ragmeter.generate.graph import KnowledgeGraph
 from ragmeter.generate.plan import Slot
 from ragmeter.generate.synthesize import NO_ANSWER, Draft
-from ragmeter.generate.wording import copied_span, dropped_names, example_leak, lacks_type_words, leak, names, restates, stated_span
+from ragmeter.generate.wording import (
+    copied_span,
+    dropped_names,
+    example_leak,
+    example_phrase,
+    lacks_type_words,
+    leak,
+    names,
+    restates,
+    stated_span,
+)
 from ragmeter.judges.base import ANSWERABLE_LINE, JudgeError
 from ragmeter.judges.embeddings import BatchingEmbedder
 
@@ -153,6 +163,40 @@ def test_a_question_that_copies_the_prompts_own_examples_is_rejected_without_ask
         "the question uses 'library', a word of the generator's own prompt examples that no chunk of the knowledge base holds"
     )
     assert judge.calls == []
+
+
+def test_a_reference_that_copies_a_prompt_examples_answer_is_rejected_without_asking_the_judge():
+    judge = _judge()
+    reference = "Two weeks: the freeze plus two renewals of three weeks each."
+    verdict = _check(_draft(question="How long does the December freeze last?", reference=reference, chunks=(2,)), judge)
+    assert (verdict.kept, verdict.reason) == (False, "copies_prompt_example")
+    assert "'plus two renewals of'" in verdict.detail and judge.calls == []
+
+
+@pytest.mark.parametrize(
+    ("reference", "context", "lang", "copied"),
+    [
+        (
+            "96 hours: 48 hours before the launch plus two renewals of three weeks each.",
+            "Freezes are announced 48 hours ahead.",
+            "en",
+            True,
+        ),
+        ("九周：三周的借期加上两次各三周的续借。", "临时冻结最多 96 小时。", "zh", True),
+        # A knowledge base on the examples' own subject may say the same: its chunk holds the
+        # words, in one form or another ("renewed" for "renewals").
+        (
+            "Nine weeks: the three-week loan plus two renewals of three weeks each.",
+            "Loans last three weeks and are renewed twice.",
+            "en",
+            False,
+        ),
+        ("Two approvals, within two working days.", "Requests are answered in 2 working days.", "en", False),  # numbers do not count
+        ("特藏服务台在两个工作日内答复。", "特藏服务台在两个工作日内答复所有申请。", "zh", False),
+    ],
+)
+def test_example_phrase_needs_words_the_chunks_lack(reference, context, lang, copied):
+    assert (example_phrase(reference, [context], lang) is not None) is copied
 
 
 def test_example_leak_needs_a_word_the_knowledge_base_lacks_and_leaves_numbers_alone():

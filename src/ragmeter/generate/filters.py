@@ -17,7 +17,10 @@ Checks, in this order (cheapest first, but for the model-free checks after the j
   examples (a fictional city library) that no chunk of the knowledge base holds: "the
   library's deployment process" (en q0004 of the check on new questions in
   ``benchmarks/results/generate_review.md``), or "14 岁读者 还书罚款", a question made of the
-  Chinese examples' overdue-fines rule (zh q0002 there).
+  Chinese examples' overdue-fines rule (zh q0002 there). Or its reference copies words in a
+  row from an answer of those examples, words its chunks lack among them
+  (:func:`~ragmeter.generate.wording.example_phrase`): "96 hours: 48 hours before the launch
+  plus two renewals of three weeks each", for the longest ad-hoc freeze.
 - ``unanswerable_from_contexts``: the judge does not find the answer to the question in
   its reference contexts (the packaged ``answerable`` verdict, P(yes) below
   :data:`THRESHOLD`).
@@ -119,7 +122,16 @@ from ragmeter.generate.anchors import term_index, unanchored
 from ragmeter.generate.bridges import bridge_statement
 from ragmeter.generate.graph import KnowledgeGraph
 from ragmeter.generate.synthesize import Draft, SynthesisError, reply_text
-from ragmeter.generate.wording import copied_span, dropped_names, example_leak, lacks_type_words, leak, restates, stated_span
+from ragmeter.generate.wording import (
+    copied_span,
+    dropped_names,
+    example_leak,
+    example_phrase,
+    lacks_type_words,
+    leak,
+    restates,
+    stated_span,
+)
 from ragmeter.judges.base import ANSWERABLE_LINE, JudgeError, LLMJudge
 
 #: P(yes) at or above which a verdict counts as yes.
@@ -225,6 +237,10 @@ def _check_wording(draft: Draft, graph: KnowledgeGraph) -> Verdict | None:
     word = example_leak(draft.original, draft.slot.lang, term_index(graph)) if draft.answerable else None
     if word is not None:
         detail = f"the question uses {word!r}, a word of the generator's own prompt examples that no chunk of the knowledge base holds"
+        return Verdict(False, "copies_prompt_example", detail)
+    phrase = example_phrase(draft.reference, draft.contexts, draft.slot.lang) if draft.answerable else None
+    if phrase is not None:
+        detail = f"the reference copies {phrase!r} from an answer of the generator's own prompt examples; its chunks do not say it"
         return Verdict(False, "copies_prompt_example", detail)
     return None
 

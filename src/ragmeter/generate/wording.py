@@ -1,7 +1,8 @@
 """Model-free checks of a generated question's wording, used by the quality filter
 (:mod:`ragmeter.generate.filters`): a question or reference that points at its source
 (:func:`leak`), a style rewrite that loses a number or name (:func:`dropped_names`), a word of
-the generator's own prompt examples (:func:`example_leak`), a type without its words
+the generator's own prompt examples (:func:`example_leak`) or a phrase of their answers
+(:func:`example_phrase`), a type without its words
 (:func:`lacks_type_words`), a reference that restates the question (:func:`restates`) or is
 stated word for word by one sentence (:func:`copied_span`, :func:`stated_span`).
 """
@@ -213,6 +214,62 @@ def _example_words(lang: str) -> frozenset[str]:
     texts = [text for fields in shared for key in ("context", "contexts") for text in _as_list(fields.get(key, []))]
     words = set().union(*(content_words(text) for text in texts))
     return frozenset(w for w in words if not _NUMBER.fullmatch(w) and w not in _NUMBER_WORDS)
+
+
+def example_phrase(reference: str, contexts: Sequence[str], lang: str) -> str | None:
+    """Words in a row (:data:`EXAMPLE_PHRASE_WORDS`) that ``reference`` shares with an answer of
+    the generator's own prompt examples and that ``contexts`` do not hold, two of them words
+    (not numbers) no context uses, even in another form ("renewal" is used by "renewed"); or
+    ``None``. (One such word is not enough: a reference on a library's loans may well add "plus"
+    to "three-week loan".) The reference "96 hours: 48 hours before the
+    launch plus two renewals of three weeks each." of an ad-hoc freeze question (a run of
+    2026-11-28, kept as a single fact: the judge's checks passed it) ends on the reasoning
+    example's "two renewals of three weeks each"; nothing in its chunk renews anything.
+
+    Args:
+        reference: The reference answer.
+        contexts: The texts of the question's chunks.
+        lang: Its language.
+    """
+    context_text = " ".join(contexts)
+    known = content_words(context_text)
+    held = _grams(tokenize(context_text))
+    for gram in _grams(tokenize(reference)):
+        if gram in _example_answer_grams(lang) and gram not in held:
+            unknown = {
+                w for w in content_words(" ".join(gram)) if not _NUMBER.fullmatch(w) and w not in _NUMBER_WORDS and not _used(w, known)
+            }
+            if len(unknown) >= 2:
+                return " ".join(gram) if lang == "en" else "".join(gram)
+    return None
+
+
+def _used(word: str, known: set[str] | frozenset[str]) -> bool:
+    """``word`` is one of ``known``, or shares its first five letters with one of them."""
+    return word in known or (len(word) >= 5 and any(other[:5] == word[:5] for other in known))
+
+
+#: Words in a row that make a reference's phrase a copy of a prompt example's answer (:func:`example_phrase`).
+EXAMPLE_PHRASE_WORDS = 4
+
+
+def _grams(tokens: Sequence[str]) -> set[tuple[str, ...]]:
+    return {tuple(tokens[i : i + EXAMPLE_PHRASE_WORDS]) for i in range(len(tokens) - EXAMPLE_PHRASE_WORDS + 1)}
+
+
+@lru_cache(maxsize=2)
+def _example_answer_grams(lang: str) -> frozenset[tuple[str, ...]]:
+    """The :data:`EXAMPLE_PHRASE_WORDS`-word runs of the answers in the examples of the
+    ``testset_*`` prompts of ``lang``."""
+    book = PromptBook(lang)
+    answers = [
+        example["answer"]["answer"]
+        for name in book.task_names()
+        if name.startswith("testset_")
+        for example in book.task(name).get("examples", [])
+        if isinstance(example.get("answer"), dict) and isinstance(example["answer"].get("answer"), str)
+    ]
+    return frozenset().union(*(_grams(tokenize(answer)) for answer in answers))
 
 
 def _as_list(value: str | list[str]) -> list[str]:
