@@ -53,6 +53,9 @@ _HAN = re.compile(f"[{HAN}]")
 #: Most content words a reasoning question's reference may add to the question and still be
 #: a fact one sentence states (see :func:`stated_span`).
 STATED_WORDS = 3
+#: Words in a row that make a reference's phrase a copy of a prompt example's answer
+#: (see :func:`example_phrase`).
+EXAMPLE_PHRASE_WORDS = 4
 #: Words without which a question is not of its type: a comparison names what it compares
 #: ("than", "or", "difference", "比", "还是"...), a conditional question its condition ("if",
 #: "unless", "如果", "的话"...; "when" only after the question's first word: "When is the
@@ -221,10 +224,10 @@ def example_phrase(reference: str, contexts: Sequence[str], lang: str) -> str | 
     the generator's own prompt examples and that ``contexts`` do not hold, two of them words
     (not numbers) no context uses, even in another form ("renewal" is used by "renewed"); or
     ``None``. (One such word is not enough: a reference on a library's loans may well add "plus"
-    to "three-week loan".) The reference "96 hours: 48 hours before the
-    launch plus two renewals of three weeks each." of an ad-hoc freeze question (a run of
-    2026-11-28, kept as a single fact: the judge's checks passed it) ends on the reasoning
-    example's "two renewals of three weeks each"; nothing in its chunk renews anything.
+    to "three-week loan".) The reference "96 hours: 48 hours before the launch plus two
+    renewals of three weeks each." of an ad-hoc freeze question (a run of 2026-11-28, kept as a
+    single fact: the judge's checks passed it) ends on the reasoning example's "two renewals of
+    three weeks each"; nothing in its chunk renews anything.
 
     Args:
         reference: The reference answer.
@@ -244,13 +247,9 @@ def example_phrase(reference: str, contexts: Sequence[str], lang: str) -> str | 
     return None
 
 
-def _used(word: str, known: set[str] | frozenset[str]) -> bool:
+def _used(word: str, known: set[str]) -> bool:
     """``word`` is one of ``known``, or shares its first five letters with one of them."""
     return word in known or (len(word) >= 5 and any(other[:5] == word[:5] for other in known))
-
-
-#: Words in a row that make a reference's phrase a copy of a prompt example's answer (:func:`example_phrase`).
-EXAMPLE_PHRASE_WORDS = 4
 
 
 def _grams(tokens: Sequence[str]) -> set[tuple[str, ...]]:
