@@ -115,8 +115,13 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR, help="folder of the labelled sets")
     parser.add_argument("--out", type=Path, default=RESULTS, help="folder to write to")
     args = parser.parse_args()
-    tasks = {t.rating: t for t in ragchecker(args.data_dir, args.limit, args.seed) if t.name.endswith(("(precision)", "(recall)"))}
-    overall = next(t for t in ragchecker(args.data_dir, args.limit, args.seed) if t.name == "ragchecker/answer_correctness")
+    # One task per rating: its units hold that rating; all of them share the same samples.
+    by_name = {t.name: t for t in ragchecker(args.data_dir, args.limit, args.seed)}
+    overall = by_name["ragchecker/answer_correctness"]
+    tasks = {
+        by_name[f"ragchecker/factual_correctness({mode})"].rating: by_name[f"ragchecker/factual_correctness({mode})"]
+        for mode in ("precision", "recall")
+    }
     tasks["overall"] = overall
     settings = JudgeConfig()
     cache = settings.open_cache()
