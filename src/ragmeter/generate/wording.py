@@ -56,6 +56,11 @@ STATED_WORDS = 3
 #: Words in a row that make a reference's phrase a copy of a prompt example's answer
 #: (see :func:`example_phrase`).
 EXAMPLE_PHRASE_WORDS = 4
+#: The words of a condition ("when" only after the question's first word).
+_CONDITION = {
+    "en": r"\b(?:if|unless|in case|provided|assuming|suppose|supposing|as long as|whenever)\b|\w[\s,]+when\b",
+    "zh": r"如果|假如|假设|若|要是|倘若|一旦|的话|只要|除非|万一|情况下|当.{1,30}?时",
+}
 #: Words without which a question is not of its type: a comparison names what it compares
 #: ("than", "or", "difference", "比", "还是"...), a conditional question its condition ("if",
 #: "unless", "如果", "的话"...; "when" only after the question's first word: "When is the
@@ -70,24 +75,22 @@ _TYPE_WORDS = {
     ),
     # "更" and "最" compare, not in "更新" (update) or "最后" (last).
     ("comparison", "zh"): re.compile(r"比|区别|不同|差异|差别|异同|还是|更(?![新改换正])|一样|相同|分别|两者|二者|之间|最(?![近后初终])"),
-    ("conditional", "en"): re.compile(
-        r"\b(?:if|unless|in case|provided|assuming|suppose|supposing|as long as|whenever)\b|\w[\s,]+when\b", re.IGNORECASE
-    ),
-    ("conditional", "zh"): re.compile(r"如果|假如|假设|若|要是|倘若|一旦|的话|只要|除非|万一|情况下|当.{1,30}?时"),
-    # Reasoning, as the generator's prompt defines it: a small calculation ("in total", "the
-    # longest", "after", "before") or a rule applied to a concrete case ("if", "would", a yes/no
-    # question: "Can the author approve it alone?"), or a why. "How many approvals are required
-    # for a merge request?" and "Forge 命令行工具用于执行什么？" ask a fact the chunk states.
+    ("conditional", "en"): re.compile(_CONDITION["en"], re.IGNORECASE),
+    ("conditional", "zh"): re.compile(_CONDITION["zh"]),
+    # Reasoning, as the generator's prompt defines it: a rule applied to a concrete case (a
+    # condition, "would", a yes/no question: "Can the author approve it alone?"), a small
+    # calculation ("in total", "the longest", "after", "before"), or a why. "How many approvals
+    # are required for a merge request?" and "Forge 命令行工具用于执行什么？" ask a fact the chunk states.
     ("reasoning", "en"): re.compile(
-        r"^\W*(?:can|could|may|might|must|should|would|will|is|are|was|were|does|do|did|has|have|had)\b"
-        r"|\b(?:if|unless|suppose|supposing|assuming|provided|would|could|should|total|in all|altogether|together|combined|sum"
-        r"|longest|shortest|earliest|latest|at most|at least|after|before|until|by the time|remaining|left|why|how come"
-        r"|therefore|enough|instead|still|whether|alone|without)\b|\w[\s,]+when\b",
+        _CONDITION["en"] + r"|^\W*(?:can|may|might|must|will|is|are|was|were|does|do|did|has|have|had)\b"
+        r"|\b(?:would|could|should|total|in all|altogether|together|combined|sum|longest|shortest|earliest|latest|at most"
+        r"|at least|after|before|until|by the time|remaining|left|why|how come|therefore|enough|instead|still|whether|alone"
+        r"|without)\b",
         re.IGNORECASE,
     ),
     ("reasoning", "zh"): re.compile(
-        r"如果|假如|假设|若|要是|倘若|一旦|的话|只要|除非|万一|情况下|当.{1,30}?时|为什么|为何|原因|总共|一共|合计|加起来|共计"
-        r"|最长|最短|最多|最少|最早|最晚|最迟|之前|之后|以后|以前|还剩|剩下|能否|是否|会不会|能不能|可不可以|够不够|[吗呢]\s*[？?]?\s*$"
+        _CONDITION["zh"] + r"|为什么|为何|原因|总共|一共|合计|加起来|共计|最长|最短|最多|最少|最早|最晚|最迟|之前|之后|以后|以前"
+        r"|还剩|剩下|能否|是否|会不会|能不能|可不可以|够不够|[吗呢]\s*[？?]?\s*$"
     ),
 }
 _NUMBERS = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty".split()  # noqa: SIM905
@@ -207,13 +210,7 @@ def example_leak(question: str, lang: str, index: TermIndex) -> str | None:
 def _example_words(lang: str) -> frozenset[str]:
     """Content words of the contexts in the examples of the ``testset_*`` prompts of ``lang``,
     numbers (in digits or words) left out."""
-    book = PromptBook(lang)
-    shared = [
-        example.get("shared", {})
-        for name in book.task_names()
-        if name.startswith("testset_")
-        for example in book.task(name).get("examples", [])
-    ]
+    shared = [example.get("shared", {}) for example in _testset_examples(lang)]
     texts = [text for fields in shared for key in ("context", "contexts") for text in _as_list(fields.get(key, []))]
     words = set().union(*(content_words(text) for text in texts))
     return frozenset(w for w in words if not _NUMBER.fullmatch(w) and w not in _NUMBER_WORDS)
@@ -260,15 +257,18 @@ def _grams(tokens: Sequence[str]) -> set[tuple[str, ...]]:
 def _example_answer_grams(lang: str) -> frozenset[tuple[str, ...]]:
     """The :data:`EXAMPLE_PHRASE_WORDS`-word runs of the answers in the examples of the
     ``testset_*`` prompts of ``lang``."""
-    book = PromptBook(lang)
     answers = [
         example["answer"]["answer"]
-        for name in book.task_names()
-        if name.startswith("testset_")
-        for example in book.task(name).get("examples", [])
+        for example in _testset_examples(lang)
         if isinstance(example.get("answer"), dict) and isinstance(example["answer"].get("answer"), str)
     ]
     return frozenset().union(*(_grams(tokenize(answer)) for answer in answers))
+
+
+def _testset_examples(lang: str) -> list[dict]:
+    """The examples of the generator's prompts (the ``testset_*`` tasks) of ``lang``."""
+    book = PromptBook(lang)
+    return [example for name in book.task_names() if name.startswith("testset_") for example in book.task(name).get("examples", [])]
 
 
 def _as_list(value: str | list[str]) -> list[str]:
