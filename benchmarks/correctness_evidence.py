@@ -125,9 +125,8 @@ def main() -> None:
     tasks["overall"] = overall
     settings = JudgeConfig()
     cache = settings.open_cache()
-    judges = Judges(
-        embedder=BatchingEmbedder(store=EmbeddingStore(cache, USEEncoder.model_name) if cache else None), llm=settings.build(cache)
-    )
+    judge = settings.build(cache)
+    judges = Judges(embedder=BatchingEmbedder(store=EmbeddingStore(cache, USEEncoder.model_name) if cache else None), llm=judge)
     result = Evaluator([create_metric("answer_correctness")], judges=judges, concurrency=1).run(overall.dataset)
     samples = {s.sample.id: s.sample for s in overall.dataset.samples}
     scores: dict[str, dict[str, dict[str, float]]] = {}
@@ -145,7 +144,7 @@ def main() -> None:
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "commit": git_commit(),
         "command": "python " + " ".join(shlex.quote(a) for a in sys.argv),
-        "judge": judges.llm.describe() if judges.llm else None,
+        "judge": judge.describe(),
         "head": packaged_head().description,
         "unscored_responses": unscored,
         "scores": {},
@@ -153,7 +152,7 @@ def main() -> None:
     lines = [
         "# Correctness counted by the claim-support head: tried, not adopted",
         "",
-        f"{document['date']}, commit {document['commit']}; command: `{document['command']}`; judge {judges.llm.model if judges.llm else '-'}. "
+        f"{document['date']}, commit {document['commit']}; command: `{document['command']}`; judge {judge.model}. "
         f"The same claim verdicts of `answer_correctness` counted two ways: by the judge's P(yes) (plain, the default) "
         f"and by the head's P(supported) (combined; {document['head']}). RAGChecker was never used to fit it. "
         "Pearson of the score difference between a pair's two responses with each annotator's preference; "
