@@ -50,7 +50,7 @@ smoke:
 	scripts/smoke-plain-install.sh $(PYTHON)
 
 test: install-dev browser postgresql lint smoke
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q --durations=25
 
 clean:
 	rm -rf $(VENV) runs ragmeter-out
