@@ -238,6 +238,11 @@ def test_names_are_numbers_and_words_written_as_names(question, expected):
         ("If a job takes longer than 180 minutes, what happens to it?", "job duration consequences", ["180"]),
         ("If a job takes longer than 180 minutes, what happens to it?", "job over 1800 minutes", ["180"]),
         ("What share of farmers in the US use drones?", "farmers drones share usage", ["us"]),
+        # "us" the pronoun is not the US when the rewrite writes capitals of its own
+        ("What share of farmers in the US use drones?", "Hey, how many of us farmers use drones?", ["us"]),
+        ("What share of farmers in the US use drones?", "Hey, how many US farmers use drones?", []),
+        ("What share of farmers in the US use drones?", "us farmers drone use share", []),
+        ("Which IT team owns the Forge runners?", "Hey, who owns it, the runners of Forge?", ["it"]),
         ("When did the Canadians arrive in New Harbor?", "when did the canadian people come to new harbor?", []),
         ("If a SEV1 page is not acknowledged within 5 minutes, what happens?", "sev1 page not acked in five minutes", []),
         ("Who does the clerk learn about Nora's move from?", "hey, who told the clerk Nora moved?", []),

@@ -12,7 +12,7 @@ from ragmeter.data.text import tokenize
 
 _STOP_WORDS = frozenset(
     """a an the and or but if of at by for from in into on to with about as is are was were be been being it its this that
-    these those there their they them he she his her we our you your i my me do does did done have has had can could will
+    these those there their they them he she his her we us our you your i my me do does did done have has had can could will
     would should may might must shall what which who whom whose when where why how not no yes so than then also only just
     any all some each other such very more most many much name called known one ones kind type above across after
     against along among around before behind below beside between beyond during inside near off onto out outside over past

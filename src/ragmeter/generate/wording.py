@@ -132,7 +132,9 @@ def dropped_names(original: str, rewritten: str) -> list[str]:
     "s", and adds at most three letters ("Canadians" is kept by "canadian"), or only a plural "s" to a
     name of three letters or fewer ("US" is not kept by "use"). Two or more capitalised words
     in a row ("European Union", "Bank of England") are also kept by their initials as a word
-    ("the EU's", "BoE"). Case is ignored.
+    ("the EU's", "BoE"). Case is ignored, but for a name in capitals that is also a common
+    word ("US", "IT"): when ``rewritten`` has capitals of its own, it keeps that name only in
+    capitals ("How many of us use drones?" drops "US"; "us drone use" keeps it).
 
     Args:
         original: The question as written, before its style.
@@ -147,13 +149,27 @@ def dropped_names(original: str, rewritten: str) -> list[str]:
         else:  # a name may be a number word ("the Big Three"): looked for as written
             stem = name[:-1] if len(name) > 3 and name.endswith("s") else name
             ending = "s?" if len(stem) <= 3 else "[a-z]{0,3}"  # "ci" is kept by "cis", "us" not by "use"
-            found = re.search(rf"(?<![a-z0-9]){re.escape(stem)}{ending}(?![a-z0-9])", words)
+            if _common_word_in_capitals(name, original) and rewritten != words:
+                found = re.search(_as_word(name.upper()), rewritten)
+            else:
+                found = re.search(rf"(?<![a-z0-9]){re.escape(stem)}{ending}(?![a-z0-9])", words)
         if not found:
             lost.append(name)
     for initials, run in _name_runs(original):
         if re.search(rf"(?<![a-z0-9]){initials}(?:['’]?s)?(?![a-z0-9])", words):
             lost = [name for name in lost if name not in run]
     return lost
+
+
+def _common_word_in_capitals(name: str, question: str) -> bool:
+    """Whether ``name`` (lower-cased) is written in capitals in ``question`` and is also a
+    common word when lower-cased ("US" is "us", "IT" is "it")."""
+    return not content_words(name) and re.search(_as_word(name.upper()), question) is not None
+
+
+def _as_word(word: str) -> str:
+    """A pattern of ``word`` as a whole word, case as written."""
+    return rf"(?<![A-Za-z0-9]){re.escape(word)}(?![A-Za-z0-9])"
 
 
 def _name_runs(question: str) -> list[tuple[str, tuple[str, ...]]]:
