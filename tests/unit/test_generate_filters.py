@@ -508,6 +508,15 @@ def test_a_relabelled_question_keeps_only_the_chunk_it_needs_as_its_reference_co
         ("Why are deployments frozen in late December?", "reasoning", "en", False),
         ("把续借次数用满，一本书总共可以借多久？", "reasoning", "zh", False),
         ("合并请求的作者能自己批准吗？", "reasoning", "zh", False),
+        # a quantity of its own is the case the rule is applied to; a year, "one" or "一个" is not
+        ("What is the fine for a book returned five days late?", "reasoning", "en", False),
+        ("How much storage does a project with 12 members get?", "reasoning", "en", False),
+        ("What was the freeze policy in 2019?", "reasoning", "en", True),
+        ("Which one of the teams owns the runners?", "reasoning", "en", True),
+        ("What is the minimum time for a SEV1 postmortem?", "reasoning", "en", True),
+        ("借书超过三周要交多少罚款？", "reasoning", "zh", False),
+        ("一个 Forge 项目的缓存上限是多少？", "reasoning", "zh", True),
+        ("2019年发布了什么？", "reasoning", "zh", True),
     ],
 )
 def test_a_question_needs_the_words_of_its_type(question, kind, lang, lacks):

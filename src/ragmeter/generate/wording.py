@@ -61,6 +61,15 @@ _CONDITION = {
     "en": r"\b(?:if|unless|in case|provided|assuming|suppose|supposing|as long as|whenever)\b|\w[\s,]+when\b",
     "zh": r"如果|假如|假设|若|要是|倘若|一旦|的话|只要|除非|万一|情况下|当.{1,30}?时",
 }
+#: A quantity the question states itself, its concrete case ("a book returned five days late",
+#: "after 3 reviews", "超过 5 分钟", "三周后"): a number (not a year, "2019") or an English number
+#: word from two up ("one" is mostly a pronoun); in Chinese, a number before a measure word
+#: ("一" alone is mostly an article: "一个工程师").
+_STATED_QUANTITY = {
+    "en": r"(?<![\w.])(?!(?:1[5-9]|20)\d\d\b)\d+(?:[.,]\d+)?%?(?![\w.])"
+    r"|\b(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|hundred)\b",
+    "zh": r"(?:\d+|[二三四五六七八九十两百千][一二三四五六七八九十两百千]*|一[一二三四五六七八九十两百千]+)\s*(?:个|名|位|本|次|天|日|周|星期|个月|月|小时|分钟|秒|元|块|页|条|份|人|级|岁)",
+}
 #: Words without which a question is not of its type: a comparison names what it compares
 #: ("than", "or", "difference", "比", "还是"...), a conditional question its condition ("if",
 #: "unless", "如果", "的话"...; "when" only after the question's first word: "When is the
@@ -78,18 +87,22 @@ _TYPE_WORDS = {
     ("conditional", "en"): re.compile(_CONDITION["en"], re.IGNORECASE),
     ("conditional", "zh"): re.compile(_CONDITION["zh"]),
     # Reasoning, as the generator's prompt defines it: a rule applied to a concrete case (a
-    # condition, "would", a yes/no question: "Can the author approve it alone?"), a small
-    # calculation ("in total", "the longest", "after", "before"), or a why. "How many approvals
-    # are required for a merge request?" and "Forge 命令行工具用于执行什么？" ask a fact the chunk states.
+    # condition, "would", a yes/no question: "Can the author approve it alone?", a quantity of
+    # its own: "the fine for a book returned five days late"), a small calculation ("in total",
+    # "the longest", "after", "before"), or a why. "How many approvals are required for a merge
+    # request?" and "Forge 命令行工具用于执行什么？" ask a fact the chunk states.
     ("reasoning", "en"): re.compile(
-        _CONDITION["en"] + r"|^\W*(?:can|may|might|must|will|is|are|was|were|does|do|did|has|have|had)\b"
+        _CONDITION["en"] + "|" + _STATED_QUANTITY["en"] + r"|^\W*(?:can|may|might|must|will|is|are|was|were|does|do|did|has|have|had)\b"
         r"|\b(?:would|could|should|total|in all|altogether|together|combined|sum|longest|shortest|earliest|latest|at most"
         r"|at least|after|before|until|by the time|remaining|left|why|how come|therefore|enough|instead|still|whether|alone"
         r"|without)\b",
         re.IGNORECASE,
     ),
     ("reasoning", "zh"): re.compile(
-        _CONDITION["zh"] + r"|为什么|为何|原因|总共|一共|合计|加起来|共计|最长|最短|最多|最少|最早|最晚|最迟|之前|之后|以后|以前"
+        _CONDITION["zh"]
+        + "|"
+        + _STATED_QUANTITY["zh"]
+        + r"|为什么|为何|原因|总共|一共|合计|加起来|共计|最长|最短|最多|最少|最早|最晚|最迟|之前|之后|以后|以前"
         r"|还剩|剩下|能否|是否|会不会|能不能|可不可以|够不够|[吗呢]\s*[？?]?\s*$"
     ),
 }
