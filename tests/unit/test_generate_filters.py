@@ -667,6 +667,27 @@ def test_unanchored_needs_a_word_shared_with_the_chunk_that_few_chunks_of_the_kn
     assert unanchored("What did the company announce about its badges?", None, index) is None
 
 
+def test_a_work_called_only_by_what_it_is_is_not_named():
+    # Twelve passages, as the ClapNQ runs: "series" and "portrait" are rare, yet say nothing of which one.
+    texts = [f"Passage {i} is about the history of town number {i}." for i in range(10)]
+    texts += ["The Wizard Chronicles is a book series about a boy wizard.", "The portrait of the duke was painted in 1650."]
+    index = term_index(_big_graph(texts))
+    vague = unanchored("What is the name of the book series?", [texts[10]], index)
+    assert vague == 'it calls what it asks about only "the book series", with no name: it does not say which one'
+    assert unanchored("What is the name of the book series about a boy wizard?", [texts[10]], index) is None
+    assert unanchored("Who wrote the Wizard Chronicles book series?", [texts[10]], index) is None
+    assert unanchored("When was the portrait of the duke painted?", [texts[11]], index) is None  # "duke" names it
+    assert unanchored("Who is in the portrait?", [texts[11]], index) is not None
+    assert unanchored("Who is in the portrait?", None, index) is not None  # unanswerable: no word left either
+    film = "《巫师编年史》这部电影讲述一个少年巫师的成长，于 2001 年上映。"
+    index = term_index(_big_graph([*texts, film]))
+    assert (
+        unanchored("这部电影讲的是什么？", [film], index)
+        == 'it calls what it asks about only "这部电影", with no name: it does not say which one'
+    )
+    assert unanchored("《巫师编年史》这部电影讲的是什么？", [film], index) is None
+
+
 def test_unanchored_segments_chinese():
     texts = [f"第{i}家公司发布了年度业绩。" for i in range(39)] + ["Forge 平台的缓存条目在最后一次使用 14 天后过期。"]
     index = term_index(_big_graph(texts))

@@ -11,15 +11,21 @@ question with no anchor, or with no distinctive one, does not say what it asks a
 "unanswerable" question asks for what its chunk does not say, so all its content words are
 its anchors (a word no chunk holds is distinctive: a name the knowledge base does not know).
 
-This check needs no model. It cannot see a rare word used with "the film" in place of the
-film's title, nor a vague question in a knowledge base so small that all its words are rare; a
-yes/no verdict of the packaged judge on the question alone was tried for those and did not tell
-vague questions from real ones (``benchmarks/results/generate_review.md``).
+A work, a show or a group that the question calls only "the book series", "the portrait",
+"that song" or "这部电影", with no name, number or quoted title anywhere in it, is not named by
+that description: its words are no anchors ("What is the name of the book series?" was kept on
+ClapNQ because "series" is rare among 12 passages; "Who wrote the book series about a boy
+wizard?" keeps "boy" and "wizard").
+
+This check needs no model. It cannot see a vague question in a knowledge base so small that all
+its words are rare; a yes/no verdict of the packaged judge on the question alone was tried for
+those and did not tell vague questions from real ones (``benchmarks/results/generate_review.md``).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,6 +34,16 @@ from functools import lru_cache
 from ragmeter.data.words import content_words
 from ragmeter.generate.graph import KnowledgeGraph
 
+#: A work, show or group called only by what it is ("the book series", "that song", "这部电影").
+_BARE_DESCRIPTION = re.compile(
+    r"\b(?:the|this|that|these|those)\s+(?:(?:tv|television|book|comic|film|movie|video|music|pop|rock|radio)\s+)?"
+    r"(?:series|shows?|films?|movies?|songs?|albums?|books?|novels?|portraits?|paintings?|episodes?|games?|bands?|plays?"
+    r"|poems?|stor(?:y|ies)|characters?|seasons?|documentar(?:y|ies)|sitcoms?|operas?|musicals?|groups?|teams?)\b"
+    r"|(?:这|那|该|此)(?:部|首|本|张|幅|支|集|季|个)?(?:电影|影片|电视剧|剧集|剧|歌曲|歌|专辑|小说|书|画作|画|作品|乐队|游戏|节目|系列|球队)",
+    re.IGNORECASE,
+)
+#: What names a work in the question: a number, a quoted title, a capitalised word after the first.
+_NAMING = re.compile(r"\d|[\"“”《》「」『』]|(?<=[\s(])[A-Z]")
 #: Share of the knowledge base's chunks that a distinctive word may be found in.
 RARE_SHARE = 0.05
 #: Chunks a distinctive word may always be found in, however small the knowledge base.
@@ -72,7 +88,12 @@ def unanchored(question: str, contexts: Sequence[str] | None, index: TermIndex) 
         index: The knowledge base's :class:`TermIndex`.
     """
     asked = content_words(question)
+    described = bare_description(question)
+    if described:
+        asked -= content_words(described)
     anchors = asked if contexts is None else set().union(set(), *(asked & content_words(context) for context in contexts))
+    if not anchors and described:
+        return f'it calls what it asks about only "{described}", with no name: it does not say which one'
     if not anchors:
         where = "has no content word" if contexts is None else "shares no content word with the chunks it was written from"
         return f"it {where}: it does not name what it asks about"
@@ -81,3 +102,13 @@ def unanchored(question: str, contexts: Sequence[str] | None, index: TermIndex) 
         words = ", ".join(sorted(anchors))
         return f"each of its words ({words}) is in more than {limit} of the {index.chunks} chunks: it does not say which one it asks about"
     return None
+
+
+def bare_description(question: str) -> str | None:
+    """The words by which ``question`` calls a work, show or group ("the book series", "该剧")
+    when nothing in it names one (no number, quoted title or capitalised word after the first);
+    ``None`` otherwise."""
+    found = _BARE_DESCRIPTION.search(question)
+    if found is None or _NAMING.search(question):
+        return None
+    return found.group(0)
