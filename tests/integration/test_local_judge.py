@@ -7,10 +7,12 @@ import json
 
 import pytest
 
-from ragmeter.judges.base import ContextTooLong
+from ragmeter import Judges
+from ragmeter.judges.base import ContextTooLong, ReplyCutOff
 from ragmeter.judges.local import LocalJudge
 from ragmeter.judges.local_model import recalibrate
 from ragmeter.judges.metering import metered
+from ragmeter.metrics.claims import STATEMENTS_SCHEMA, claims_of
 
 pytestmark = pytest.mark.integration
 
@@ -94,6 +96,25 @@ def test_prompt_longer_than_the_window_raises_context_too_long():
         assert info.value.limit == 512 and info.value.tokens > 512
     finally:
         run(small.aclose())
+
+
+def test_statements_of_a_text_too_long_for_one_reply_are_asked_for_by_halves():
+    # A reply of at most 60 tokens: the four sentences' statements do not fit, each half's may.
+    short = LocalJudge(max_new_tokens=60)
+    text = (
+        "Forge CI jobs time out after 60 minutes by default. Projects may raise a job's timeout up to 180 minutes. "
+        "A job that prints no log output for 15 minutes is cancelled as stuck. Cancelled jobs can be retried twice."
+    )
+    try:
+        with pytest.raises(ReplyCutOff):
+            run(short.generate("statements", {"question": None, "answer": text}, STATEMENTS_SCHEMA, "en"))
+        with metered() as usage:
+            claims = run(claims_of(text, "How long can a Forge CI job run?", Judges(llm=short), "en", mode="llm"))
+        assert usage.calls >= 3  # the whole text (cut off), then each half at least
+        assert claims and all(isinstance(c, str) and c for c in claims)
+        assert any("60" in c for c in claims) and any("15" in c for c in claims)  # both halves are in the claims
+    finally:
+        run(short.aclose())
 
 
 QUESTIONS_SCHEMA = {

@@ -9,7 +9,7 @@ import pytest
 from test_llm_double import ScriptedJudge, by_item, literal, run
 
 from ragmeter import Judges, Sample
-from ragmeter.judges.base import ContextTooLong, MalformedOutput, Verdict
+from ragmeter.judges.base import ContextTooLong, MalformedOutput, ReplyCutOff, Verdict
 from ragmeter.judges.windowing import ask, item_verdicts, premise_verdicts, split_windows
 from ragmeter.metrics.claims import claims_of, language_of, sentence_claims, string_list
 from ragmeter.metrics.evidence import supported
@@ -58,6 +58,33 @@ def test_claims_by_llm_make_one_generate_call_with_the_question():
     assert judge.count("generate", "statements") == 1
     assert judge.calls[0].shared == {"question": "How long?", "answer": "They last 3 weeks."}
     assert judge.calls[0].lang == "zh"
+
+
+def test_a_text_whose_statements_are_cut_off_is_asked_for_by_halves_of_its_sentences():
+    # A reply cut off for any text of more than two sentences; each statement is its sentence in capitals.
+    def cut_off(kind, task, fields, items):
+        return ReplyCutOff("the answer was cut off at 384 tokens") if fields["answer"].count(".") > 2 else None
+
+    judge = ScriptedJudge(generated={"statements": lambda fields: {"statements": [fields["answer"].upper()]}}, fail=cut_off)
+    text = "A is one. B is two. C is three. D is four. E is five."
+    claims = asyncio.run(claims_of(text, "q", judges_with(judge), "en", mode="llm"))
+    # The whole text, then its first two sentences (answered) and its last three (cut off again):
+    # one of them, then two.
+    assert [c.shared["answer"] for c in judge.calls] == [
+        text,
+        "A is one. B is two.",
+        "C is three. D is four. E is five.",
+        "C is three.",
+        "D is four. E is five.",
+    ]
+    assert claims == ["A IS ONE. B IS TWO.", "C IS THREE.", "D IS FOUR. E IS FIVE."]
+
+
+def test_a_lone_sentence_whose_statements_never_fit_is_its_own_claim():
+    judge = ScriptedJudge(generated={"statements": {"statements": ["x"]}}, context_window=5)
+    sentence = "The reading room of the city library opens at nine every weekday morning."
+    assert asyncio.run(claims_of(sentence, "q", judges_with(judge), "en", mode="llm")) == [sentence]
+    assert judge.count("generate", "statements") == 1
 
 
 @pytest.mark.parametrize(

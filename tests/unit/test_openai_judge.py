@@ -15,7 +15,7 @@ import pytest
 from json_http import json_server
 
 from ragmeter.judges import requests, transport
-from ragmeter.judges.base import ContextTooLong, JudgeError, Verdict
+from ragmeter.judges.base import ContextTooLong, JudgeError, ReplyCutOff, Verdict
 from ragmeter.judges.metering import PriceTable, metered
 from ragmeter.judges.openai_compat import OpenAIJudge
 
@@ -244,6 +244,13 @@ def test_generate_cut_off_reply_goes_through_repair_and_re_ask(clock):
     result, _ = run(make_judge(server), lambda j: j.generate("questions", {"response": "x"}, QUESTIONS_SCHEMA, "en"))
     assert result == good
     assert "noncommittal" in last_user(server.requests[1]) and "cut off" in last_user(server.requests[1])
+
+
+def test_generate_cut_off_twice_raises_reply_cut_off(clock):
+    cut = completion('{"questions": ["How long is a loan?", "Can I re', finish_reason="length")
+    server = Server(cut, cut)
+    with pytest.raises(ReplyCutOff, match="cut off at"):
+        run(make_judge(server), lambda j: j.generate("questions", {"response": "x"}, QUESTIONS_SCHEMA, "en"))
 
 
 def test_generate_array_where_object_expected_fails_after_re_ask(clock):

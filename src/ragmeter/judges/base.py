@@ -80,6 +80,11 @@ class MalformedOutput(JudgeError):
     """The judge answered, but not in the shape the task asks for (a missing key, a wrong type)."""
 
 
+class ReplyCutOff(JudgeError):
+    """The judge's reply reached the longest reply allowed before it ended (a list of statements
+    as long as a long text)."""
+
+
 class ContextTooLong(JudgeError):
     """A prompt does not fit the model's context window.
 

@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from ragmeter.judges.base import ContextTooLong, FieldValue, JudgeError, LLMJudge, Verdict, check_evidence_sentences
+from ragmeter.judges.base import ContextTooLong, FieldValue, JudgeError, LLMJudge, ReplyCutOff, Verdict, check_evidence_sentences
 from ragmeter.judges.greedy import greedy_under_grammar
 from ragmeter.judges.local_model import PACKAGED_MODEL, cpu_kernels, load_backends, packaged_calibration, packaged_model_path, recalibrate
 from ragmeter.judges.memory import ModelMemory
@@ -325,7 +325,7 @@ class LocalJudge(LLMJudge):
         )
         content = reply.text
         if not reply.finished:
-            raise JudgeError(f"the answer was cut off at {self.max_new_tokens} tokens")
+            raise ReplyCutOff(f"the answer was cut off at {self.max_new_tokens} tokens")
         return grammar_reply(content)
 
     async def generate(self, task: str, fields: Mapping[str, FieldValue], schema: Mapping[str, Any], lang: str) -> dict[str, Any]:

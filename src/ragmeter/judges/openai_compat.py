@@ -37,7 +37,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ragmeter.judges.base import FieldValue, JudgeError, LLMJudge, Memo, Verdict, check_evidence_sentences
+from ragmeter.judges.base import FieldValue, JudgeError, LLMJudge, Memo, ReplyCutOff, Verdict, check_evidence_sentences
 from ragmeter.judges.cache import cache_key, prompts_version
 from ragmeter.judges.metering import PriceTable, metered
 from ragmeter.judges.probe import PROBE_TASK, ProbeCase, ProbeOutcome, VerdictTally, probe_version, run_probe
@@ -351,7 +351,7 @@ class OpenAIJudge(LLMJudge):
     ) -> tuple[dict[str, Any], Any]:
         """A JSON object from the judge (parsed, repaired if needed, ``coerce``-d, checked
         against ``shape``; asked for once more if still unusable) and the response it came in."""
-        problem = ""
+        problem, cut_off = "", False
         for attempt in range(2):
             response = await self.transport.complete(messages, max_tokens=max_tokens, json_schema=(task, schema), logprobs=logprobs)
             text = content(response)
@@ -361,11 +361,13 @@ class OpenAIJudge(LLMJudge):
                 problem = schema_problem(value, shape) or ""
                 if not problem:
                     return value, response
-            if finish_reason(response) == "length":
+            cut_off = finish_reason(response) == "length"
+            if cut_off:
                 problem += f" (the reply was cut off at {max_tokens} tokens)"
             log.debug("unusable JSON from the judge for '%s' (%s)%s", task, problem, "; asking again" if attempt == 0 else "")
             messages = reask(messages, text, book.reask("json", problem=problem))
-        raise JudgeError(f"the judge's reply to '{task}' was not usable JSON after repair and one re-ask: {problem}")
+        failure = ReplyCutOff if cut_off else JudgeError
+        raise failure(f"the judge's reply to '{task}' was not usable JSON after repair and one re-ask: {problem}")
 
     async def aclose(self) -> None:
         await self.transport.aclose()

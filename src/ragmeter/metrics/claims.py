@@ -2,7 +2,10 @@
 
 ``claims_of`` splits a text into the statements a judge verifies, either by sentences (the
 default: free, deterministic, no model call) or by the judge's ``statements`` task
-(self-contained statements, pronouns resolved: one ``generate`` call). A sentence fragment
+(self-contained statements, pronouns resolved: one ``generate`` call; a text whose statements
+do not fit the judge's longest reply, or whose prompt does not fit its window, is split into
+two halves of its sentences, each asked for alone, down to one sentence, which is then its own
+claim). A sentence fragment
 of fewer than :data:`MIN_CLAIM_TOKENS` tokens ("No.", "不能。") is not a claim on its own:
 it is merged into the previous sentence, or into the next one when it comes first. A text
 made only of such fragments is one claim. Chinese words are long (jieba makes "借期三周"
@@ -12,13 +15,14 @@ whatever its token count.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ragmeter.data.schema import Sample
 from ragmeter.data.text import HAN, detect_language, join_text, split_sentences, tokenize
-from ragmeter.judges.base import MalformedOutput
+from ragmeter.judges.base import ContextTooLong, MalformedOutput, ReplyCutOff
 
 if TYPE_CHECKING:
     from ragmeter.judges import Judges
@@ -107,7 +111,8 @@ async def claims_of(text: str, question: str | None, judges: Judges, lang: str, 
         question: The question ``text`` answers (helps the ``llm`` mode resolve "it").
         judges: The judges (``llm`` mode uses ``judges.llm``).
         lang: Prompt language.
-        mode: ``"sentences"`` (no model call) or ``"llm"`` (one ``statements`` call).
+        mode: ``"sentences"`` (no model call) or ``"llm"`` (one ``statements`` call; more
+            for a text whose statements do not fit one reply: see the module).
 
     Raises:
         MalformedOutput: ``llm`` mode and the judge's answer has no list of statements.
@@ -118,5 +123,21 @@ async def claims_of(text: str, question: str | None, judges: Judges, lang: str, 
         return []
     if mode == "sentences":
         return sentence_claims(text)
-    reply = await judges.require_llm().generate("statements", {"question": question or None, "answer": text}, STATEMENTS_SCHEMA, lang)
+    return await _statements(text, question, judges, lang)
+
+
+async def _statements(text: str, question: str | None, judges: Judges, lang: str) -> list[str]:
+    """The judge's statements of ``text``; of each half of its sentences when the reply is cut
+    off or the prompt is too long; a lone sentence that still fails is its own statement."""
+    try:
+        reply = await judges.require_llm().generate("statements", {"question": question or None, "answer": text}, STATEMENTS_SCHEMA, lang)
+    except (ReplyCutOff, ContextTooLong):
+        sentences = sentence_claims(text)
+        if len(sentences) <= 1:
+            return [text.strip()]
+        half = len(sentences) // 2
+        found = []
+        for part in (sentences[:half], sentences[half:]):
+            found += await _statements(functools.reduce(join_text, part), question, judges, lang)
+        return list(dict.fromkeys(found))
     return string_list(reply, "statements", "statements")
