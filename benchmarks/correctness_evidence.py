@@ -108,6 +108,14 @@ def paired(rows: Sequence[tuple[float, float, float, Any]]) -> dict[str, Any]:
     }
 
 
+def write_results(out: Path, name: str, lines: Sequence[str], document: Mapping[str, Any]) -> None:
+    """Write a benchmark's table (``lines``) to ``out/name.md`` and ``document`` to ``out/name.json``; print the table."""
+    out.mkdir(parents=True, exist_ok=True)
+    write_text(out / f"{name}.md", "\n".join(lines) + "\n")
+    write_json(out / f"{name}.json", document)
+    print("\n".join(lines))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--limit", type=int, default=60, help="RAGChecker response pairs, drawn as `ragmeter bench` draws them")
@@ -175,10 +183,7 @@ def main() -> None:
         document["scores"][name] = {"rating": rating, **measured}
         cells = " | ".join(format_estimate(measured[k]) for k in ("plain", "combined", "difference"))
         lines.append(f"| {name} | {rating} | {measured['units']} | {cells} |")
-    args.out.mkdir(parents=True, exist_ok=True)
-    write_text(args.out / "correctness_evidence.md", "\n".join(lines) + "\n")
-    write_json(args.out / "correctness_evidence.json", document)
-    print("\n".join(lines))
+    write_results(args.out, "correctness_evidence", lines, document)
 
 
 if __name__ == "__main__":
