@@ -154,6 +154,7 @@ def dropped_names(original: str, rewritten: str) -> list[str]:
         rewritten: The question in its style (persona, colloquial, web-search keywords).
     """
     words = rewritten.lower()
+    cased = rewritten != words  # the rewrite writes capitals of its own
     digits = _in_digits(words)
     lost = []
     for name in names(original):
@@ -162,7 +163,7 @@ def dropped_names(original: str, rewritten: str) -> list[str]:
         else:  # a name may be a number word ("the Big Three"): looked for as written
             stem = name[:-1] if len(name) > 3 and name.endswith("s") else name
             ending = "s?" if len(stem) <= 3 else "[a-z]{0,3}"  # "ci" is kept by "cis", "us" not by "use"
-            if _common_word_in_capitals(name, original) and rewritten != words:
+            if cased and _common_word_in_capitals(name, original):
                 found = re.search(_as_word(name.upper()), rewritten)
             else:
                 found = re.search(rf"(?<![a-z0-9]){re.escape(stem)}{ending}(?![a-z0-9])", words)
