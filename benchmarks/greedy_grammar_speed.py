@@ -107,10 +107,10 @@ def replay(judge: RecordingJudge, limit: int | None = None) -> list[dict]:
             llm.eval(prompt)
             started = time.perf_counter()
             if decoder == "full":
-                reply = llm.create_completion(prompt=prompt, grammar=grammar, temperature=0.0, max_tokens=judge.max_new_tokens, seed=0)
+                reply = llm.create_completion(prompt=prompt, grammar=grammar, temperature=0.0, max_tokens=judge.reply_limit, seed=0)
                 text, tokens = reply["choices"][0]["text"], reply["usage"]["completion_tokens"]
             else:
-                decoded = greedy_under_grammar(llm, grammar._grammar, grammar._root, judge.max_new_tokens)
+                decoded = greedy_under_grammar(llm, grammar._grammar, grammar._root, judge.reply_limit)
                 text, tokens = decoded.text, decoded.tokens
             row[decoder] = {"seconds": time.perf_counter() - started, "tokens": tokens, "text": text}
         rows.append(row)

@@ -118,6 +118,9 @@ class LLMJudge(ABC):
         placeholders: Its answers are placeholders, not judgements (``--dry-run``'s stand-in,
             which counts calls): code that checks an answer before its next step lets them
             through, so that every step is counted.
+        reply_limit: The longest reply to :meth:`generate`, in tokens, or ``None`` when the
+            judge has no one limit. A reply cut off at it is remembered with the limit, so
+            that a rerun does not ask again, and a raised limit does.
     """
 
     backend: str
@@ -125,6 +128,7 @@ class LLMJudge(ABC):
     context_window: int
     evidence_sentences: int = 0
     placeholders: bool = False
+    reply_limit: int | None = None
 
     @abstractmethod
     async def verdicts(self, task: str, shared: Mapping[str, FieldValue], items: Sequence[str], lang: str) -> list[Verdict]:

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ragmeter.judges.base import FieldValue, LLMJudge, Memo, Verdict
+from ragmeter.judges.base import FieldValue, LLMJudge, Memo, ReplyCutOff, Verdict
 from ragmeter.judges.metering import Usage, record
 from ragmeter.judges.prompts import task_version
 
@@ -69,17 +69,11 @@ class DiskCache:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, value BLOB NOT NULL)")
-        self.hits = 0
-        self.misses = 0
 
     def get(self, key: str) -> bytes | None:
         with self._lock:
             row = self._db.execute("SELECT value FROM entries WHERE key = ?", (key,)).fetchone()
-        if row is None:
-            self.misses += 1
-            return None
-        self.hits += 1
-        return row[0]
+        return None if row is None else row[0]
 
     def get_many(self, keys: Sequence[str]) -> dict[str, bytes]:
         found: dict[str, bytes] = {}
@@ -88,8 +82,6 @@ class DiskCache:
                 chunk = list(keys[start : start + 500])
                 marks = ",".join("?" * len(chunk))
                 found.update(self._db.execute(f"SELECT key, value FROM entries WHERE key IN ({marks})", chunk).fetchall())
-        self.hits += len(found)
-        self.misses += len(set(keys)) - len(found)
         return found
 
     def put_many(self, entries: Mapping[str, bytes]) -> None:
@@ -121,6 +113,9 @@ def prompts_version(lang: str) -> str:
 class CachingJudge(LLMJudge):
     """Wraps a judge: answers found in the cache are free; the rest go to the judge.
 
+    A generation cut off at the judge's reply limit is remembered too (under that limit), so a
+    rerun fails at once where the first run failed, and splits the work the same way.
+
     Args:
         judge: The judge that does the work.
         cache: Where answers are kept.
@@ -129,7 +124,7 @@ class CachingJudge(LLMJudge):
     def __init__(self, judge: LLMJudge, cache: DiskCache):
         self.judge, self.cache = judge, cache
         self.backend, self.model, self.context_window = judge.backend, judge.model, judge.context_window
-        self.evidence_sentences = judge.evidence_sentences
+        self.evidence_sentences, self.reply_limit = judge.evidence_sentences, judge.reply_limit
 
     def _key(self, identity: dict[str, Any], kind: str, task: str, lang: str, *parts: Any) -> str:
         extra = task_version(lang, task)  # tasks of an extra prompt file (test-set generation)
@@ -158,8 +153,25 @@ class CachingJudge(LLMJudge):
         return await self._cached(key, lambda: self.judge.scale(task, shared, options, lang))
 
     async def generate(self, task: str, fields: Mapping[str, FieldValue], schema: Mapping[str, Any], lang: str) -> dict[str, Any]:
-        key = self._key(self.judge.identity(), "generate", task, lang, dict(fields), dict(schema))
-        return await self._cached(key, lambda: self.judge.generate(task, fields, schema, lang))
+        identity = self.judge.identity()
+        key = self._key(identity, "generate", task, lang, dict(fields), dict(schema))
+        limit = self.judge.reply_limit
+        if limit is None:
+            return await self._cached(key, lambda: self.judge.generate(task, fields, schema, lang))
+        cut_off_key = self._key(identity, "generate cut off", task, lang, dict(fields), dict(schema), limit)
+
+        async def unless_cut_off_before() -> dict[str, Any]:
+            remembered = self.cache.get(cut_off_key)
+            if remembered is not None:
+                record(Usage(cached_calls=1))
+                raise ReplyCutOff(remembered.decode())
+            try:
+                return await self.judge.generate(task, fields, schema, lang)
+            except ReplyCutOff as exc:
+                self.cache.put_many({cut_off_key: str(exc).encode()})
+                raise
+
+        return await self._cached(key, unless_cut_off_before)
 
     async def _cached(self, key: str, compute) -> Any:
         found = self.cache.get(key)

@@ -96,7 +96,7 @@ class LocalJudge(LLMJudge):
         self.model = self._path.name if self._path else PACKAGED_MODEL
         self.context_window = context_window
         self.threads = threads or os.cpu_count() or 2
-        self.max_new_tokens = max_new_tokens
+        self.reply_limit: int = max_new_tokens
         self.evidence_sentences = evidence_sentences
         self._calibrations = packaged_calibration() if calibrated and self._path is None else {}
         # llama.cpp contexts are not thread-safe: every model call runs on this one thread.
@@ -301,15 +301,15 @@ class LocalJudge(LLMJudge):
         messages = PromptBook(lang).generation_messages(task, fields)
         head, tail = self._head_and_tail(messages)
         rest = self._tokens(messages[-1]["content"]) + tail
-        if len(head) + len(rest) + self.max_new_tokens > self.context_window:
-            raise ContextTooLong(len(head) + len(rest) + self.max_new_tokens, self.context_window)
+        if len(head) + len(rest) + self.reply_limit > self.context_window:
+            raise ContextTooLong(len(head) + len(rest) + self.reply_limit, self.context_window)
         started = time.perf_counter()
         # The head's state is restored (or read once and kept); only the rest is read.
         evaluated = self._memory.reach([head])
         grammar = LlamaGrammar.from_json_schema(json.dumps(dict(schema)), verbose=False)
         try:
             evaluated += self._memory.evaluate(rest)
-            reply = greedy_under_grammar(llm, grammar._grammar, grammar._root, self.max_new_tokens)
+            reply = greedy_under_grammar(llm, grammar._grammar, grammar._root, self.reply_limit)
         finally:
             # Generation leaves tokens the segment bookkeeping does not know: back to the head.
             self._memory.segments = [head]
@@ -325,7 +325,7 @@ class LocalJudge(LLMJudge):
         )
         content = reply.text
         if not reply.finished:
-            raise ReplyCutOff(f"the answer was cut off at {self.max_new_tokens} tokens")
+            raise ReplyCutOff(f"the answer was cut off at {self.reply_limit} tokens")
         return grammar_reply(content)
 
     async def generate(self, task: str, fields: Mapping[str, FieldValue], schema: Mapping[str, Any], lang: str) -> dict[str, Any]:

@@ -135,7 +135,7 @@ class OpenAIJudge(LLMJudge):
         self.context_window = context_window
         self.verdict_mode = verdict_mode
         self.evidence_sentences = evidence_sentences
-        self.max_tokens = max_tokens
+        self.reply_limit: int = max_tokens
         self.prompts = {lang: str(path) for lang, path in (prompts or {}).items()}
         for lang in self.prompts:
             PromptBook(lang, self.prompts[lang])  # a broken prompt file fails here, not mid-run
@@ -289,7 +289,7 @@ class OpenAIJudge(LLMJudge):
     async def _batch_verdicts(self, book: PromptBook, task: str, shared: Mapping[str, FieldValue], items: list[str]) -> dict[int, Verdict]:
         """Verdicts found in one batch reply, by 0-based item index."""
         messages = book.batch_messages(task, shared, items)
-        budget = min(self.max_tokens, 64 + 96 * len(items))
+        budget = min(self.reply_limit, 64 + 96 * len(items))
         value, response = await self._json_exchange(
             book, messages, BATCH_VERDICTS_SCHEMA, BATCH_SHAPE, budget, task, coerce=wrap_verdicts, logprobs=True
         )
@@ -333,7 +333,7 @@ class OpenAIJudge(LLMJudge):
     async def generate(self, task: str, fields: Mapping[str, FieldValue], schema: Mapping[str, Any], lang: str) -> dict[str, Any]:
         book = self._book(lang)
         messages = book.generation_messages(task, fields)
-        value, _ = await self._json_exchange(book, messages, dict(schema), dict(schema), self.max_tokens, task)
+        value, _ = await self._json_exchange(book, messages, dict(schema), dict(schema), self.reply_limit, task)
         return value
 
     # ---- JSON replies ----------------------------------------------------------------
