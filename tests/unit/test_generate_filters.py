@@ -517,6 +517,14 @@ def test_a_relabelled_question_keeps_only_the_chunk_it_needs_as_its_reference_co
         ("借书超过三周要交多少罚款？", "reasoning", "zh", False),
         ("一个 Forge 项目的缓存上限是多少？", "reasoning", "zh", True),
         ("2019年发布了什么？", "reasoning", "zh", True),
+        # a number that labels a part ("step 3", "第3条") is no quantity: these ask what a part says
+        ("What does step 3 of the release checklist say?", "reasoning", "en", True),
+        ("What does section 4.2 of the handbook cover?", "reasoning", "en", True),
+        ("Which team owns rule #7?", "reasoning", "en", True),
+        ("What does the freeze policy say about 3 reviewers?", "reasoning", "en", False),
+        ("第3条规定了什么？", "reasoning", "zh", True),
+        ("第三条规定了什么？", "reasoning", "zh", True),
+        ("第三条规定三周后怎么办？", "reasoning", "zh", False),
     ],
 )
 def test_a_question_needs_the_words_of_its_type(question, kind, lang, lacks):

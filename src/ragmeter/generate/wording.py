@@ -61,14 +61,17 @@ _CONDITION = {
     "en": r"\b(?:if|unless|in case|provided|assuming|suppose|supposing|as long as|whenever)\b|\w[\s,]+when\b",
     "zh": r"如果|假如|假设|若|要是|倘若|一旦|的话|只要|除非|万一|情况下|当.{1,30}?时",
 }
+#: Words before a number that make it a label, not a quantity: "step 3", "section 4.2", "第3条".
+_LABELS = "step section chapter article part rule item clause page version level phase stage figure table appendix no number".split()  # noqa: SIM905
 #: A quantity the question states itself, its concrete case ("a book returned five days late",
-#: "after 3 reviews", "超过 5 分钟", "三周后"): a number (not a year, "2019") or an English number
-#: word from two up ("one" is mostly a pronoun); in Chinese, a number before a measure word
-#: ("一" alone is mostly an article: "一个工程师").
+#: "after 3 reviews", "超过 5 分钟", "三周后"): a number (not a year, "2019", nor a label, "step 3")
+#: or an English number word from two up ("one" is mostly a pronoun); in Chinese, a number
+#: before a measure word, not after "第" ("一" alone is mostly an article: "一个工程师").
 _STATED_QUANTITY = {
-    "en": r"(?<![\w.])(?!(?:1[5-9]|20)\d\d\b)\d+(?:[.,]\d+)?%?(?![\w.])"
+    "en": "".join(rf"(?<!\b{label} )" for label in _LABELS) + r"(?<![\w.#])(?!(?:1[5-9]|20)\d\d\b)\d+(?:[.,]\d+)?%?(?![\w.])"
     r"|\b(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|hundred)\b",
-    "zh": r"(?:\d+|[二三四五六七八九十两百千][一二三四五六七八九十两百千]*|一[一二三四五六七八九十两百千]+)\s*(?:个|名|位|本|次|天|日|周|星期|个月|月|小时|分钟|秒|元|块|页|条|份|人|级|岁)",
+    "zh": r"(?<![第\d一二三四五六七八九十两百千])(?:\d+|[二三四五六七八九十两百千][一二三四五六七八九十两百千]*|一[一二三四五六七八九十两百千]+)"
+    r"\s*(?:个|名|位|本|次|天|日|周|星期|个月|月|小时|分钟|秒|元|块|页|条|份|人|级|岁)",
 }
 #: Words without which a question is not of its type: a comparison names what it compares
 #: ("than", "or", "difference", "比", "还是"...), a conditional question its condition ("if",
