@@ -687,6 +687,11 @@ def test_a_work_called_only_by_what_it_is_is_not_named():
     assert unanchored("When was the portrait of the duke painted?", [texts[11]], index) is None  # "duke" names it
     assert unanchored("Who is in the portrait?", [texts[11]], index) is not None
     assert unanchored("Who is in the portrait?", None, index) is not None  # unanswerable: no word left either
+    # Who made it, when, under what name: asked of any work, these words do not say which one.
+    for vague_too in ("When was the portrait painted?", "Who painted the portrait?", "Who was the model for the portrait?"):
+        assert unanchored(vague_too, [texts[11]], index) is not None, vague_too
+    assert unanchored("Who wrote the book series?", [texts[10]], index) is not None
+    assert unanchored("Who wrote the book series about a boy wizard?", [texts[10]], index) is None
     film = "《巫师编年史》这部电影讲述一个少年巫师的成长，于 2001 年上映。"
     index = term_index(_big_graph([*texts, film]))
     assert (
@@ -694,6 +699,8 @@ def test_a_work_called_only_by_what_it_is_is_not_named():
         == 'it calls what it asks about only "这部电影", with no name: it does not say which one'
     )
     assert unanchored("《巫师编年史》这部电影讲的是什么？", [film], index) is None
+    assert unanchored("这部电影是什么时候上映的？", [film], index) is not None
+    assert unanchored("讲少年巫师的这部电影是什么时候上映的？", [film], index) is None
 
 
 def test_unanchored_segments_chinese():

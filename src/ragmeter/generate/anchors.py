@@ -15,7 +15,8 @@ A work, a show or a group that the question calls only "the book series", "the p
 "that song" or "这部电影", with no name, number or quoted title anywhere in it, is not named by
 that description: its words are no anchors ("What is the name of the book series?" was kept on
 ClapNQ because "series" is rare among 12 passages; "Who wrote the book series about a boy
-wizard?" keeps "boy" and "wizard").
+wizard?" keeps "boy" and "wizard"). Nor are the words that ask what can be asked of any work
+(who made it, when, its name: "When was the portrait painted?").
 
 This check needs no model. It cannot see a vague question in a knowledge base so small that all
 its words are rare; a yes/no verdict of the packaged judge on the question alone was tried for
@@ -41,6 +42,21 @@ _BARE_DESCRIPTION = re.compile(
     r"|poems?|stor(?:y|ies)|characters?|seasons?|documentar(?:y|ies)|sitcoms?|operas?|musicals?|groups?|teams?)\b"
     r"|(?:这|那|该|此)(?:部|首|本|张|幅|支|集|季|个)?(?:电影|影片|电视剧|剧集|剧|歌曲|歌|专辑|小说|书|画作|画|作品|乐队|游戏|节目|系列|球队)",
     re.IGNORECASE,
+)
+#: Words that ask what can be asked of any work, show or group (who made it, when, under what
+#: name), so they say no more of which one than its bare description: "When was the portrait
+#: painted?", "这部电影是谁导演的？". Stemmed as content words are.
+_ABOUT_ANY_WORK = frozenset(
+    content_words(
+        "paint painted painter draw drew drawn write wrote written writer author authored direct directed director"
+        " produce produced producer release released publish published publisher record recorded film filmed shoot shot"
+        " compose composed composer sing sang sung singer perform performed performer play played star starred cast"
+        " actor actress voice voiced air aired broadcast premiere premiered debut debuted create created creator make made"
+        " design designed designer illustrate illustrated illustrator base based model sitter name named title titled call"
+        " called form formed found founded begin began start started end ended first last year date time"
+        " 画 画家 画的 写 写的 作者 作家 编剧 导演 执导 制作 制片 出品 主演 演员 配音 演唱 唱 歌手 作曲 作词 创作 拍摄 上映 发行"
+        " 出版 首播 播出 发布 名字 名称 叫 原型 模特 成立 组建 时候 哪年 哪一年 年份 第一 最后"
+    )
 )
 #: What names a work in the question: a number, a quoted title, a capitalised word after the first.
 _NAMING = re.compile(r"\d|[\"“”《》「」『』]|(?<=[\s(])[A-Z]")
@@ -90,7 +106,7 @@ def unanchored(question: str, contexts: Sequence[str] | None, index: TermIndex) 
     asked = content_words(question)
     described = bare_description(question)
     if described:
-        asked -= content_words(described)
+        asked -= content_words(described) | _ABOUT_ANY_WORK
     anchors = asked if contexts is None else set().union(set(), *(asked & content_words(context) for context in contexts))
     if not anchors and described:
         return f'it calls what it asks about only "{described}", with no name: it does not say which one'
