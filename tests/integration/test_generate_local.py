@@ -72,6 +72,7 @@ def test_generate_writes_checked_questions_in_each_documents_language(tmp_path, 
         "reference_does_not_answer",
         "reference_disagrees",
         "copies_prompt_example",
+        "reference_answers_elsewhere",
     }
     # The same command again: every judge answer comes from the cache, the test set is the same.
     again = CliRunner().invoke(app, command)

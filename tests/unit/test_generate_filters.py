@@ -23,6 +23,7 @@ from ragmeter.generate.wording import (
     lacks_type_words,
     leak,
     names,
+    number_elsewhere,
     restates,
     stated_span,
 )
@@ -709,3 +710,48 @@ def test_unanchored_segments_chinese():
     assert unanchored("该公司发布了什么？", [texts[0]], index) is not None  # 公司, 发布: in every chunk
     assert unanchored("Forge 缓存条目多久过期？", [texts[-1]], index) is None
     assert unanchored("它是什么时候修复的？", [texts[-1]], index) is not None
+
+
+MIGRATIONS_ZH = (
+    "## 迁移评审\n\n合并请求里必须包含这次迁移在预发环境上实测的运行时长。预计运行超过 5 分钟的迁移，需要 DBRE 团队评审。"
+    "\n\n## DBA 签核\n\n签核有效期为 7 天。破坏性变更要分两步走：先停止使用这张表或这个字段，至少 14 天后再删除。"
+)
+PAGING = (
+    "## Response times\n\nA SEV1 page must be acknowledged within 5 minutes.\n\n"
+    "## Escalation\n\nA page that is not acknowledged in time escalates to Tier 2.\n\n"
+    "## Automatic escalation\n\nA SEV1 page not acknowledged within 5 minutes escalates to Tier 2."
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "reference", "contexts", "lang", "number"),
+    [
+        # the reference is copied from the section on destructive changes; "5 分钟" is in another
+        ("如果一个迁移运行超过 5 分钟，需要进行什么操作？", "先停止使用这张表或这个字段，至少 14 天后再删除。", [MIGRATIONS_ZH], "zh", "5"),
+        ("如果一个迁移运行超过 5 分钟，需要进行什么操作？", "需要 DBRE 团队评审", [MIGRATIONS_ZH], "zh", None),
+        # a paragraph holding both the reference and the number is its home, whatever other paragraphs say
+        ("What happens to a SEV1 page not acknowledged within 5 minutes?", "escalates to Tier 2", [PAGING], "en", None),
+        # the cost: a consequence in its own paragraph, away from the number it follows from
+        ("What happens to a SEV1 page not acknowledged within 5 minutes?", "escalates to Tier 2", [PAGING.rsplit("\n\n", 2)[0]], "en", "5"),
+        # a number no chunk holds is the question's own case; a number the reference repeats is answered
+        ("If a migration runs 40 minutes, what happens?", "先停止使用这张表或这个字段", [MIGRATIONS_ZH], "zh", None),
+        ("Is the sign-off valid for 7 days?", "签核有效期为 7 天", [MIGRATIONS_ZH], "zh", None),
+        # "SEV1" is a name, "3.5" no "5"; a reference not copied from the chunk is not placed anywhere
+        ("Which SEV1 rule applies?", "A page that is not acknowledged in time escalates to Tier 2.", [PAGING], "en", None),
+        ("What does rule 3.5 say?", "escalates to Tier 2", [PAGING.replace("5 minutes", "3.5 minutes")], "en", None),
+        ("What happens after 5 minutes?", "It is paged again.", [PAGING], "en", None),
+    ],
+)
+def test_a_number_of_the_question_held_only_away_from_the_references_paragraph(question, reference, contexts, lang, number):
+    assert number_elsewhere(question, reference, contexts, lang) == number
+
+
+def test_a_reference_copied_from_away_from_the_questions_number_is_rejected_without_asking_the_judge():
+    judge = _judge()
+    slot = Slot("q0005", "reasoning", "plain", None, (0,), "zh")
+    question = "如果一个迁移运行超过 5 分钟，需要进行什么操作？"
+    draft = Draft(slot, question, question, "先停止使用这张表或这个字段，至少 14 天后再删除。", (MIGRATIONS_ZH,), ("db-zh#1",))
+    verdict = _check(draft, judge)
+    assert (verdict.kept, verdict.reason) == (False, "reference_answers_elsewhere")
+    assert verdict.detail == "the question states 5, which its chunk holds in another paragraph than the one its reference is copied from"
+    assert judge.calls == []

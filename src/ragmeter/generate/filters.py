@@ -21,6 +21,13 @@ Checks, in this order (cheapest first, but for the model-free checks after the j
   row from an answer of those examples, words its chunks lack among them
   (:func:`~ragmeter.generate.wording.example_phrase`): "96 hours: 48 hours before the launch
   plus two renewals of three weeks each", for the longest ad-hoc freeze.
+- ``reference_answers_elsewhere`` (no model, :func:`~ragmeter.generate.wording.number_elsewhere`;
+  answerable questions): the question states a number in digits that its reference's chunk
+  holds, but only in other paragraphs than the one the reference is copied from word for word:
+  the reference answers something else. "如果一个表…运行时长超过 5 分钟，需要进行什么操作？"
+  was kept with a sentence on destructive changes from another section of its chunk, and the
+  judge's own answer copied the same sentence (zh q0005 of the read of 2026-11-29 in
+  ``benchmarks/results/generate_review.md``).
 - ``unanswerable_from_contexts``: the judge does not find the answer to the question in
   its reference contexts (the packaged ``answerable`` verdict, P(yes) below
   :data:`THRESHOLD`).
@@ -129,6 +136,7 @@ from ragmeter.generate.wording import (
     example_phrase,
     lacks_type_words,
     leak,
+    number_elsewhere,
     restates,
     stated_span,
 )
@@ -220,7 +228,8 @@ async def check(draft: Draft, graph: KnowledgeGraph, vectors: np.ndarray, judge:
 
 def _check_wording(draft: Draft, graph: KnowledgeGraph) -> Verdict | None:
     """The model-free checks made before any judge call: ``source_leak``,
-    ``rewrite_drops_names`` and ``copies_prompt_example``; ``None`` when all pass."""
+    ``rewrite_drops_names``, ``copies_prompt_example`` and ``reference_answers_elsewhere``;
+    ``None`` when all pass."""
     for text in dict.fromkeys((draft.question, draft.original, draft.reference)):
         found = leak(text)
         if found:
@@ -242,6 +251,10 @@ def _check_wording(draft: Draft, graph: KnowledgeGraph) -> Verdict | None:
     if phrase is not None:
         detail = f"the reference copies {phrase!r} from an answer of the generator's own prompt examples; its chunks do not say it"
         return Verdict(False, "copies_prompt_example", detail)
+    number = number_elsewhere(draft.original, draft.reference, draft.contexts, draft.slot.lang) if draft.answerable else None
+    if number is not None:
+        detail = f"the question states {number}, which its chunk holds in another paragraph than the one its reference is copied from"
+        return Verdict(False, "reference_answers_elsewhere", detail)
     return None
 
 

@@ -109,6 +109,8 @@ _TYPE_WORDS = {
         r"|还剩|剩下|能否|是否|会不会|能不能|可不可以|够不够|[吗呢]\s*[？?]?\s*$"
     ),
 }
+#: A number in digits, not a part of a name ("SEV1") or of a longer number ("3.5" holds no "5").
+_DIGITS = re.compile(r"(?<![A-Za-z0-9.])\d+(?:\.\d+)?(?![A-Za-z0-9.])")
 _NUMBERS = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty".split()  # noqa: SIM905
 _YES_NO = re.compile(r"\s*(?:(?:yes|no)\b|(?:是的|是|不是|不|否|对|不对|可以|不可以|能|不能|会|不会)[，,。.！!])", re.IGNORECASE)
 _NUMBER_WORDS = frozenset(content_words(" ".join(_NUMBERS)))
@@ -351,15 +353,55 @@ def copied_span(reference: str, contexts: Sequence[str], ids: Sequence[str], lan
     """
     if not content_words(reference):
         return None
-    glue = "" if lang == "zh" else " "
-
-    def joined(text: str) -> str:
-        return glue + glue.join(tokenize(text)) + glue
-
-    span = joined(reference)
+    span = _joined(reference, lang)
     for chunk_id, text in zip(ids, contexts, strict=True):
-        if any(span in joined(sentence) for sentence in split_sentences(text)):
+        if any(span in _joined(sentence, lang) for sentence in split_sentences(text)):
             return chunk_id
+    return None
+
+
+def _joined(text: str, lang: str) -> str:
+    """The words of ``text`` (:func:`~ragmeter.data.text.tokenize`) joined and framed by spaces,
+    or, in Chinese, its characters joined: a span is a substring of a sentence's."""
+    glue = "" if lang == "zh" else " "
+    return glue + glue.join(tokenize(text)) + glue
+
+
+def number_elsewhere(question: str, reference: str, contexts: Sequence[str], lang: str) -> str | None:
+    """A number the question states that its reference's chunk holds only in paragraphs other
+    than the one the reference is copied from, or ``None``: the reference then answers
+    something else. "如果一个表…实测的运行时长超过 5 分钟，需要进行什么操作？" was given, and kept
+    with, a sentence on destructive changes of another section ("先停止使用这张表或这个字段，至少
+    14 天后再删除"), while "5 分钟" is in the section on migration review; the judge, asked the
+    question, copied the same wrong sentence.
+
+    Only numbers in digits count, and only a chunk that holds both the number and the
+    reference word for word in one sentence (:func:`copied_span`); a number the reference
+    repeats, or one no chunk holds (a case of the question's own: "a job that runs 200
+    minutes"), is never one. The cost: a consequence stated in a paragraph of its own, away
+    from the number it follows from ("A SEV1 page must be acknowledged within 5 minutes." then,
+    below, "A page not acknowledged in time escalates to Tier 2."), rejects a good question;
+    a top-up round writes another, where a wrong reference kept would fail a right answer.
+
+    Args:
+        question: The question as written (before its style).
+        reference: The reference answer.
+        contexts: The texts of the question's chunks.
+        lang: The question's language (``"en"`` or ``"zh"``).
+    """
+    asked = [n for n in dict.fromkeys(_DIGITS.findall(question)) if n not in _DIGITS.findall(reference)]
+    if not asked or not content_words(reference):
+        return None
+    span = _joined(reference, lang)
+    for text in contexts:
+        paragraphs = [p for p in re.split(r"\n\s*\n", text) if p.strip()]
+        home = [p for p in paragraphs if any(span in _joined(sentence, lang) for sentence in split_sentences(p))]
+        if not home:
+            continue
+        held = _DIGITS.findall(text)
+        for number in asked:
+            if number in held and not any(number in _DIGITS.findall(paragraph) for paragraph in home):
+                return number
     return None
 
 
