@@ -14,18 +14,16 @@ from ragmeter.generate.chunking import Chunk
 from ragmeter.generate.filters import ANSWERS, THRESHOLD, check, near_duplicates
 from ragmeter.generate.graph import KnowledgeGraph
 from ragmeter.generate.plan import Slot
+from ragmeter.generate.spans import copied_span, number_elsewhere, stated_span
 from ragmeter.generate.synthesize import NO_ANSWER, Draft
 from ragmeter.generate.wording import (
-    copied_span,
     dropped_names,
     example_leak,
     example_phrase,
     lacks_type_words,
     leak,
     names,
-    number_elsewhere,
     restates,
-    stated_span,
 )
 from ragmeter.judges.base import ANSWERABLE_LINE, JudgeError
 from ragmeter.judges.embeddings import BatchingEmbedder

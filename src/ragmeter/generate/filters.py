@@ -21,7 +21,7 @@ Checks, in this order (cheapest first, but for the model-free checks after the j
   row from an answer of those examples, words its chunks lack among them
   (:func:`~ragmeter.generate.wording.example_phrase`): "96 hours: 48 hours before the launch
   plus two renewals of three weeks each", for the longest ad-hoc freeze.
-- ``reference_answers_elsewhere`` (no model, :func:`~ragmeter.generate.wording.number_elsewhere`;
+- ``reference_answers_elsewhere`` (no model, :func:`~ragmeter.generate.spans.number_elsewhere`;
   answerable questions): the question states a number in digits that its reference's chunk
   holds, but only in other paragraphs than the one the reference is copied from word for word:
   the reference answers something else. "如果一个表…运行时长超过 5 分钟，需要进行什么操作？"
@@ -80,14 +80,14 @@ Checks, in this order (cheapest first, but for the model-free checks after the j
   question whose embedding is at least :data:`DUPLICATE` close to an earlier kept one.
 
 A question that passes may be relabelled (:attr:`Verdict.relabel`) by the type check
-(:func:`~ragmeter.generate.wording.copied_span`, no model), and is then kept as a ``single_fact`` question (its sample's
+(:func:`~ragmeter.generate.spans.copied_span`, no model), and is then kept as a ``single_fact`` question (its sample's
 ``metadata.original_type`` keeps the type asked for, ``metadata.checks.copied_from`` the chunk),
 whose reference contexts are then that one chunk alone (:attr:`Verdict.needs`; the others
 are named in ``metadata.dropped_context_ids``):
 
 - a ``reasoning`` question whose reference is copied word for word from one sentence of one
-  of its chunks, or adds to the question at most :data:`~ragmeter.generate.wording.STATED_WORDS` content words that one
-  sentence holds (:func:`~ragmeter.generate.wording.stated_span`): the answer is stated, no inference is needed ("8
+  of its chunks, or adds to the question at most :data:`~ragmeter.generate.spans.STATED_WORDS` content words that one
+  sentence holds (:func:`~ragmeter.generate.spans.stated_span`): the answer is stated, no inference is needed ("8
   hours", stated outright, for en q0002, and ClapNQ q0002 of
   ``benchmarks/results/generate_review.md``; "Five business days." for "due within 5 business
   days" in its read of 2026-11-27);
@@ -111,7 +111,7 @@ are named in ``metadata.dropped_context_ids``):
   developer's machine, it relabels seven: six lookups, and one that ``source_leak`` now
   rejects first; it leaves the eighth, which applies a condition ("如果…").
   ``metadata.checks.no_words_of_type`` names the type asked for; its reference contexts are
-  the chunk its reference is stated in (:func:`~ragmeter.generate.wording.stated_span` for a
+  the chunk its reference is stated in (:func:`~ragmeter.generate.spans.stated_span` for a
   reasoning question) or copied from, when there is one.
 
 A question whose style hides words (misspelled) is checked in its original wording.
@@ -128,17 +128,15 @@ import numpy as np
 from ragmeter.generate.anchors import term_index, unanchored
 from ragmeter.generate.bridges import bridge_statement
 from ragmeter.generate.graph import KnowledgeGraph
+from ragmeter.generate.spans import copied_span, number_elsewhere, stated_span
 from ragmeter.generate.synthesize import Draft, SynthesisError, reply_text
 from ragmeter.generate.wording import (
-    copied_span,
     dropped_names,
     example_leak,
     example_phrase,
     lacks_type_words,
     leak,
-    number_elsewhere,
     restates,
-    stated_span,
 )
 from ragmeter.judges.base import ANSWERABLE_LINE, JudgeError, LLMJudge
 

@@ -1,0 +1,122 @@
+"""Where a generated question's reference answer stands in its chunks, for the quality filter
+(:mod:`ragmeter.generate.filters`), with no model: copied word for word from one sentence
+(:func:`copied_span`), stated by one sentence (:func:`stated_span`), or taken from a paragraph
+away from a number the question states (:func:`number_elsewhere`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from ragmeter.data.text import split_sentences, tokenize
+from ragmeter.data.words import content_words
+from ragmeter.generate.wording import in_digits
+
+#: Most content words a reasoning question's reference may add to the question and still be
+#: a fact one sentence states (see :func:`stated_span`).
+STATED_WORDS = 3
+#: A number in digits, not a part of a name ("SEV1") or of a longer number ("3.5" holds no "5").
+_DIGITS = re.compile(r"(?<![A-Za-z0-9.])\d+(?:\.\d+)?(?![A-Za-z0-9.])")
+_YES_NO = re.compile(r"\s*(?:(?:yes|no)\b|(?:是的|是|不是|不|否|对|不对|可以|不可以|能|不能|会|不会)[，,。.！!])", re.IGNORECASE)
+
+
+def copied_span(reference: str, contexts: Sequence[str], ids: Sequence[str], lang: str) -> str | None:
+    """The id of the chunk one of whose sentences holds ``reference`` word for word, or ``None``.
+
+    Words are compared as :func:`~ragmeter.data.text.tokenize` gives them (lower-cased, no
+    punctuation): in English the reference's words must be a run of whole words of the
+    sentence ("8 hours" in "... for 8 hours.", not "8" in "18"); in Chinese its characters a
+    run of the sentence's characters. A reference without a content word (:func:`content_words`:
+    "Yes", "是") is never a copied span.
+
+    Args:
+        reference: The reference answer.
+        contexts: The texts of the question's chunks.
+        ids: Their ids, in the same order.
+        lang: The question's language (``"en"`` or ``"zh"``).
+    """
+    if not content_words(reference):
+        return None
+    span = _joined(reference, lang)
+    for chunk_id, text in zip(ids, contexts, strict=True):
+        if any(span in _joined(sentence, lang) for sentence in split_sentences(text)):
+            return chunk_id
+    return None
+
+
+def _joined(text: str, lang: str) -> str:
+    """The words of ``text`` (:func:`~ragmeter.data.text.tokenize`) joined and framed by spaces,
+    or, in Chinese, its characters joined: a span is a substring of a sentence's."""
+    glue = "" if lang == "zh" else " "
+    return glue + glue.join(tokenize(text)) + glue
+
+
+def number_elsewhere(question: str, reference: str, contexts: Sequence[str], lang: str) -> str | None:
+    """A number the question states that its reference's chunk holds only in paragraphs other
+    than the one the reference is copied from, or ``None``: the reference then answers
+    something else. "如果一个表…实测的运行时长超过 5 分钟，需要进行什么操作？" was given, and kept
+    with, a sentence on destructive changes of another section ("先停止使用这张表或这个字段，至少
+    14 天后再删除"), while "5 分钟" is in the section on migration review; the judge, asked the
+    question, copied the same wrong sentence.
+
+    Only numbers in digits count, and only a chunk that holds both the number and the
+    reference word for word in one sentence (:func:`copied_span`); a number the reference
+    repeats, or one no chunk holds (a case of the question's own: "a job that runs 200
+    minutes"), is never one. The cost: a consequence stated in a paragraph of its own, away
+    from the number it follows from ("A SEV1 page must be acknowledged within 5 minutes." then,
+    below, "A page not acknowledged in time escalates to Tier 2."), rejects a good question;
+    a top-up round writes another, where a wrong reference kept would fail a right answer.
+
+    Args:
+        question: The question as written (before its style).
+        reference: The reference answer.
+        contexts: The texts of the question's chunks.
+        lang: The question's language (``"en"`` or ``"zh"``).
+    """
+    asked = [n for n in dict.fromkeys(_DIGITS.findall(question)) if n not in _DIGITS.findall(reference)]
+    if not asked or not content_words(reference):
+        return None
+    span = _joined(reference, lang)
+    for text in contexts:
+        paragraphs = [p for p in re.split(r"\n\s*\n", text) if p.strip()]
+        home = [p for p in paragraphs if any(span in _joined(sentence, lang) for sentence in split_sentences(p))]
+        if not home:
+            continue
+        held = _DIGITS.findall(text)
+        for number in asked:
+            if number in held and not any(number in _DIGITS.findall(paragraph) for paragraph in home):
+                return number
+    return None
+
+
+def stated_span(reference: str, question: str, contexts: Sequence[str], ids: Sequence[str], lang: str) -> str | None:
+    """The id of the chunk one of whose sentences states ``reference`` as the answer to
+    ``question``, or ``None``: the reference is copied from the sentence (:func:`copied_span`),
+    or the content words it adds to the question, at most :data:`STATED_WORDS` of them and
+    numbers written in words or digits alike ("five" is "5"), are all in the sentence. A yes
+    or no ("No, two approvals are needed." to "Can the author approve it alone?") is the
+    inference itself, stated nowhere.
+
+    Args:
+        reference: The reference answer.
+        question: The question it answers (as written, before any style).
+        contexts: The texts of the question's chunks.
+        ids: Their ids, in the same order.
+        lang: The question's language (``"en"`` or ``"zh"``).
+    """
+    copied = copied_span(reference, contexts, ids, lang)
+    if copied is not None or _YES_NO.match(reference):
+        return copied
+    added = _words(reference) - _words(question)
+    if not added or len(added) > STATED_WORDS:
+        return None
+    for chunk_id, text in zip(ids, contexts, strict=True):
+        if any(added <= _words(sentence) for sentence in split_sentences(text)):
+            return chunk_id
+    return None
+
+
+def _words(text: str) -> set[str]:
+    """:func:`content_words` of ``text``, English numbers up to twenty in digits."""
+    return content_words(in_digits(text))
