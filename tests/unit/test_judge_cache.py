@@ -17,6 +17,7 @@ import pytest
 from ragmeter.judges import cache as cache_module
 from ragmeter.judges.base import LLMJudge, ReplyCutOff, Verdict
 from ragmeter.judges.cache import CachingJudge, DiskCache, cache_key
+from ragmeter.judges.local import LocalJudge
 from ragmeter.judges.openai_compat import OpenAIJudge
 
 PREMISE = {"premise": ["Members may borrow 12 books at a time."]}
@@ -376,8 +377,6 @@ def test_a_cut_off_is_remembered_for_its_own_judge_only(disk):
     assert generate_through(other, disk) == {"by": "m2"}
 
 
-def test_the_packaged_judges_name_their_reply_limit(tmp_path):
-    from ragmeter.judges.local import LocalJudge
-
+def test_the_packaged_judges_name_their_reply_limit():
     assert LocalJudge(max_new_tokens=200).reply_limit == 200
     assert OpenAIJudge(model="m", base_url="http://a.example/v1", max_tokens=900).reply_limit == 900
