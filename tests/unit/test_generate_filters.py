@@ -23,6 +23,7 @@ from ragmeter.generate.wording import (
     lacks_type_words,
     leak,
     names,
+    numbers,
     restates,
 )
 from ragmeter.judges.base import ANSWERABLE_LINE, JudgeError
@@ -742,6 +743,10 @@ PAGING = (
 )
 def test_a_number_of_the_question_held_only_away_from_the_references_paragraph(question, reference, contexts, lang, number):
     assert number_elsewhere(question, reference, contexts, lang) == number
+
+
+def test_numbers_are_read_as_names_reads_them():
+    assert numbers("A SEV1 page at 10:00 UTC waits 3.5 or 5 minutes, 5 at most; 第3条") == ["10:00", "3.5", "5", "3"]
 
 
 def test_a_reference_copied_from_away_from_the_questions_number_is_rejected_without_asking_the_judge():

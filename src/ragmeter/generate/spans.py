@@ -11,13 +11,11 @@ from collections.abc import Sequence
 
 from ragmeter.data.text import split_sentences, tokenize
 from ragmeter.data.words import content_words
-from ragmeter.generate.wording import in_digits
+from ragmeter.generate.wording import in_digits, numbers
 
 #: Most content words a reasoning question's reference may add to the question and still be
 #: a fact one sentence states (see :func:`stated_span`).
 STATED_WORDS = 3
-#: A number in digits, not a part of a name ("SEV1") or of a longer number ("3.5" holds no "5").
-_DIGITS = re.compile(r"(?<![A-Za-z0-9.])\d+(?:\.\d+)?(?![A-Za-z0-9.])")
 _YES_NO = re.compile(r"\s*(?:(?:yes|no)\b|(?:是的|是|不是|不|否|对|不对|可以|不可以|能|不能|会|不会)[，,。.！!])", re.IGNORECASE)
 
 
@@ -74,7 +72,8 @@ def number_elsewhere(question: str, reference: str, contexts: Sequence[str], lan
         contexts: The texts of the question's chunks.
         lang: The question's language (``"en"`` or ``"zh"``).
     """
-    asked = [n for n in dict.fromkeys(_DIGITS.findall(question)) if n not in _DIGITS.findall(reference)]
+    said = set(numbers(reference))
+    asked = [number for number in numbers(question) if number not in said]
     if not asked or not content_words(reference):
         return None
     span = _joined(reference, lang)
@@ -83,10 +82,10 @@ def number_elsewhere(question: str, reference: str, contexts: Sequence[str], lan
         home = [p for p in paragraphs if any(span in _joined(sentence, lang) for sentence in split_sentences(p))]
         if not home:
             continue
-        held = _DIGITS.findall(text)
-        for number in asked:
-            if number in held and not any(number in _DIGITS.findall(paragraph) for paragraph in home):
-                return number
+        held, near = set(numbers(text)), set().union(*(numbers(p) for p in home))
+        away = next((number for number in asked if number in held and number not in near), None)
+        if away is not None:
+            return away
     return None
 
 

@@ -136,6 +136,12 @@ def names(question: str) -> list[str]:
     return list(found)
 
 
+def numbers(text: str) -> list[str]:
+    """The numbers written in digits in ``text``, in order, each once, as :func:`names` reads
+    them: "5", "3.5", "10:00", "1,000"; not the "1" of a name such as "SEV1"."""
+    return list(dict.fromkeys(word for word in _NAME_TOKEN.findall(text) if word[0].isdigit()))
+
+
 def dropped_names(original: str, rewritten: str) -> list[str]:
     """The :func:`names` of ``original`` that ``rewritten`` leaves out.
 
