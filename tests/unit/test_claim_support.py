@@ -8,7 +8,6 @@ import pytest
 
 from ragmeter.metrics.claim_support import (
     ClaimSupportHead,
-    chinese_number,
     content_words,
     derived_features,
     lexical_evidence,
@@ -35,14 +34,6 @@ def test_chinese_numerals_before_a_measure_word_or_after_di():
     assert numbers_in("统一标准，一起处理。") == set()  # 一 inside ordinary words is not a number
     assert numbers_in("最多 12 本书") == {"12"}
     assert numbers_in("１２本") == {"12"}  # full-width digits
-
-
-def test_chinese_number_values():
-    assert chinese_number("十二") == 12
-    assert chinese_number("二十") == 20
-    assert chinese_number("两百零五") == 205
-    assert chinese_number("三万五千") == 35000
-    assert chinese_number("二〇二三") == 2023
 
 
 def test_a_number_absent_from_the_premise_is_detected():

@@ -728,6 +728,16 @@ PAGING = (
         # the reference is copied from the section on destructive changes; "5 分钟" is in another
         ("如果一个迁移运行超过 5 分钟，需要进行什么操作？", "先停止使用这张表或这个字段，至少 14 天后再删除。", [MIGRATIONS_ZH], "zh", "5"),
         ("如果一个迁移运行超过 5 分钟，需要进行什么操作？", "需要 DBRE 团队评审", [MIGRATIONS_ZH], "zh", None),
+        # Chinese numerals are numbers too, in the question or in the chunk ("五分钟" is "5 分钟")
+        ("如果一个迁移运行超过五分钟，需要进行什么操作？", "先停止使用这张表或这个字段，至少 14 天后再删除。", [MIGRATIONS_ZH], "zh", "5"),
+        (
+            "如果一个迁移运行超过 5 分钟，需要进行什么操作？",
+            "先停止使用这张表或这个字段",
+            [MIGRATIONS_ZH.replace("5 分钟", "五分钟")],
+            "zh",
+            "5",
+        ),
+        ("如果一个迁移运行超过五分钟，需要进行什么操作？", "需要 DBRE 团队评审", [MIGRATIONS_ZH.replace("5 分钟", "五分钟")], "zh", None),
         # a paragraph holding both the reference and the number is its home, whatever other paragraphs say
         ("What happens to a SEV1 page not acknowledged within 5 minutes?", "escalates to Tier 2", [PAGING], "en", None),
         # the cost: a consequence in its own paragraph, away from the number it follows from
@@ -747,6 +757,7 @@ def test_a_number_of_the_question_held_only_away_from_the_references_paragraph(q
 
 def test_numbers_are_read_as_names_reads_them():
     assert numbers("A SEV1 page at 10:00 UTC waits 3.5 or 5 minutes, 5 at most; 第3条") == ["10:00", "3.5", "5", "3"]
+    assert numbers("一个超过五分钟或 3 小时的迁移按第十二条处理，统一评审") == ["5", "3", "12"]
 
 
 def test_a_reference_copied_from_away_from_the_questions_number_is_rejected_without_asking_the_judge():

@@ -58,7 +58,8 @@ def number_elsewhere(question: str, reference: str, contexts: Sequence[str], lan
     14 天后再删除"), while "5 分钟" is in the section on migration review; the judge, asked the
     question, copied the same wrong sentence.
 
-    Only numbers in digits count, and only a chunk that holds both the number and the
+    Numbers are read by :func:`~ragmeter.generate.wording.numbers` (digits, and Chinese
+    numerals that count: "五分钟" is "5 分钟"), and only in a chunk that holds both the number and the
     reference word for word in one sentence (:func:`copied_span`); a number the reference
     repeats, or one no chunk holds (a case of the question's own: "a job that runs 200
     minutes"), is never one. The cost: a consequence stated in a paragraph of its own, away

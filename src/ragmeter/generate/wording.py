@@ -13,6 +13,7 @@ import re
 from collections.abc import Sequence
 from functools import lru_cache
 
+from ragmeter.data.numerals import chinese_numbers
 from ragmeter.data.text import HAN, tokenize
 from ragmeter.data.words import content_words
 from ragmeter.generate.anchors import TermIndex
@@ -137,9 +138,14 @@ def names(question: str) -> list[str]:
 
 
 def numbers(text: str) -> list[str]:
-    """The numbers written in digits in ``text``, in order, each once, as :func:`names` reads
-    them: "5", "3.5", "10:00", "1,000"; not the "1" of a name such as "SEV1"."""
-    return list(dict.fromkeys(word for word in _NAME_TOKEN.findall(text) if word[0].isdigit()))
+    """The numbers of ``text``, in order, each once: in digits as :func:`names` reads them
+    ("5", "3.5", "10:00", "1,000"; not the "1" of a name such as "SEV1"), and in Chinese
+    numerals that count or rank (:func:`~ragmeter.data.numerals.chinese_numbers`), in digits:
+    "五分钟" gives "5", as "5 分钟" does. A Chinese 1 is left out: "一个迁移" says "a
+    migration", not a count."""
+    digits = [(m.start(), m.group(0)) for m in _NAME_TOKEN.finditer(text) if m.group(0)[0].isdigit()]
+    chinese = [(position, str(value)) for position, value in chinese_numbers(text) if value != 1]
+    return list(dict.fromkeys(number for _, number in sorted(digits + chinese)))
 
 
 def dropped_names(original: str, rewritten: str) -> list[str]:

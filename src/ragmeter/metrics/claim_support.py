@@ -29,6 +29,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+from ragmeter.data.numerals import chinese_numbers
 from ragmeter.data.text import HAN, split_sentences, tokenize, without_citations
 from ragmeter.judges.base import Verdict
 from ragmeter.metrics.evidence import SCREENED
@@ -56,12 +57,6 @@ _NUMBER_WORDS = {
     "seventy": 70, "eighty": 80, "ninety": 90, "hundred": 100, "dozen": 12,
 }  # fmt: skip
 _DIGIT_NUMBER = re.compile(r"(?<![\d.])(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?(?::(\d{2}))?")
-_ZH_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
-_ZH_UNITS = {"十": 10, "百": 100, "千": 1000, "万": 10_000, "亿": 100_000_000}
-# A run of Chinese numerals counts as a number only before a measure word or after 第:
-# 一 alone is also "one" in words such as 统一 or 一起.
-_ZH_MEASURE = "个|次|天|周|年|月|日|号|小时|分钟|秒|本|人|名|位|元|块|条|项|级|倍|岁|层|家|种|遍|份|张|台|套|星期|工作日|点"
-_ZH_NUMBER = re.compile(f"(?<=第)[零〇一二两三四五六七八九十百千万亿]+|[零〇一二两三四五六七八九十百千万亿]+(?=(?:{_ZH_MEASURE}))")
 _CAPITALISED = re.compile(r"(?<![\w'’])[A-Z][\w]*(?:['’][sS])?")
 _HAN_CHAR = re.compile(f"[{HAN}]")
 
@@ -104,26 +99,8 @@ def numbers_in(text: str) -> set[str]:
     for word in tokenize(text):
         if word in _NUMBER_WORDS:
             found.add(str(_NUMBER_WORDS[word]))
-    for run in _ZH_NUMBER.findall(text):
-        found.add(str(chinese_number(run)))
+    found.update(str(value) for _, value in chinese_numbers(text))
     return found
-
-
-def chinese_number(run: str) -> int:
-    """Value of a run of Chinese numerals: "十二" -> 12, "两百零五" -> 205, "二〇二三" -> 2023."""
-    if all(ch in _ZH_DIGITS for ch in run):
-        return int("".join(str(_ZH_DIGITS[ch]) for ch in run))
-    total = section = number = 0
-    for ch in run:
-        if ch in _ZH_DIGITS:
-            number = _ZH_DIGITS[ch]
-        elif _ZH_UNITS[ch] >= 10_000:
-            total += (section + number) * _ZH_UNITS[ch]
-            section = number = 0
-        else:
-            section += (number or 1) * _ZH_UNITS[ch]
-            number = 0
-    return total + section + number
 
 
 def names_in(text: str) -> set[str]:
