@@ -124,30 +124,16 @@ def split_sentences(text: str) -> list[str]:
 _SPEAKER = re.compile(rf"^((?:[A-Z][\w.'’-]*)(?: (?:[A-Z][\w.'’-]*|\d+)){{0,2}}|[{HAN}]{{1,6}})\s*([:：])\s*(?=\S)")
 
 
-def with_speakers(sentences: Sequence[str]) -> list[str]:
-    """The sentences of a dialogue, each naming its speaker: a sentence that continues a turn
-    ("Ann: I will check. Yes, there is some." gives "Yes, there is some.") gets the speaker
-    of the sentence before it ("Ann: Yes, there is some."), so that it still says who speaks
-    when read alone (the closest evidence of a statement). Text that is not a dialogue is
-    returned as it is: a dialogue has at least three sentences that start with a speaker, at
-    least half of its sentences do, there are two speakers or more, and one of them speaks
-    more than once (prose with "Note: ..." and "Warning: ..." is no dialogue).
+def is_dialogue(sentences: Sequence[str]) -> bool:
+    """Are these sentences a dialogue? At least three of them start with a speaker ("Ann: ...",
+    "张三：..."), at least half of them do, there are two speakers or more, and one of them
+    speaks more than once (prose with "Note: ..." and "Warning: ..." is no dialogue).
 
     Args:
         sentences: The text's sentences in order (:func:`split_sentences`).
     """
-    speakers = [_SPEAKER.match(sentence) for sentence in sentences]
-    named = [m.group(1) for m in speakers if m]
-    if len(named) < 3 or 2 * len(named) < len(sentences) or len(set(named)) < 2 or len(set(named)) == len(named):
-        return list(sentences)
-    out, current = [], None
-    for sentence, match in zip(sentences, speakers, strict=True):
-        if match:
-            current = match.group(1) + match.group(2) + ("" if match.group(2) == "：" else " ")
-        elif current is not None:
-            sentence = current + sentence
-        out.append(sentence)
-    return out
+    named = [m.group(1) for m in map(_SPEAKER.match, sentences) if m]
+    return len(named) >= 3 and 2 * len(named) >= len(sentences) and len(set(named)) >= 2 and len(set(named)) < len(named)
 
 
 def join_text(a: str, b: str) -> str:

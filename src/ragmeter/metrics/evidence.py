@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ragmeter.data.text import join_text, split_sentences, with_speakers, without_citations
+from ragmeter.data.text import is_dialogue, join_text, split_sentences, without_citations
 from ragmeter.judges.base import Verdict
 from ragmeter.judges.windowing import premise_verdicts
 from ragmeter.metrics.checks import judge_instruction
@@ -80,14 +80,18 @@ async def closest_evidence(judges: Judges, premise: str | Sequence[str], stateme
     """For each statement, the k sentences of the premise most similar to it (cosine of
     the embedder's vectors), in the premise's order and joined chunk by chunk: one text
     per chunk that has a chosen sentence. ``None`` when ``k`` is 0 or the premise has no
-    more than k sentences (then the whole premise is the evidence). In a dialogue, every
-    sentence names its speaker (:func:`~ragmeter.data.text.with_speakers`): "I will check."
-    alone does not say who will."""
+    more than k sentences, or when a chunk is a dialogue (:func:`~ragmeter.data.text.is_dialogue`):
+    then the whole premise is the evidence. A line of a chat seldom says what it means
+    without the lines around it ("Sure!", "At 5?", "I will check."), and a chat is short: on
+    120 SummEdits samsum summaries, the whole dialogue gave ROC-AUC 0.667 against 0.636 for
+    the 3 closest lines, balanced accuracy 0.616 against 0.543, in less time (4.2 s a
+    summary against 4.5)."""
     if not k:
         return None
     chunks = [premise] if isinstance(premise, str) else list(premise)
-    sentences = [(number, sentence) for number, chunk in enumerate(chunks) for sentence in with_speakers(split_sentences(chunk))]
-    if len(sentences) <= k:
+    split = [split_sentences(chunk) for chunk in chunks]
+    sentences = [(number, sentence) for number, chunk in enumerate(split) for sentence in chunk]
+    if len(sentences) <= k or any(is_dialogue(chunk) for chunk in split):
         return None
     vectors = np.asarray(await judges.embedder.embed([*statements, *(s for _, s in sentences)]), dtype=np.float64)
     similarity = vectors[: len(statements)] @ vectors[len(statements) :].T
