@@ -12,7 +12,7 @@ from ragmeter import Judges, Sample
 from ragmeter.judges.base import ContextTooLong, MalformedOutput, ReplyCutOff, Verdict
 from ragmeter.judges.windowing import ask, item_verdicts, premise_verdicts, split_windows
 from ragmeter.metrics.claims import claims_of, language_of, sentence_claims, string_list
-from ragmeter.metrics.evidence import supported
+from ragmeter.metrics.evidence import WHOLE_DIALOGUE_CHARS, supported
 from ragmeter.metrics.llm import decide
 
 
@@ -337,7 +337,7 @@ def test_a_premise_no_longer_than_the_evidence_is_judged_whole_in_one_call():
     assert [v.p_yes for v in verdicts] == [1.0, 0.0] and verdicts[0].evidence is None
 
 
-def test_a_dialogue_is_judged_whole_however_many_lines_it_has():
+def test_a_short_dialogue_is_judged_whole_however_many_lines_it_has():
     chat = "Ann: Can you buy butter? Mike: Sure. Ann: Thanks. I will bake a cake tonight. Mike: Great."
     judge = ScriptedJudge(rule=literal)
     judge.evidence_sentences = 1
@@ -345,6 +345,24 @@ def test_a_dialogue_is_judged_whole_however_many_lines_it_has():
     assert strategy == "whole" and len(judge.calls) == 1
     (call,) = judge.calls
     assert call.shared["premise"] == chat and all(v.evidence is None for v in verdicts)
+
+
+def test_evidence_from_a_long_dialogue_says_who_speaks():
+    from test_llm_double import FixedVectors
+
+    from ragmeter.judges import BatchingEmbedder
+
+    claim = "Ann will bake a cake tonight."
+    talk = " ".join(f"Mike: Item {n} of the agenda is {'a long discussion of the budget ' * 6}." for n in range(10))
+    chat = f"Ann: Can you buy butter? Mike: Sure. Ann: Thanks. I will bake a cake tonight. {talk}"
+    assert len(chat) > WHOLE_DIALOGUE_CHARS
+    judge = ScriptedJudge(rule=literal)
+    judge.evidence_sentences = 1
+    vectors = {claim: [1, 0], "Ann: I will bake a cake tonight.": [1, 0.1]}  # only the sentence with its speaker is close
+    judges = Judges(llm=judge, embedder=BatchingEmbedder(FixedVectors(vectors)))
+    asyncio.run(supported(judges, chat, [claim], "en"))
+    (call,) = judge.calls
+    assert call.shared["premise"] == "Ann: I will bake a cake tonight."
 
 
 def test_faithfulness_details_show_the_evidence_each_claim_was_judged_on():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragmeter.data.text import detect_language, han_ratio, is_dialogue, normalize, split_sentences, tokenize
+from ragmeter.data.text import detect_language, han_ratio, is_dialogue, normalize, split_sentences, tokenize, with_speakers
 
 # --- normalize -------------------------------------------------------------------------
 
@@ -131,6 +131,15 @@ def test_han_ratio_counts_letters_not_digits_or_punctuation():
     assert han_ratio("123") == 0.0
 
 
+def test_with_speakers_names_the_speaker_of_every_sentence_of_a_dialogue():
+    chat = split_sentences("Ann: Buy some butter. Please. Mike: Ok. Ann: I will check... Yes, there is some.")
+    assert with_speakers(chat) == ["Ann: Buy some butter.", "Ann: Please.", "Mike: Ok.", "Ann: I will check...", "Ann: Yes, there is some."]
+    call = split_sentences("Speaker 1: We ship on Monday. Is that fine? Speaker 2: Yes. Speaker 1: Good.")
+    assert with_speakers(call)[1] == "Speaker 1: Is that fine?"
+    zh = split_sentences("张三：我明天去。好吗？李四：好的。张三：那就定了。")
+    assert with_speakers(zh) == ["张三：我明天去。", "张三：好吗？", "李四：好的。", "张三：那就定了。"]
+
+
 def test_a_dialogue_has_speakers_who_take_turns():
     assert is_dialogue(split_sentences("Ann: Buy some butter. Please. Mike: Ok. Ann: I will check... Yes, there is some."))
     assert is_dialogue(split_sentences("Speaker 1: We ship on Monday. Is that fine? Speaker 2: Yes. Speaker 1: Good."))
@@ -146,4 +155,6 @@ def test_a_dialogue_has_speakers_who_take_turns():
     ],
 )
 def test_prose_with_labels_or_one_speaker_is_no_dialogue(text):
-    assert not is_dialogue(split_sentences(text))
+    sentences = split_sentences(text)
+    assert not is_dialogue(sentences)
+    assert with_speakers(sentences) == sentences

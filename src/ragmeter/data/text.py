@@ -136,6 +136,27 @@ def is_dialogue(sentences: Sequence[str]) -> bool:
     return len(named) >= 3 and 2 * len(named) >= len(sentences) and len(set(named)) >= 2 and len(set(named)) < len(named)
 
 
+def with_speakers(sentences: Sequence[str]) -> list[str]:
+    """The sentences of a dialogue, each naming its speaker: a sentence that continues a turn
+    ("Ann: I will check. Yes, there is some." gives "Yes, there is some.") gets the speaker
+    of the sentence before it ("Ann: Yes, there is some."), so that it still says who speaks
+    when read alone. Text that is not a dialogue (:func:`is_dialogue`) is returned as it is.
+
+    Args:
+        sentences: The text's sentences in order (:func:`split_sentences`).
+    """
+    if not is_dialogue(sentences):
+        return list(sentences)
+    out, current = [], None
+    for sentence, match in zip(sentences, map(_SPEAKER.match, sentences), strict=True):
+        if match:
+            current = match.group(1) + match.group(2) + ("" if match.group(2) == "：" else " ")
+        elif current is not None:
+            sentence = current + sentence
+        out.append(sentence)
+    return out
+
+
 def join_text(a: str, b: str) -> str:
     """Two pieces of text joined with a space, or with nothing between Chinese characters."""
     if not a:
