@@ -14,7 +14,7 @@ from ragmeter.generate.chunking import Chunk
 from ragmeter.generate.filters import ANSWERS, THRESHOLD, check, near_duplicates
 from ragmeter.generate.graph import KnowledgeGraph
 from ragmeter.generate.plan import Slot
-from ragmeter.generate.spans import copied_span, number_elsewhere, stated_span
+from ragmeter.generate.spans import copied_span, covering_span, number_elsewhere, stated_span
 from ragmeter.generate.synthesize import NO_ANSWER, Draft
 from ragmeter.generate.wording import (
     dropped_names,
@@ -537,9 +537,14 @@ def test_a_conditional_question_without_a_condition_is_kept_as_a_single_fact_wit
     verdict = _check(draft, _judge())
     assert verdict.kept and verdict.relabel == "single_fact" and verdict.needs == ("mr#1",)
     assert verdict.checks["no_words_of_type"] == "conditional" and verdict.checks["copied_from"] == "mr#1"
-    # A comparison whose answer no one sentence holds is relabelled too, and keeps both chunks.
+    # A comparison whose answer takes words from both chunks is relabelled too, and keeps both.
     plain = _check(_draft("comparison", question=question, reference="Two, from code owners.", chunks=(1, 0)), _judge())
-    assert plain.kept and plain.relabel == "single_fact" and plain.needs is None and "copied_from" not in plain.checks
+    assert plain.kept and plain.relabel == "single_fact" and plain.needs is None
+    assert "copied_from" not in plain.checks and "answered_from" not in plain.checks
+    # One whose answer, though not copied, takes all its words from one chunk needs that one only.
+    reworded = _check(_draft("comparison", question=question, reference="Code owners must approve them.", chunks=(1, 0)), _judge())
+    assert reworded.kept and reworded.relabel == "single_fact" and reworded.needs == ("mr#2",)
+    assert reworded.checks["answered_from"] == "mr#2" and "copied_from" not in reworded.checks
     # With its condition it stays conditional.
     conditional = _check(_draft("conditional", question="If code owners review it, how many approvals are needed?"), _judge())
     assert conditional.kept and conditional.relabel is None and "no_words_of_type" not in conditional.checks
@@ -769,3 +774,24 @@ def test_a_reference_copied_from_away_from_the_questions_number_is_rejected_with
     assert (verdict.kept, verdict.reason) == (False, "reference_answers_elsewhere")
     assert verdict.detail == "the question states 5, which its chunk holds in another paragraph than the one its reference is copied from"
     assert judge.calls == []
+
+
+MIGRATION_REVIEW_ZH = "## 迁移评审\n\n合并请求里必须包含正向迁移脚本、回滚脚本，以及这次迁移在预发环境上实测的运行时长。"
+MR_APPROVAL_ZH = "## 合并请求的评审\n\n每个合并请求在合并前需要两名评审人批准。"
+
+
+@pytest.mark.parametrize(
+    ("reference", "expected"),
+    [
+        # every word the chunks hold is in the migration chunk (the approval chunk's are a subset)
+        ("迁移评审流程要求在合并请求中包含正向迁移脚本、回滚脚本以及运行时长。", "db#1"),
+        # a word of each chunk: both are needed
+        ("合并请求需要两名评审人批准，并包含回滚脚本。", None),
+        # words both chunks hold equally: either would do, so neither is chosen
+        ("合并请求", None),
+        # most words in no chunk: nothing to go by
+        ("先停止使用这张表，至少十四天后再删除。", None),
+    ],
+)
+def test_the_one_chunk_a_reworded_reference_takes_its_words_from(reference, expected):
+    assert covering_span(reference, [MIGRATION_REVIEW_ZH, MR_APPROVAL_ZH], ["db#1", "mr#1"]) == expected

@@ -112,7 +112,9 @@ are named in ``metadata.dropped_context_ids``):
   rejects first; it leaves the eighth, which applies a condition ("如果…").
   ``metadata.checks.no_words_of_type`` names the type asked for; its reference contexts are
   the chunk its reference is stated in (:func:`~ragmeter.generate.spans.stated_span` for a
-  reasoning question) or copied from, when there is one.
+  reasoning question) or copied from, when there is one, or else the one chunk that holds
+  every word of the reference any of its chunks holds
+  (:func:`~ragmeter.generate.spans.covering_span`, ``metadata.checks.answered_from``).
 
 A question whose style hides words (misspelled) is checked in its original wording.
 """
@@ -128,7 +130,7 @@ import numpy as np
 from ragmeter.generate.anchors import term_index, unanchored
 from ragmeter.generate.bridges import bridge_statement
 from ragmeter.generate.graph import KnowledgeGraph
-from ragmeter.generate.spans import copied_span, number_elsewhere, stated_span
+from ragmeter.generate.spans import copied_span, covering_span, number_elsewhere, stated_span
 from ragmeter.generate.synthesize import Draft, SynthesisError, reply_text
 from ragmeter.generate.wording import (
     dropped_names,
@@ -295,6 +297,10 @@ async def _check_type(draft: Draft, asked: str, graph: KnowledgeGraph, judge: LL
         checks["no_words_of_type"] = draft.slot.type
         if copied is not None:
             checks["copied_from"] = copied
+        else:
+            copied = covering_span(draft.reference, draft.contexts, draft.context_ids)
+            if copied is not None:
+                checks["answered_from"] = copied
     if restates(draft.reference, draft.question, draft.original):
         return Verdict(False, "reference_restates_question", "the reference only repeats words of the question: it answers nothing", checks)
     problem = unanchored(asked, draft.contexts, term_index(graph))

@@ -1,7 +1,8 @@
 """Where a generated question's reference answer stands in its chunks, for the quality filter
 (:mod:`ragmeter.generate.filters`), with no model: copied word for word from one sentence
-(:func:`copied_span`), stated by one sentence (:func:`stated_span`), or taken from a paragraph
-away from a number the question states (:func:`number_elsewhere`).
+(:func:`copied_span`), stated by one sentence (:func:`stated_span`), mostly in one chunk
+(:func:`covering_span`), or taken from a paragraph away from a number the question states
+(:func:`number_elsewhere`).
 """
 
 from __future__ import annotations
@@ -115,6 +116,29 @@ def stated_span(reference: str, question: str, contexts: Sequence[str], ids: Seq
         if any(added <= _words(sentence) for sentence in split_sentences(text)):
             return chunk_id
     return None
+
+
+def covering_span(reference: str, contexts: Sequence[str], ids: Sequence[str]) -> str | None:
+    """The id of the one chunk that holds every content word of the reference that any of the
+    question's chunks holds, at least half of the reference's content words, or ``None``: where
+    a question kept as single-fact, though its reference is not copied, takes its answer from.
+    "迁移评审流程要求在合并请求中包含正向迁移脚本、回滚脚本以及运行时长。" (asked as a comparison
+    of two chunks, kept as single-fact) takes every word the chunks hold from the chunk on
+    migration review. "Two, from code owners." takes "two" from one chunk and "code owners" from
+    another: it needs both, and gets ``None``.
+
+    Args:
+        reference: The reference answer.
+        contexts: The texts of the question's chunks.
+        ids: Their ids, in the same order.
+    """
+    words = _words(reference)
+    held = [words & _words(text) for text in contexts]
+    found = set().union(*held)
+    covering = [chunk_id for chunk_id, chunk_words in zip(ids, held, strict=True) if chunk_words == found]
+    if len(covering) != 1 or 2 * len(found) < len(words):
+        return None
+    return covering[0]
 
 
 def _words(text: str) -> set[str]:
