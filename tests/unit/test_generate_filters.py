@@ -789,8 +789,8 @@ MR_APPROVAL_ZH = "## 合并请求的评审\n\n每个合并请求在合并前需�
         ("合并请求需要两名评审人批准，并包含回滚脚本。", None),
         # words both chunks hold equally: either would do, so neither is chosen
         ("合并请求", None),
-        # most words in no chunk: nothing to go by
-        ("先停止使用这张表，至少十四天后再删除。", None),
+        # only "回滚脚本" is in a chunk, a fifth of its words: too little to go by
+        ("回滚脚本要先停止使用这张表，至少十四天后再删除。", None),
     ],
 )
 def test_the_one_chunk_a_reworded_reference_takes_its_words_from(reference, expected):
