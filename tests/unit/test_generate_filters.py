@@ -747,6 +747,21 @@ PAGING = (
         ("What happens to a SEV1 page not acknowledged within 5 minutes?", "escalates to Tier 2", [PAGING], "en", None),
         # the cost: a consequence in its own paragraph, away from the number it follows from
         ("What happens to a SEV1 page not acknowledged within 5 minutes?", "escalates to Tier 2", [PAGING.rsplit("\n\n", 2)[0]], "en", "5"),
+        # English number words too, in the question or in the chunk ("five minutes" is "5 minutes")
+        (
+            "What happens to a SEV1 page not acknowledged within five minutes?",
+            "escalates to Tier 2",
+            [PAGING.rsplit("\n\n", 2)[0]],
+            "en",
+            "5",
+        ),
+        (
+            "What happens to a SEV1 page not acknowledged within 5 minutes?",
+            "escalates to Tier 2",
+            [PAGING.rsplit("\n\n", 2)[0].replace("5 minutes", "five minutes")],
+            "en",
+            "5",
+        ),
         # a number no chunk holds is the question's own case; a number the reference repeats is answered
         ("If a migration runs 40 minutes, what happens?", "先停止使用这张表或这个字段", [MIGRATIONS_ZH], "zh", None),
         ("Is the sign-off valid for 7 days?", "签核有效期为 7 天", [MIGRATIONS_ZH], "zh", None),
@@ -763,6 +778,9 @@ def test_a_number_of_the_question_held_only_away_from_the_references_paragraph(q
 def test_numbers_are_read_as_names_reads_them():
     assert numbers("A SEV1 page at 10:00 UTC waits 3.5 or 5 minutes, 5 at most; 第3条") == ["10:00", "3.5", "5", "3"]
     assert numbers("一个超过五分钟或 3 小时的迁移按第十二条处理，统一评审") == ["5", "3", "12"]
+    # English number words from two: "one" is mostly "a" ("one of the reviewers")
+    assert numbers("One of the reviewers waits Five minutes, then 3 hours, then twelve days") == ["5", "3", "12"]
+    assert numbers("Someone often writes none; eleventh is no count") == []
 
 
 def test_a_reference_copied_from_away_from_the_questions_number_is_rejected_without_asking_the_judge():

@@ -139,13 +139,16 @@ def names(question: str) -> list[str]:
 
 def numbers(text: str) -> list[str]:
     """The numbers of ``text``, in order, each once: in digits as :func:`names` reads them
-    ("5", "3.5", "10:00", "1,000"; not the "1" of a name such as "SEV1"), and in Chinese
-    numerals that count or rank (:func:`~ragmeter.data.numerals.chinese_numbers`), in digits:
-    "五分钟" gives "5", as "5 分钟" does. A Chinese 1 is left out: "一个迁移" says "a
-    migration", not a count."""
+    ("5", "3.5", "10:00", "1,000"; not the "1" of a name such as "SEV1"), and in English
+    number words up to twenty or Chinese numerals that count or rank
+    (:func:`~ragmeter.data.numerals.chinese_numbers`), in digits: "five minutes" and "五分钟"
+    give "5", as "5 minutes" does. A 1 in words is left out: "one of the reviewers" and
+    "一个迁移" say "a", not a count."""
     digits = [(m.start(), m.group(0)) for m in _NAME_TOKEN.finditer(text) if m.group(0)[0].isdigit()]
-    chinese = [(position, str(value)) for position, value in chinese_numbers(text) if value != 1]
-    return list(dict.fromkeys(number for _, number in sorted(digits + chinese)))
+    english = [(m.start(), str(_NUMBERS.index(m.group(0).lower()) + 1)) for m in _NUMBER_WORD.finditer(text)]
+    chinese = [(position, str(value)) for position, value in chinese_numbers(text)]
+    in_words = [(position, number) for position, number in english + chinese if number != "1"]
+    return list(dict.fromkeys(number for _, number in sorted(digits + in_words)))
 
 
 def dropped_names(original: str, rewritten: str) -> list[str]:
