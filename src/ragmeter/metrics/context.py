@@ -24,6 +24,7 @@ from ragmeter.judges.windowing import item_verdicts, premise_verdicts
 from ragmeter.metrics import ranking
 from ragmeter.metrics.base import Score
 from ragmeter.metrics.claims import string_list
+from ragmeter.metrics.coverage import check_counting, check_word_coverage, claim_details, claim_share, with_word_coverage
 from ragmeter.metrics.details import context_entries
 from ragmeter.metrics.llm import ClaimCheckingMetric, LLMMetric, blank, check_threshold, chunks_of, clip
 from ragmeter.metrics.registry import register
@@ -120,18 +121,34 @@ class ContextPrecisionWithoutReference(_UsefulPrecision):
 @register
 @dataclass(frozen=True)
 class ContextRecall(ClaimCheckingMetric):
-    """Share of the reference answer's claims that the retrieved contexts support:
-    supported reference claims / reference claims.
+    """Share of the reference answer's claims that the retrieved contexts support.
 
     Claims are the reference's sentences (``claims="llm"``: judge-written statements), all
     checked in one verdicts call against all retrieved contexts (against the closest
-    context sentences with a judge that has ``evidence_sentences``). 0 when nothing was
-    retrieved (none of the reference is covered).
+    context sentences with a judge that has ``evidence_sentences``). A claim's probability
+    of being supported is the mean of the judge's p(yes) and the share of its content words
+    the contexts use (``word_coverage``, true by default; false: the p(yes) alone; see
+    :mod:`ragmeter.metrics.coverage`). The share is that probability's mean over the claims
+    (``counting="expected"``, the default) or the share of claims whose probability reaches
+    ``threshold`` (``"decided"``, as RAGAS counts). 0 when nothing was retrieved (none of
+    the reference is covered).
+
+    On 30 ClapNQ questions with some annotator-selected answer sentences left out of the
+    contexts, the Pearson correlation with the share left in was 0.774 decided on the
+    judge's p(yes), 0.839 expected, and 0.901 expected with word coverage (paired bootstrap
+    interval of the gain over the first, 0.036 to 0.225; ``benchmarks/results/recall_words.md``).
     """
 
     name = "context_recall"
     family = "retrieval"
     required = ("user_input", "retrieved_contexts", "reference")
+    counting: str = "expected"
+    word_coverage: bool = True
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_counting(self.name, self.counting)
+        check_word_coverage(self.name, self.word_coverage)
 
     async def judge(self, sample: Sample, judges, lang: str) -> Score:
         claims = await self.claims_in(sample.reference or "", "reference", sample.user_input, judges, lang)
@@ -141,11 +158,22 @@ class ContextRecall(ClaimCheckingMetric):
         if not contexts:
             return Score(0.0, f"nothing was retrieved: none of the {len(claims)} reference claims is covered", details={"claims": claims})
         check = await self.check_claims(claims, contexts, judges, lang)
-        details = {"claims": check.details(), "strategy": check.strategy, "threshold": self.threshold}
+        coverage: list[float | None] = []
+        if self.word_coverage:
+            check, coverage = with_word_coverage(check, contexts)
+        value = claim_share(check, self.counting)
+        details = {
+            "claims": claim_details(check, coverage, "supported"),
+            "strategy": check.strategy,
+            "threshold": self.threshold,
+            "counting": self.counting,
+        }
         explanation = f"{check.n_supported} of {len(claims)} reference claims are supported by the retrieved contexts"
+        if self.counting == "expected":
+            explanation += f" (expected share {value:.2f})"
         if check.unsupported():
             explanation += f"; missing: {clip(check.unsupported()[0])}"
-        return Score(check.n_supported / len(claims), explanation, details=details)
+        return Score(value, explanation, details=details)
 
 
 #: Default P(yes) at or above which context_relevance counts a context relevant. At 0.5 the

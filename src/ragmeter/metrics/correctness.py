@@ -1,7 +1,8 @@
 """Correctness judged by an LLM: claims of the response checked against the reference, and
 claims of the reference checked against the response.
 
-Counts, shared by both metrics (a claim counts when p(yes) reaches ``threshold``):
+Counts, shared by both metrics (a claim counts when its probability reaches ``threshold``:
+the judge's p(yes), combined with the claim's words for a reference claim, see below):
 
 - TP: response claims the reference supports; FP: response claims it does not.
 - reference claims the response covers; FN: reference claims it does not.
@@ -16,6 +17,11 @@ closely: on 120 RAGChecker response pairs judged by the local judge, the score d
 correlates with the annotators' overall preference at Pearson 0.467 (answer correctness)
 and 0.456 (factual correctness) counted as expected shares, 0.332 and 0.289 decided
 (``ragmeter bench ragchecker --limit 120``).
+
+A reference claim is in the response with the mean of the judge's p(yes) and the share of
+the claim's content words the response uses (:mod:`ragmeter.metrics.coverage`; the response
+claims, on the precision side, by the judge alone); ``word_coverage=False`` counts the
+judge's p(yes) alone on both sides.
 
 Recall is counted over reference claims. RAGAS computes TP / (TP + FN), mixing a count of
 response claims with a count of reference claims: ten supported response sentences and a
@@ -34,11 +40,11 @@ import numpy as np
 
 from ragmeter.data.schema import Sample
 from ragmeter.metrics.base import Score
-from ragmeter.metrics.llm import ClaimCheck, ClaimCheckingMetric, blank, clip
+from ragmeter.metrics.coverage import check_counting, check_word_coverage, claim_details, claim_share, with_word_coverage
+from ragmeter.metrics.llm import ClaimCheckingMetric, blank, clip
 from ragmeter.metrics.registry import register
 
 MODES = ("precision", "recall", "f1")
-COUNTINGS = ("expected", "decided")
 
 
 def f_beta(precision: float, recall: float, beta: float = 1.0) -> float:
@@ -48,21 +54,9 @@ def f_beta(precision: float, recall: float, beta: float = 1.0) -> float:
     return 0.0 if denominator == 0 else (1 + b2) * precision * recall / denominator
 
 
-def _check_counting(name: str, counting: str) -> None:
-    if counting not in COUNTINGS:
-        raise ValueError(f"{name}: counting must be one of {', '.join(COUNTINGS)}, got {counting!r}")
-
-
 def _check_beta(name: str, beta: float) -> None:
     if isinstance(beta, bool) or not isinstance(beta, (int, float)) or not math.isfinite(beta) or beta <= 0:
         raise ValueError(f"{name}: beta must be a positive number, got {beta!r}")
-
-
-def _share(check: ClaimCheck, counting: str) -> float:
-    """Share of claims that hold: expected under the judge's p(yes), or of those decided yes."""
-    if counting == "expected":
-        return sum(v.p_yes for v in check.verdicts) / len(check.verdicts)
-    return check.n_supported / len(check.claims)
 
 
 def _summary(counts: dict[str, Any]) -> str:
@@ -91,11 +85,13 @@ class _ClaimAgreement(ClaimCheckingMetric):
     required = ("user_input", "response", "reference")
     beta: float = 1.0
     counting: str = "expected"
+    word_coverage: bool = True
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check_counting(self.name, self.counting)
+        check_counting(self.name, self.counting)
         _check_beta(self.name, self.beta)
+        check_word_coverage(self.name, self.word_coverage)
 
     async def _counts(self, sample: Sample, judges, lang: str, precision: bool, recall: bool) -> dict[str, Any] | Score:
         """Claims, verdicts and counts for the sides asked for, or why the sample cannot be scored."""
@@ -118,9 +114,12 @@ class _ClaimAgreement(ClaimCheckingMetric):
         )
         out: dict[str, Any] = {}
         details: dict[str, Any] = {"threshold": self.threshold}
-        for (what, _, _, yes), check in zip(sides, checks, strict=True):
-            details[f"{what}_claims"] = check.details(yes=yes)
-            share = _share(check, self.counting)
+        for (what, _, premise, yes), check in zip(sides, checks, strict=True):
+            coverage: list[float | None] = []
+            if what == "reference" and self.word_coverage:
+                check, coverage = with_word_coverage(check, premise)
+            details[f"{what}_claims"] = claim_details(check, coverage, yes)
+            share = claim_share(check, self.counting)
             if what == "response":
                 out.update(tp=check.n_supported, fp=len(check.claims) - check.n_supported, precision=share, unsupported=check.unsupported())
                 details.update(tp=out["tp"], fp=out["fp"], precision=round(share, 4))
@@ -142,8 +141,10 @@ class AnswerCorrectness(_ClaimAgreement):
     and recall (reference claims the response covers / reference claims); two verdicts
     calls and one embedding of the two texts. Parameters: ``beta`` (recall weight, 1),
     ``weights`` (F-beta and similarity, summing to 1), ``counting`` (``"expected"``: shares
-    are mean p(yes); ``"decided"``: shares of claims whose p(yes) reaches ``threshold``),
-    ``threshold``, ``claims``.
+    are mean probabilities; ``"decided"``: shares of claims whose probability reaches
+    ``threshold``), ``threshold``, ``claims``, ``word_coverage`` (true: a reference claim's
+    probability of being in the response is the mean of the judge's p(yes) and the share of
+    its content words the response uses; false: the judge's p(yes) alone).
     """
 
     name = "answer_correctness"
@@ -189,8 +190,8 @@ class FactualCorrectness(_ClaimAgreement):
     / reference claims) or their F-beta, by ``mode`` (default ``f1``); no embeddings.
 
     One verdicts call for ``precision`` or ``recall``, two for ``f1``. The metric's id
-    names a non-default mode: ``factual_correctness(recall)``. ``counting``, ``threshold``
-    and ``claims`` as for answer correctness.
+    names a non-default mode: ``factual_correctness(recall)``. ``counting``, ``threshold``,
+    ``claims`` and ``word_coverage`` as for answer correctness.
     """
 
     name = "factual_correctness"
