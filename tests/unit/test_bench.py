@@ -200,7 +200,7 @@ def test_a_task_runs_its_metric_with_its_parameters():
     judge = ScriptedJudge(rule=by_item({"Loans last a week.": 0.4, "Loans last three weeks.": 0.9}))
     judges = Judges(llm=judge, embedder=BatchingEmbedder(FixedVectors({})))
     values = {}
-    for params in ({"word_coverage": False}, {"counting": "decided", "word_coverage": False}):
+    for params in ({}, {"counting": "decided"}):
         task = Task("t", "factual_correctness", load_dataset(samples), units, "binary", params=params)
         values[params.get("counting", "expected")] = run_task(task, judges, progress=False).units[0]["score"]
     assert values["expected"] == pytest.approx(2 * 0.4 * 0.9 / 1.3)

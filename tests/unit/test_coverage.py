@@ -57,26 +57,24 @@ def test_claim_share_counts_expected_or_decided():
 # --- in the metrics -------------------------------------------------------------------------------
 
 
-def test_factual_recall_combines_each_reference_claims_verdict_with_its_words():
+def test_factual_recall_counts_the_judge_alone_by_default_and_its_words_when_asked():
     judge = ScriptedJudge(rule=by_item({LOANS: 0.6, RENEW: 0.9}))
-    score = run("factual_correctness", judge, params={"mode": "recall"}, user_input="q?", response=RESPONSE, reference=f"{LOANS} {RENEW}")
+    fields = {"user_input": "q?", "response": RESPONSE, "reference": f"{LOANS} {RENEW}"}
+    default = run("factual_correctness", judge, params={"mode": "recall"}, **fields)
+    assert default.value == pytest.approx((0.6 + 0.9) / 2)
+    assert "word_coverage" not in default.details["reference_claims"][0] and "p_supported" not in default.details["reference_claims"][0]
+    score = run("factual_correctness", ScriptedJudge(rule=judge.rule), params={"mode": "recall", "word_coverage": True}, **fields)
     assert score.value == pytest.approx((0.8 + 0.7) / 2)
     claims = score.details["reference_claims"]
     assert [c["word_coverage"] for c in claims] == [1.0, 0.5]
     assert [c["p_yes"] for c in claims] == [0.6, 0.9] and [c["p_supported"] for c in claims] == [0.8, 0.7]
-    judge_only = run(
-        "factual_correctness", ScriptedJudge(rule=judge.rule), params={"mode": "recall", "word_coverage": False},
-        user_input="q?", response=RESPONSE, reference=f"{LOANS} {RENEW}",
-    )  # fmt: skip
-    assert judge_only.value == pytest.approx((0.6 + 0.9) / 2) and "word_coverage" not in judge_only.details["reference_claims"][0]
 
 
-def test_factual_precision_is_the_judges_alone():
+def test_factual_precision_is_the_judges_alone_even_with_word_coverage():
     # the response's one sentence at p(yes) 0.4, though every word of it is in the reference
     judge = ScriptedJudge(rule=by_item({RESPONSE: 0.4}))
-    score = run(
-        "factual_correctness", judge, params={"mode": "precision"}, user_input="q?", response=RESPONSE, reference=f"{LOANS} {RENEW}"
-    )
+    params = {"mode": "precision", "word_coverage": True}
+    score = run("factual_correctness", judge, params=params, user_input="q?", response=RESPONSE, reference=f"{LOANS} {RENEW}")
     assert score.value == pytest.approx(0.4)
     assert "word_coverage" not in score.details["response_claims"][0] and "p_supported" not in score.details["response_claims"][0]
 

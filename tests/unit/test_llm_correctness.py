@@ -47,12 +47,8 @@ def test_f_beta():
     assert f_beta(0.0, 0.0) == 0.0
 
 
-#: The judge's p(yes) alone: the scripted verdicts' arithmetic, without the reference claims' words.
-JUDGE_ONLY = {"word_coverage": False}
-
-
 def test_answer_correctness_blends_claim_f1_and_similarity():
-    score, judge, encoder = correctness(params=JUDGE_ONLY)
+    score, judge, encoder = correctness()
     # response claims vs reference: LOANS yes, FINES_50 no, WIFI no -> TP 1, FP 2, precision 1/3
     # reference claims vs response: LOANS yes, FINES no, RENEW no -> FN 2, recall 1/3; F1 = 1/3
     # similarity 0.6: 0.75 * 1/3 + 0.25 * 0.6 = 0.4
@@ -71,12 +67,12 @@ def test_answer_correctness_blends_claim_f1_and_similarity():
 
 
 def test_answer_correctness_weights_and_beta():
-    assert correctness(params={"weights": [0.5, 0.5], **JUDGE_ONLY})[0].value == pytest.approx(0.5 / 3 + 0.3)
-    score, _, encoder = correctness(params={"weights": (1.0, 0.0), **JUDGE_ONLY})
+    assert correctness(params={"weights": [0.5, 0.5]})[0].value == pytest.approx(0.5 / 3 + 0.3)
+    score, _, encoder = correctness(params={"weights": (1.0, 0.0)})
     assert score.value == pytest.approx(1 / 3) and encoder.calls == []  # no similarity: no embedding
     # precision 1, recall 1/2
     encoder = FixedVectors({LOANS: [1, 0], f"{LOANS} {FINES}": [1, 0]})
-    score, _, _ = correctness(params={"beta": 2.0, **JUDGE_ONLY}, response=LOANS, reference=f"{LOANS} {FINES}", encoder=encoder)
+    score, _, _ = correctness(params={"beta": 2.0}, response=LOANS, reference=f"{LOANS} {FINES}", encoder=encoder)
     assert score.value == pytest.approx(0.75 * (5 * 0.5 / 4.5) + 0.25 * 1.0)
 
 
@@ -110,12 +106,12 @@ def test_correctness_with_llm_claims_and_no_statements_is_unscored():
 def test_correctness_counts_expected_shares_of_uncertain_verdicts():
     # p(yes) 0.45 and 0.55 are 0 and 1 when decided at 0.5, but 0.45 and 0.55 of a claim when expected
     judge = ScriptedJudge(rule=by_item({LOANS: 0.9, FINES: 0.45, FINES_50: 0.45, RENEW: 0.55, WIFI: 0.55}))
-    score, _, _ = correctness("factual_correctness", JUDGE_ONLY, judge=judge)
+    score, _, _ = correctness("factual_correctness", judge=judge)
     precision, recall = (0.9 + 0.45 + 0.55) / 3, (0.9 + 0.45 + 0.55) / 3
     assert score.value == pytest.approx(f_beta(precision, recall))
     assert score.details["counting"] == "expected" and (score.details["tp"], score.details["fp"]) == (2, 1)
     assert "2 of 3 response claims are in the reference (expected share 0.63)" in score.explanation
-    decided, _, _ = correctness("factual_correctness", {"counting": "decided", **JUDGE_ONLY}, judge=ScriptedJudge(rule=judge.rule))
+    decided, _, _ = correctness("factual_correctness", {"counting": "decided"}, judge=ScriptedJudge(rule=judge.rule))
     assert decided.value == pytest.approx(2 / 3) and "expected share" not in decided.explanation
 
 

@@ -2,7 +2,8 @@
 claims of the reference checked against the response.
 
 Counts, shared by both metrics (a claim counts when its probability reaches ``threshold``:
-the judge's p(yes), combined with the claim's words for a reference claim, see below):
+the judge's p(yes), or for a reference claim with ``word_coverage`` its combination with the
+claim's words, see below):
 
 - TP: response claims the reference supports; FP: response claims it does not.
 - reference claims the response covers; FN: reference claims it does not.
@@ -18,10 +19,12 @@ correlates with the annotators' overall preference at Pearson 0.467 (answer corr
 and 0.456 (factual correctness) counted as expected shares, 0.332 and 0.289 decided
 (``ragmeter bench ragchecker --limit 120``).
 
-A reference claim is in the response with the mean of the judge's p(yes) and the share of
-the claim's content words the response uses (:mod:`ragmeter.metrics.coverage`; the response
-claims, on the precision side, by the judge alone); ``word_coverage=False`` counts the
-judge's p(yes) alone on both sides.
+With ``word_coverage=True`` a reference claim is in the response with the mean of the
+judge's p(yes) and the share of the claim's content words the response uses
+(:mod:`ragmeter.metrics.coverage`, as ``context_recall`` counts by default). It is off by
+default here: on the RAGChecker response pairs it was chosen on, the completeness Pearson of
+``factual_correctness(recall)`` rose from 0.414 to 0.496, and on the next 60 pairs of the same
+draw it fell from 0.474 to 0.460 (``benchmarks/results/recall_words.md``).
 
 Recall is counted over reference claims. RAGAS computes TP / (TP + FN), mixing a count of
 response claims with a count of reference claims: ten supported response sentences and a
@@ -85,7 +88,7 @@ class _ClaimAgreement(ClaimCheckingMetric):
     required = ("user_input", "response", "reference")
     beta: float = 1.0
     counting: str = "expected"
-    word_coverage: bool = True
+    word_coverage: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -142,9 +145,10 @@ class AnswerCorrectness(_ClaimAgreement):
     calls and one embedding of the two texts. Parameters: ``beta`` (recall weight, 1),
     ``weights`` (F-beta and similarity, summing to 1), ``counting`` (``"expected"``: shares
     are mean probabilities; ``"decided"``: shares of claims whose probability reaches
-    ``threshold``), ``threshold``, ``claims``, ``word_coverage`` (true: a reference claim's
-    probability of being in the response is the mean of the judge's p(yes) and the share of
-    its content words the response uses; false: the judge's p(yes) alone).
+    ``threshold``), ``threshold``, ``claims``, ``word_coverage`` (false, the default: each
+    claim by the judge's p(yes); true: a reference claim's probability of being in the
+    response is the mean of the judge's p(yes) and the share of its content words the
+    response uses).
     """
 
     name = "answer_correctness"
