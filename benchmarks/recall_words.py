@@ -67,7 +67,7 @@ RAGCHECKER = {
 CONTEXT_RECALL = {
     "decided, judge alone": {"counting": "decided", "word_coverage": False},
     "expected, judge alone": {"counting": "expected", "word_coverage": False},
-    "expected, judge and words": {},
+    "expected, judge and words": {"counting": "expected", "word_coverage": True},
 }
 
 
@@ -104,7 +104,7 @@ def ragchecker_rows(data_dir: Path, pairs: int, overall_pairs: int, chosen: int,
     for name, (metric, params, rating, needs_precision) in RAGCHECKER.items():
         task = ragchecker_task(data_dir, overall_pairs if needs_precision else pairs, seed, rating)
         judge_only = scores_of(task, metric, {**params, "word_coverage": False}, judges)
-        with_words = scores_of(task, metric, params, judges)
+        with_words = scores_of(task, metric, {**params, "word_coverage": True}, judges)
         rows = [
             (judge_only[u["sample"]] - judge_only[u["versus"]], with_words[u["sample"]] - with_words[u["versus"]], u["label"], u["group"])
             for u in task.units
