@@ -39,8 +39,8 @@ def item_entries(
 ) -> list[dict[str, Any]]:
     """Per-item details: the text under ``key``, ``p_yes`` (4 decimals), the decision under
     ``yes``, and the judge's reason and evidence when given. With ``probabilities`` (a
-    calibrated P(supported) per item) each entry also has ``p_supported`` and the decision
-    is taken on it instead of ``p_yes``."""
+    P(supported) per item that combines the verdict with other evidence) each entry also has
+    ``p_supported`` and the decision is taken on it instead of ``p_yes``."""
     out = []
     for i, (text, verdict) in enumerate(zip(texts, verdicts, strict=True)):
         entry: dict[str, Any] = {key: text, "p_yes": round(verdict.p_yes, 4), yes: verdict.p_yes >= threshold}

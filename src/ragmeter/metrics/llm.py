@@ -94,9 +94,9 @@ class ClaimCheck:
         decisions: Whether each claim's p(yes) reaches the metric's threshold.
         strategy: How the premise was read (see :mod:`ragmeter.judges.windowing`).
         threshold: The threshold the decisions used.
-        probabilities: Each claim's calibrated P(supported), when the metric combines the
-            verdict with other evidence (see :mod:`ragmeter.metrics.claim_support`); the
-            decisions are then taken on it.
+        probabilities: Each claim's P(supported), when the metric combines the verdict with
+            other evidence (the claim-support head, :mod:`ragmeter.metrics.claim_support`; the
+            claim's words, :mod:`ragmeter.metrics.coverage`); the decisions are then taken on it.
     """
 
     claims: list[str]
