@@ -10,11 +10,9 @@ reply is checked in code before the next step:
   mention one phrase E (:func:`~ragmeter.generate.bridges.bridge_phrases` picks it, in code). The judge writes a question
   about E that a sentence of B answers (:func:`sentence_about` picks it; when the sentence
   states an amount, :func:`answer_amount` takes it as the answer and the judge writes only the
-  question, ``testset_bridge_question_for``, else ``testset_bridge_question``, and when that
-  question does not name E, the judge copies a fact about E out of the sentence,
-  ``testset_bridge_answer``, and writes the question for it; the question must name E, as
-  the thing E names in B, not as a word of a longer name, must not hold its answer, and A
-  must not state its answer), then describes E from A alone, without naming it (``testset_bridge_description``;
+  question, ``testset_bridge_question_for``, else ``testset_bridge_question``; it must name
+  E, as the thing E names in B, not as a word of a longer name, must not hold its answer,
+  and A must not state its answer), then describes E from A alone, without naming it (``testset_bridge_description``;
   a short phrase with a content word that A holds and B does not, not giving B's answer
   away). The code puts the description in place of E (:func:`~ragmeter.generate.bridges.substitute`): the question now
   needs A to tell what it is about and B to answer it. Reference: B's answer (for an amount,
@@ -51,7 +49,6 @@ from ragmeter.generate.bridges import bridge_phrases, phrase_pattern, substitute
 from ragmeter.generate.chunking import Chunk
 from ragmeter.generate.graph import KnowledgeGraph
 from ragmeter.generate.plan import Slot
-from ragmeter.generate.spans import copied_span
 from ragmeter.generate.swap import SWAP, swap_subject
 from ragmeter.generate.synthesize import Q_SCHEMA, QA_SCHEMA, Draft, SynthesisError, reply_text, restyle
 from ragmeter.judges.base import LLMJudge
@@ -66,10 +63,6 @@ DESCRIPTION_WORDS, DESCRIPTION_CHARS = 20, 40
 #: Fewest content words a description has besides those of the phrase it stands for
 #: ("incident" for "SEV1 incident" describes nothing).
 DESCRIPTION_MIN_WORDS = 2
-#: Longest answer copied out of a sentence (:func:`answer_span_problem`): words (English),
-#: characters (Chinese).
-ANSWER_WORDS, ANSWER_CHARS = 10, 20
-_ANSWER_SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
 _DESCRIPTION_SCHEMA = {"type": "object", "properties": {"description": {"type": "string"}}, "required": ["description"]}
 #: An article or determiner right before a word: the word opens a noun phrase ("the company-wide").
 _ARTICLE_BEFORE = re.compile(r"(?<![\w-])(?:the|a|an|this|that|each|every|any|its|their|our|your)[ \t]+$", re.IGNORECASE)
@@ -142,23 +135,19 @@ async def _bridge_steps(
 ) -> tuple[str, str, str]:
     """The question about ``phrase`` that ``answering`` answers, its reference answer, and
     the description of ``phrase`` from ``described``, each checked when ``checking``
-    (:class:`SynthesisError`). A question written for an amount, or for the words the judge
-    copied out of the sentence after its first question did not name the phrase (it mostly
-    asked *for* the phrase: "Who must approve ...?" for "incident commander"), is checked
-    against that answer, and its reference is the sentence stating it: a bare amount ("40 个")
-    reads as no claim to the judge's ``supported`` verdict (P 0.33 to 0.47 for three of them,
+    (:class:`SynthesisError`). A question written for an amount is checked against the
+    amount, and its reference is the sentence stating it: a bare amount ("40 个") reads as no
+    claim to the judge's ``supported`` verdict (P 0.33 to 0.47 for three of them,
     ``benchmarks/results/generate_multi_hop.md``)."""
     about = sentence_about(phrase, answering.text, lang)
-    answer, question = answer_amount(about, phrase, lang), None
-    if answer is None:
+    amount = answer_amount(about, phrase, lang)
+    if amount is not None:
+        fields = {"context": about, "subject": phrase, "answer": amount}
+        reply = await judge.generate("testset_bridge_question_for", fields, Q_SCHEMA, lang)
+        question, answer, reference = reply_text(reply, "question"), amount, about
+    else:
         reply = await judge.generate("testset_bridge_question", {"context": about, "subject": phrase}, QA_SCHEMA, lang)
         question, answer = reply_text(reply, "question"), reply_text(reply, "answer")
-        if checking and not phrase_pattern(phrase, lang).search(question):
-            answer, question = await _answer_span(phrase, about, lang, judge), None
-    if question is None:
-        fields = {"context": about, "subject": phrase, "answer": answer}
-        question, reference = reply_text(await judge.generate("testset_bridge_question_for", fields, Q_SCHEMA, lang), "question"), about
-    else:
         reference = answer
     problem = question_problem(question, answer, phrase, described.text, answering.text, lang) if checking else None
     if problem:
@@ -169,41 +158,6 @@ async def _bridge_steps(
     if problem:
         raise SynthesisError(f"the description {description!r} {problem}")
     return question, reference, description
-
-
-async def _answer_span(phrase: str, sentence: str, lang: str, judge: LLMJudge) -> str:
-    """The words of ``sentence`` stating a fact about ``phrase`` that the judge copies out
-    (``testset_bridge_answer``), checked by :func:`answer_span_problem`: the answer of a bridge
-    question written again when the first did not name its phrase."""
-    reply = await judge.generate("testset_bridge_answer", {"context": sentence, "subject": phrase}, _ANSWER_SCHEMA, lang)
-    span = reply_text(reply, "answer").strip().rstrip(".。")
-    problem = answer_span_problem(span, sentence, phrase, lang)
-    if problem:
-        raise SynthesisError(f"the answer {span!r} {problem}")
-    return span
-
-
-def answer_span_problem(span: str, sentence: str, phrase: str, lang: str) -> str | None:
-    """What is wrong with ``span`` as the answer of a bridge question about ``phrase`` written
-    from ``sentence``, or ``None``: it names the phrase, has no content word of its own, is not
-    copied from the sentence word for word, or is longer than :data:`ANSWER_WORDS` words
-    (:data:`ANSWER_CHARS` characters in Chinese).
-
-    Args:
-        span: The words the judge copied out.
-        sentence: The sentence it must be copied from.
-        phrase: The bridge phrase.
-        lang: ``"en"`` or ``"zh"``.
-    """
-    if phrase_pattern(phrase, lang).search(span):
-        return "names the subject"
-    if not content_words(span) - content_words(phrase):
-        return "says nothing of its own"
-    if copied_span(span, (sentence,), ("sentence",), lang) is None:
-        return "is not copied from the sentence"
-    if len(span.split()) > ANSWER_WORDS or (lang == "zh" and len(span) > ANSWER_CHARS):
-        return "is too long for a short answer"
-    return None
 
 
 def sentence_about(phrase: str, text: str, lang: str) -> str:
