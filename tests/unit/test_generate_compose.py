@@ -208,7 +208,8 @@ def test_a_bridge_step_that_fails_its_check_tries_the_next_phrase_then_gives_up(
         match=r"no bridge question: 'Forge Vault': .*names X, .*after 'the Forge Vault store'.*; 'Vault': .*; 'platform team': ",
     ):
         _compose(Slot("q0001", "multi_hop", "plain", None, (1, 0), "en"), naming)
-    assert naming.count("generate") == 9  # ATTEMPTS (3) phrases: the question, the description, written again masked
+    # ATTEMPTS (3) phrases: the question, the description and, for a phrase of several words, the description masked.
+    assert naming.count("generate") == 8
     with pytest.raises(SynthesisError, match="share no phrase"):
         _compose(Slot("q0001", "multi_hop", "plain", None, (2, 3), "en"), _bridge_judge())
 
@@ -226,25 +227,33 @@ def test_a_description_that_names_its_phrase_is_written_again_with_the_phrase_ma
     draft = _compose(Slot("q0001", "multi_hop", "plain", None, (1, 0), "en"), judge)
     assert draft.question == "How often is the store that keeps the service secrets backed up?"
     asked = [c.shared for c in judge.calls if c.task == "testset_bridge_description"]
-    masked = "X keeps the service secrets. Its tokens are rotated every month by the platform team."
-    assert asked == [{"context": VAULT, "subject": "Forge Vault"}, {"context": masked, "subject": "X"}]
+    masked = "X Vault keeps the service secrets. Its tokens are rotated every month by the platform team."
+    assert asked == [{"context": VAULT, "subject": "Forge Vault"}, {"context": masked, "subject": "X Vault"}]
     assert draft.composition["description_naming_it"] == "the Forge Vault store"
     # The masked description is checked as the first was: naming the letter is naming the phrase.
     judge = _bridge_judge(description=names_the_letter)
-    with pytest.raises(SynthesisError, match=r"'Forge Vault': the description 'the X that keeps the service secrets' names X"):
+    with pytest.raises(SynthesisError, match=r"'Forge Vault': the description 'the X Vault that keeps the service secrets' names X"):
         _compose(Slot("q0001", "multi_hop", "plain", None, (1, 0), "en"), judge)
 
 
 @pytest.mark.parametrize(
     ("phrase", "text", "lang", "expected"),
     [
-        ("Forge Vault", VAULT, "en", ("X", "X keeps the service secrets. Its tokens are rotated every month by the platform team.")),
-        ("Vault", "The Vault keeps X-ray records; Vault is backed up.", "en", ("Y", "Y keeps X-ray records; Y is backed up.")),
-        ("密钥保管库", ZH_A + "密钥保管库每晚备份。", "zh", ("X", "X存放所有服务的密钥，由平台团队管理。X每晚备份。")),
-        ("Vault", "X, Y and Z: the Vault.", "en", None),
+        ("Forge Vault", VAULT, "en", ("X", "X Vault", VAULT.replace("Forge Vault", "X Vault"))),
+        (
+            "Forge Vault",
+            "The Forge Vault keeps X-ray records; Forge Vault is backed up.",
+            "en",
+            ("Y", "Y Vault", "The Y Vault keeps X-ray records; Y Vault is backed up."),
+        ),
+        ("密钥保管库", ZH_A + "密钥保管库每晚备份。", "zh", ("X", "X库", "X库存放所有服务的密钥，由平台团队管理。X库每晚备份。")),
+        ("Forge Vault", "X, Y and Z: the Forge Vault.", "en", None),
+        # One word: masked whole, it leaves nothing to tell what kind of thing the chunk speaks of.
+        ("Vault", VAULT, "en", None),
+        ("密钥", ZH_A, "zh", None),
     ],
 )
-def test_mask_phrase_puts_a_letter_the_text_lacks_in_place_of_every_mention(phrase, text, lang, expected):
+def test_mask_phrase_hides_the_words_before_the_head_behind_a_letter_the_text_lacks(phrase, text, lang, expected):
     assert mask_phrase(phrase, text, lang) == expected
 
 

@@ -14,8 +14,8 @@ reply is checked in code before the next step:
   E, as the thing E names in B, not as a word of a longer name, must not hold its answer,
   and A must not state its answer), then describes E from A alone, without naming it (``testset_bridge_description``;
   a short phrase with a content word that A holds and B does not, not giving B's answer
-  away; a description that names E is written again from A with a letter in E's place,
-  :func:`mask_phrase`). The code puts the description in place of E (:func:`~ragmeter.generate.bridges.substitute`): the question now
+  away; a description that names E is written again from A with a letter in place of the
+  words of E before its head word, :func:`mask_phrase`). The code puts the description in place of E (:func:`~ragmeter.generate.bridges.substitute`): the question now
   needs A to tell what it is about and B to answer it. Reference: B's answer (for an amount,
   the sentence stating it); reference contexts: A, B. The quality filter then asks
   the judge whether A supports "E is <description>" and whether B does too (then B alone
@@ -44,7 +44,7 @@ import random
 import re
 from collections.abc import Sequence
 
-from ragmeter.data.text import split_sentences
+from ragmeter.data.text import split_sentences, tokenize
 from ragmeter.data.words import content_words
 from ragmeter.generate.bridges import bridge_phrases, phrase_pattern, substitute
 from ragmeter.generate.chunking import Chunk
@@ -165,8 +165,8 @@ async def _bridge_steps(
     problem = description_problem(description, phrase, described.text, answering.text, question, answer, lang) if checking else None
     masked, named = mask_phrase(phrase, described.text, lang) if problem == NAMES_PHRASE else None, None
     if masked:
-        letter, text = masked
-        named, description = description, await _describe(letter, text, lang, judge)
+        letter, subject, text = masked
+        named, description = description, await _describe(subject, text, lang, judge)
         problem = description_problem(description, phrase, described.text, answering.text, question, answer, lang)
         if _letter(letter).search(description):
             problem = f"names {letter}, the letter in place of the phrase"
@@ -183,24 +183,37 @@ async def _describe(subject: str, context: str, lang: str, judge: LLMJudge) -> s
     return reply_text(reply, "description").rstrip(".。")
 
 
-def mask_phrase(phrase: str, text: str, lang: str) -> tuple[str, str] | None:
-    """A capital letter that ``text`` does not hold as a word, and ``text`` with that letter in
-    place of every mention of ``phrase`` (with its article, in English); ``None`` when ``text``
-    holds X, Y and Z.
+def mask_phrase(phrase: str, text: str, lang: str) -> tuple[str, str, str] | None:
+    """What ``phrase`` becomes in ``text`` with its head word kept and the words before it
+    hidden behind a capital letter ``text`` does not hold as a word: the letter, the masked
+    phrase ("X Vault" for "Forge Vault", "X经理" for "发布经理") and ``text`` with it in place
+    of every mention (with its article, in English). ``None`` for a phrase of one word (its
+    description, masked whole, named another kind of thing) or when ``text`` holds X, Y and Z.
 
-    A description of the phrase that names it is written again from the masked text: the
-    packaged judge, shown the phrase, mostly copied it into its description in Chinese
-    (表结构变更 → "表结构变更"; ``benchmarks/results/generate_multi_hop.md``).
+    A description of the phrase that names it is written again for the masked phrase from
+    the masked text: the packaged judge, shown the phrase, mostly copied it into its
+    description in Chinese (表结构变更 → "表结构变更"), and shown the chunk with the whole
+    phrase masked, described something else ("宣布临时冻结的公司" for 发布经理;
+    ``benchmarks/results/generate_multi_hop.md``).
 
     Args:
         phrase: The bridge phrase.
         text: The text of the chunk it is described from.
         lang: ``"en"`` or ``"zh"``.
     """
-    for letter in "XYZ":
-        if not _letter(letter).search(text):
-            return letter, phrase_pattern(phrase, lang).sub(letter, text)
-    return None
+    words = phrase.split()
+    if len(words) > 1:
+        head = f" {words[-1]}"
+    else:
+        tokens = tokenize(phrase) if lang == "zh" else []
+        head = tokens[-1] if len(tokens) > 1 and phrase.endswith(tokens[-1]) else ""
+    if not head:
+        return None
+    letter = next((letter for letter in "XYZ" if not _letter(letter).search(text)), None)
+    if letter is None:
+        return None
+    masked = f"{letter}{head}"
+    return letter, masked, phrase_pattern(phrase, lang).sub(lambda mention: (mention.group(1) or "") + masked, text)
 
 
 def sentence_about(phrase: str, text: str, lang: str) -> str:
