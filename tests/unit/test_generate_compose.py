@@ -11,15 +11,7 @@ from test_llm_double import FixedVectors, ScriptedJudge
 
 from ragmeter.generate.bridges import bridge_phrases, bridge_statement, substitute
 from ragmeter.generate.chunking import Chunk
-from ragmeter.generate.compose import (
-    METHODS,
-    answer_amount,
-    compose,
-    description_problem,
-    mask_phrase,
-    question_problem,
-    sentence_about,
-)
+from ragmeter.generate.compose import METHODS, answer_amount, compose, description_problem, question_problem, sentence_about
 from ragmeter.generate.filters import check
 from ragmeter.generate.graph import KnowledgeGraph
 from ragmeter.generate.plan import Slot
@@ -203,58 +195,11 @@ def test_a_bridge_step_that_fails_its_check_tries_the_next_phrase_then_gives_up(
     assert draft.composition["bridge"] == "Vault" and judge.count("generate", "testset_bridge_question") == 2
     assert draft.question == "How often is the store that keeps the service secrets backed up?"
     naming = _bridge_judge(description=lambda fields: {"description": f"the {fields['subject']} store"})
-    with pytest.raises(
-        SynthesisError,
-        match=r"no bridge question: 'Forge Vault': .*names X, .*after 'the Forge Vault store'.*; 'Vault': .*; 'platform team': ",
-    ):
+    with pytest.raises(SynthesisError, match=r"no bridge question: 'Forge Vault': .*names the phrase.*; 'Vault': .*; 'platform team': "):
         _compose(Slot("q0001", "multi_hop", "plain", None, (1, 0), "en"), naming)
-    # ATTEMPTS (3) phrases: the question, the description and, for a phrase of several words, the description masked.
-    assert naming.count("generate") == 8
+    assert naming.count("generate") == 6  # ATTEMPTS (3) phrases, two steps each
     with pytest.raises(SynthesisError, match="share no phrase"):
         _compose(Slot("q0001", "multi_hop", "plain", None, (2, 3), "en"), _bridge_judge())
-
-
-def test_a_description_that_names_its_phrase_is_written_again_with_the_phrase_masked():
-    def names_it_unless_masked(fields):
-        if fields["subject"] == "Forge Vault":
-            return {"description": "the Forge Vault store"}
-        return {"description": "the store that keeps the service secrets"}
-
-    def names_the_letter(fields):
-        return {"description": f"the {fields['subject']} that keeps the service secrets"}
-
-    judge = _bridge_judge(description=names_it_unless_masked)
-    draft = _compose(Slot("q0001", "multi_hop", "plain", None, (1, 0), "en"), judge)
-    assert draft.question == "How often is the store that keeps the service secrets backed up?"
-    asked = [c.shared for c in judge.calls if c.task == "testset_bridge_description"]
-    masked = "X Vault keeps the service secrets. Its tokens are rotated every month by the platform team."
-    assert asked == [{"context": VAULT, "subject": "Forge Vault"}, {"context": masked, "subject": "X Vault"}]
-    assert draft.composition["description_naming_it"] == "the Forge Vault store"
-    # The masked description is checked as the first was: naming the letter is naming the phrase.
-    judge = _bridge_judge(description=names_the_letter)
-    with pytest.raises(SynthesisError, match=r"'Forge Vault': the description 'the X Vault that keeps the service secrets' names X"):
-        _compose(Slot("q0001", "multi_hop", "plain", None, (1, 0), "en"), judge)
-
-
-@pytest.mark.parametrize(
-    ("phrase", "text", "lang", "expected"),
-    [
-        ("Forge Vault", VAULT, "en", ("X", "X Vault", VAULT.replace("Forge Vault", "X Vault"))),
-        (
-            "Forge Vault",
-            "The Forge Vault keeps X-ray records; Forge Vault is backed up.",
-            "en",
-            ("Y", "Y Vault", "The Y Vault keeps X-ray records; Y Vault is backed up."),
-        ),
-        ("密钥保管库", ZH_A + "密钥保管库每晚备份。", "zh", ("X", "X库", "X库存放所有服务的密钥，由平台团队管理。X库每晚备份。")),
-        ("Forge Vault", "X, Y and Z: the Forge Vault.", "en", None),
-        # One word: masked whole, it leaves nothing to tell what kind of thing the chunk speaks of.
-        ("Vault", VAULT, "en", None),
-        ("密钥", ZH_A, "zh", None),
-    ],
-)
-def test_mask_phrase_hides_the_words_before_the_head_behind_a_letter_the_text_lacks(phrase, text, lang, expected):
-    assert mask_phrase(phrase, text, lang) == expected
 
 
 def test_a_bridge_question_that_holds_its_whole_answer_is_no_question():

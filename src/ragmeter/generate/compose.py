@@ -14,8 +14,7 @@ reply is checked in code before the next step:
   E, as the thing E names in B, not as a word of a longer name, must not hold its answer,
   and A must not state its answer), then describes E from A alone, without naming it (``testset_bridge_description``;
   a short phrase with a content word that A holds and B does not, not giving B's answer
-  away; a description that names E is written again from A with a letter in place of the
-  words of E before its head word, :func:`mask_phrase`). The code puts the description in place of E (:func:`~ragmeter.generate.bridges.substitute`): the question now
+  away). The code puts the description in place of E (:func:`~ragmeter.generate.bridges.substitute`): the question now
   needs A to tell what it is about and B to answer it. Reference: B's answer (for an amount,
   the sentence stating it); reference contexts: A, B. The quality filter then asks
   the judge whether A supports "E is <description>" and whether B does too (then B alone
@@ -44,7 +43,7 @@ import random
 import re
 from collections.abc import Sequence
 
-from ragmeter.data.text import split_sentences, tokenize
+from ragmeter.data.text import split_sentences
 from ragmeter.data.words import content_words
 from ragmeter.generate.bridges import bridge_phrases, phrase_pattern, substitute
 from ragmeter.generate.chunking import Chunk
@@ -64,9 +63,6 @@ DESCRIPTION_WORDS, DESCRIPTION_CHARS = 20, 40
 #: Fewest content words a description has besides those of the phrase it stands for
 #: ("incident" for "SEV1 incident" describes nothing).
 DESCRIPTION_MIN_WORDS = 2
-#: :func:`description_problem`'s word for a description that names its phrase: it is
-#: written again from the chunk with the phrase masked (:func:`mask_phrase`).
-NAMES_PHRASE = "names the phrase it stands for"
 _DESCRIPTION_SCHEMA = {"type": "object", "properties": {"description": {"type": "string"}}, "required": ["description"]}
 #: An article or determiner right before a word: the word opens a noun phrase ("the company-wide").
 _ARTICLE_BEFORE = re.compile(r"(?<![\w-])(?:the|a|an|this|that|each|every|any|its|their|our|your)[ \t]+$", re.IGNORECASE)
@@ -120,9 +116,7 @@ async def _bridge(slot: Slot, graph: KnowledgeGraph, judge: LLMJudge) -> Draft:
     failures = []
     for phrase in phrases[:ATTEMPTS]:
         try:
-            question, answer, description, named = await _bridge_steps(
-                phrase, described, answering, slot.lang, judge, not judge.placeholders
-            )
+            question, answer, description = await _bridge_steps(phrase, described, answering, slot.lang, judge, not judge.placeholders)
         except SynthesisError as exc:
             failures.append(f"'{phrase}': {exc}")
             continue
@@ -131,8 +125,6 @@ async def _bridge(slot: Slot, graph: KnowledgeGraph, judge: LLMJudge) -> Draft:
             "method": METHODS["multi_hop"], "bridge": phrase, "bridge_question": question, "description": description,
             "described_in": described.id, "answered_in": answering.id,
         }  # fmt: skip
-        if named:
-            notes["description_naming_it"] = named
         styled = await restyle(slot, composed, judge)
         return Draft(slot, styled, composed, answer, (described.text, answering.text), (described.id, answering.id), notes)
     raise SynthesisError("no bridge question: " + "; ".join(failures))
@@ -140,14 +132,13 @@ async def _bridge(slot: Slot, graph: KnowledgeGraph, judge: LLMJudge) -> Draft:
 
 async def _bridge_steps(
     phrase: str, described: Chunk, answering: Chunk, lang: str, judge: LLMJudge, checking: bool
-) -> tuple[str, str, str, str | None]:
-    """The question about ``phrase`` that ``answering`` answers, its reference answer, the
-    description of ``phrase`` from ``described``, each checked when ``checking``
-    (:class:`SynthesisError`), and the first description when it named the phrase and was
-    written again with the phrase masked (else ``None``). A question written for an amount is
-    checked against the amount, and its reference is the sentence stating it: a bare amount
-    ("40 个") reads as no claim to the judge's ``supported`` verdict (P 0.33 to 0.47 for three
-    of them, ``benchmarks/results/generate_multi_hop.md``)."""
+) -> tuple[str, str, str]:
+    """The question about ``phrase`` that ``answering`` answers, its reference answer, and
+    the description of ``phrase`` from ``described``, each checked when ``checking``
+    (:class:`SynthesisError`). A question written for an amount is checked against the
+    amount, and its reference is the sentence stating it: a bare amount ("40 个") reads as no
+    claim to the judge's ``supported`` verdict (P 0.33 to 0.47 for three of them,
+    ``benchmarks/results/generate_multi_hop.md``)."""
     about = sentence_about(phrase, answering.text, lang)
     amount = answer_amount(about, phrase, lang)
     if amount is not None:
@@ -161,59 +152,12 @@ async def _bridge_steps(
     problem = question_problem(question, answer, phrase, described.text, answering.text, lang) if checking else None
     if problem:
         raise SynthesisError(f"the question {question!r} {problem}")
-    description = await _describe(phrase, described.text, lang, judge)
+    reply = await judge.generate("testset_bridge_description", {"context": described.text, "subject": phrase}, _DESCRIPTION_SCHEMA, lang)
+    description = reply_text(reply, "description").rstrip(".。")
     problem = description_problem(description, phrase, described.text, answering.text, question, answer, lang) if checking else None
-    masked, named = mask_phrase(phrase, described.text, lang) if problem == NAMES_PHRASE else None, None
-    if masked:
-        letter, subject, text = masked
-        named, description = description, await _describe(subject, text, lang, judge)
-        problem = description_problem(description, phrase, described.text, answering.text, question, answer, lang)
-        if _letter(letter).search(description):
-            problem = f"names {letter}, the letter in place of the phrase"
-        if problem:
-            problem = f"{problem} (written again with the phrase hidden, after {named!r})"
     if problem:
         raise SynthesisError(f"the description {description!r} {problem}")
-    return question, reference, description, named
-
-
-async def _describe(subject: str, context: str, lang: str, judge: LLMJudge) -> str:
-    """The judge's description of ``subject`` from ``context`` (``testset_bridge_description``)."""
-    reply = await judge.generate("testset_bridge_description", {"context": context, "subject": subject}, _DESCRIPTION_SCHEMA, lang)
-    return reply_text(reply, "description").rstrip(".。")
-
-
-def mask_phrase(phrase: str, text: str, lang: str) -> tuple[str, str, str] | None:
-    """What ``phrase`` becomes in ``text`` with its head word kept and the words before it
-    hidden behind a capital letter ``text`` does not hold as a word: the letter, the masked
-    phrase ("X Vault" for "Forge Vault", "X经理" for "发布经理") and ``text`` with it in place
-    of every mention (with its article, in English). ``None`` for a phrase of one word (its
-    description, masked whole, named another kind of thing) or when ``text`` holds X, Y and Z.
-
-    A description of the phrase that names it is written again for the masked phrase from
-    the masked text: the packaged judge, shown the phrase, mostly copied it into its
-    description in Chinese (表结构变更 → "表结构变更"), and shown the chunk with the whole
-    phrase masked, described something else ("宣布临时冻结的公司" for 发布经理;
-    ``benchmarks/results/generate_multi_hop.md``).
-
-    Args:
-        phrase: The bridge phrase.
-        text: The text of the chunk it is described from.
-        lang: ``"en"`` or ``"zh"``.
-    """
-    words = phrase.split()
-    if len(words) > 1:
-        head = f" {words[-1]}"
-    else:
-        tokens = tokenize(phrase) if lang == "zh" else []
-        head = tokens[-1] if len(tokens) > 1 and phrase.endswith(tokens[-1]) else ""
-    if not head:
-        return None
-    letter = next((letter for letter in "XYZ" if not _letter(letter).search(text)), None)
-    if letter is None:
-        return None
-    masked = f"{letter}{head}"
-    return letter, masked, phrase_pattern(phrase, lang).sub(lambda mention: (mention.group(1) or "") + masked, text)
+    return question, reference, description
 
 
 def sentence_about(phrase: str, text: str, lang: str) -> str:
@@ -332,11 +276,6 @@ def _adjacent(words: str, texts: Sequence[str]) -> bool:
     return any(pattern.search(text) for text in texts)
 
 
-def _letter(letter: str) -> re.Pattern[str]:
-    """``letter`` as a word of its own, in any case ("X", "x-ray"; not "Xbox")."""
-    return re.compile(rf"(?<![A-Za-z0-9]){letter}(?![A-Za-z0-9])", re.IGNORECASE)
-
-
 def description_problem(description: str, phrase: str, source: str, other: str, question: str, answer: str, lang: str) -> str | None:
     """What is wrong with ``description`` as a stand-in for ``phrase`` in ``question``, or
     ``None``: it names the phrase, is longer than :data:`DESCRIPTION_WORDS` words
@@ -356,7 +295,7 @@ def description_problem(description: str, phrase: str, source: str, other: str, 
         lang: ``"en"`` or ``"zh"``.
     """
     if phrase_pattern(phrase, lang).search(description):
-        return NAMES_PHRASE
+        return "names the phrase it stands for"
     if len(description.split()) > DESCRIPTION_WORDS or (lang == "zh" and len(description) > DESCRIPTION_CHARS):
         return "is too long for a noun phrase"
     words = content_words(description)
