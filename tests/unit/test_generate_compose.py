@@ -64,6 +64,9 @@ def test_bridge_phrases_put_names_first_then_phrases_of_several_words_then_the_r
     phrases = bridge_phrases(VAULT, BACKUP, "en", CHUNKS)
     assert phrases == ["Forge Vault", "Vault", "platform team", "Forge", "every", "platform", "team"]
     assert bridge_phrases(ZH_A, ZH_B, "zh", CHUNKS) == ["密钥保管库"]  # rjieba cuts 密钥保管|库存 and 密钥保管|库
+    # Grown a character at a time while both texts hold it, but not into a function word (由).
+    whitelist, ticket = "大规格白名单由平台团队维护。", "这类工单由平台团队当班的值班工程师审批。"
+    assert bridge_phrases(whitelist, ticket, "zh", CHUNKS) == ["平台团队"]
     assert bridge_phrases("Lunch is at noon.", ONCALL, "en", CHUNKS) == []
     # A single word more than rare_limit chunks hold ("team": 4 of 6) names nothing one chunk can describe.
     common = (*CHUNKS, Chunk("team#1", "team", "Each team has a lead.", "en"))

@@ -22,6 +22,9 @@ _NGRAM = 3
 #: A letter of any script (not a digit, not punctuation).
 LETTER = re.compile(f"[^\\W\\d_]|[{HAN}]")
 _HAN_ONLY = re.compile(f"^[{HAN}]+$")
+#: rjieba's tags of the function words a Chinese phrase does not grow into (:func:`_widened`):
+#: prepositions (由), conjunctions (和), pronouns (这类), particles (的).
+_FUNCTION_TAGS = ("p", "c", "r", "u")
 _ARTICLE = re.compile(r"^(?:the|a|an)\s", re.IGNORECASE)
 
 
@@ -29,10 +32,11 @@ def bridge_phrases(described: str, answering: str, lang: str, chunks: Sequence[C
     """Phrases both texts contain, the best bridge first, as ``answering`` writes them.
 
     A phrase is a run of up to three words (one or two Chinese words, widened to the longest
-    run of Chinese characters both texts hold) that begins and ends with a content word, has
-    a letter and no bare number; in English it neither begins nor ends with a word in -ed
-    or -ly (rarely a thing's name), in Chinese it ends with a noun (rjieba's tags); a single
-    word is held by at most :func:`~ragmeter.generate.anchors.rare_limit` chunks. The best
+    run of Chinese characters both texts hold, not into a function word) that begins and ends
+    with a content word, has a letter and no bare number; in English it neither begins nor
+    ends with a word in -ed or -ly (rarely a thing's name), in Chinese it ends with a noun and
+    does not begin with a function word (rjieba's tags: 由平台 is no phrase); a single word is
+    held by at most :func:`~ragmeter.generate.anchors.rare_limit` chunks. The best
     are distinctive names (a capital letter, and held by at most that many chunks), then
     phrases of several words, then the rarest in the knowledge base (fewest chunks hold it),
     then the first in ``answering``.
@@ -46,8 +50,8 @@ def bridge_phrases(described: str, answering: str, lang: str, chunks: Sequence[C
     size = 2 if lang == "zh" else _NGRAM
     shared = _phrases(described, size) & _phrases(answering, size)
     if lang == "zh":
-        nouns = _nouns(answering)
-        shared = {key for key in shared if key[-1].isascii() or key[-1] in nouns}
+        nouns, function = _nouns(answering), _function_words(answering)
+        shared = {key for key in shared if (key[-1].isascii() or key[-1] in nouns) and key[0] not in function}
     lines = _token_lines(tuple(chunks))
     limit = rare_limit(len(chunks))
     ranked = []
@@ -83,14 +87,38 @@ def _named(surface: str, texts: Sequence[str]) -> bool:
 def _widened(phrase: str, text: str, other: str) -> str:
     """``phrase`` grown, a Chinese character at a time on either side of its first place in
     ``text``, while ``other`` holds it too: rjieba may cut one name two ways in two texts
-    ("密钥保管|库存" and "密钥保管|库"), and the whole name is the bridge."""
+    ("密钥保管|库存" and "密钥保管|库"), and the whole name is the bridge. A character of a
+    word rjieba tags in ``text`` as a function word (:data:`_FUNCTION_TAGS`) is no part of a
+    name: 平台团队 does not grow into 单由平台团队 where one text writes 白名单由平台团队 and the
+    other 工单由平台团队."""
     start = text.find(phrase)
     end = start + len(phrase)
-    while end < len(text) and _widens(text[end]) and text[start : end + 1] in other:
+    function = _function_positions(text)
+    while end < len(text) and end not in function and _widens(text[end]) and text[start : end + 1] in other:
         end += 1
-    while start > 0 and _widens(text[start - 1]) and text[start - 1 : end] in other:
+    while start > 0 and start - 1 not in function and _widens(text[start - 1]) and text[start - 1 : end] in other:
         start -= 1
     return text[start:end]
+
+
+def _function_words(text: str) -> set[str]:
+    """The words rjieba tags as function words (:data:`_FUNCTION_TAGS`) in Chinese ``text``."""
+    return {word for word, tag in rjieba.tag(text) if tag.startswith(_FUNCTION_TAGS)}
+
+
+@lru_cache(maxsize=64)
+def _function_positions(text: str) -> frozenset[int]:
+    """Where in ``text`` the characters of the words rjieba tags as function words stand."""
+    positions: set[int] = set()
+    offset = 0
+    for word, tag in rjieba.tag(text):
+        offset = text.find(word, offset)
+        if offset < 0:
+            break
+        if tag.startswith(_FUNCTION_TAGS):
+            positions.update(range(offset, offset + len(word)))
+        offset += len(word)
+    return frozenset(positions)
 
 
 def _widens(char: str) -> bool:
