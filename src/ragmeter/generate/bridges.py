@@ -49,6 +49,7 @@ def bridge_phrases(described: str, answering: str, lang: str, chunks: Sequence[C
     """
     size = 2 if lang == "zh" else _NGRAM
     shared = _phrases(described, size) & _phrases(answering, size)
+    function_at = _function_positions(answering) if lang == "zh" else set()
     if lang == "zh":
         nouns, function = _nouns(answering), _function_words(answering)
         shared = {key for key in shared if (key[-1].isascii() or key[-1] in nouns) and key[0] not in function}
@@ -62,7 +63,7 @@ def bridge_phrases(described: str, answering: str, lang: str, chunks: Sequence[C
         if surface is None:
             continue
         if lang == "zh":
-            surface = _widened(surface, answering, described)
+            surface = _widened(surface, answering, described, function_at)
         rarity = sum(f" {' '.join(key)} " in line for line in lines)
         if len(key) == 1 and rarity > limit:
             continue  # "access", "secret": a word many chunks hold names nothing one chunk can describe
@@ -84,41 +85,44 @@ def _named(surface: str, texts: Sequence[str]) -> bool:
     return any(re.search(rf"[a-z0-9,;][ \t]+{re.escape(surface)}(?!\w)", text) for text in texts)
 
 
-def _widened(phrase: str, text: str, other: str) -> str:
+def _widened(phrase: str, text: str, other: str, function_at: set[int]) -> str:
     """``phrase`` grown, a Chinese character at a time on either side of its first place in
     ``text``, while ``other`` holds it too: rjieba may cut one name two ways in two texts
     ("密钥保管|库存" and "密钥保管|库"), and the whole name is the bridge. A character of a
-    word rjieba tags in ``text`` as a function word (:data:`_FUNCTION_TAGS`) is no part of a
-    name: 平台团队 does not grow into 单由平台团队 where one text writes 白名单由平台团队 and the
+    word rjieba tags in ``text`` as a function word (``function_at``, the places of those
+    characters) is no part of a name: 平台团队 does not grow into 单由平台团队 where one text writes 白名单由平台团队 and the
     other 工单由平台团队."""
     start = text.find(phrase)
     end = start + len(phrase)
-    function = _function_positions(text)
-    while end < len(text) and end not in function and _widens(text[end]) and text[start : end + 1] in other:
+    while end < len(text) and end not in function_at and _widens(text[end]) and text[start : end + 1] in other:
         end += 1
-    while start > 0 and start - 1 not in function and _widens(text[start - 1]) and text[start - 1 : end] in other:
+    while start > 0 and start - 1 not in function_at and _widens(text[start - 1]) and text[start - 1 : end] in other:
         start -= 1
     return text[start:end]
 
 
 def _function_words(text: str) -> set[str]:
     """The words rjieba tags as function words (:data:`_FUNCTION_TAGS`) in Chinese ``text``."""
-    return {word for word, tag in rjieba.tag(text) if tag.startswith(_FUNCTION_TAGS)}
+    return {word for word, tag, _ in _tagged(text) if tag.startswith(_FUNCTION_TAGS)}
+
+
+def _function_positions(text: str) -> set[int]:
+    """Where in ``text`` the characters of the words rjieba tags as function words stand."""
+    return {at + i for word, tag, at in _tagged(text) if tag.startswith(_FUNCTION_TAGS) for i in range(len(word))}
 
 
 @lru_cache(maxsize=64)
-def _function_positions(text: str) -> frozenset[int]:
-    """Where in ``text`` the characters of the words rjieba tags as function words stand."""
-    positions: set[int] = set()
-    offset = 0
+def _tagged(text: str) -> tuple[tuple[str, str, int], ...]:
+    """rjieba's words of Chinese ``text`` with their tags and where each begins: tagged once
+    for the nouns, the function words and their places (a chunk answers many pairs)."""
+    words, offset = [], 0
     for word, tag in rjieba.tag(text):
         offset = text.find(word, offset)
         if offset < 0:
             break
-        if tag.startswith(_FUNCTION_TAGS):
-            positions.update(range(offset, offset + len(word)))
+        words.append((word, tag, offset))
         offset += len(word)
-    return frozenset(positions)
+    return tuple(words)
 
 
 def _widens(char: str) -> bool:
@@ -140,7 +144,7 @@ def _ordered(text: str, size: int) -> list[tuple[str, ...]]:
 
 def _nouns(text: str) -> set[str]:
     """The words rjieba tags as nouns (n, nr, ns, nt, nz, vn...) in Chinese ``text``."""
-    return {word for word, tag in rjieba.tag(text) if tag.startswith("n") or tag == "vn"}
+    return {word for word, tag, _ in _tagged(text) if tag.startswith("n") or tag == "vn"}
 
 
 def _candidate(key: tuple[str, ...]) -> bool:
