@@ -67,6 +67,11 @@ def test_bridge_phrases_put_names_first_then_phrases_of_several_words_then_the_r
     # Grown a character at a time while both texts hold it, but not into a function word (由).
     whitelist, ticket = "大规格白名单由平台团队维护。", "这类工单由平台团队当班的值班工程师审批。"
     assert bridge_phrases(whitelist, ticket, "zh", CHUNKS) == ["平台团队"]
+    # One Chinese word alone (评审, 数据库) is no bridge: a name or a compound is.
+    assert bridge_phrases("变更由 DBRE 团队评审。", "所有迁移都要经过评审。", "zh", CHUNKS) == []
+    # Nor does it hold or grow into a word of quantity or place (分钟, 里).
+    assert bridge_phrases("发布经理在事故频道里宣布冻结。", "事故指挥官在事故频道里每 30 分钟发布更新。", "zh", CHUNKS) == ["事故频道"]
+    assert bridge_phrases("SEV1 事故需要评审。", "SEV1 事故由值班工程师处理。", "zh", CHUNKS)[0] == "SEV1"
     assert bridge_phrases("Lunch is at noon.", ONCALL, "en", CHUNKS) == []
     # A single word more than rare_limit chunks hold ("team": 4 of 6) names nothing one chunk can describe.
     common = (*CHUNKS, Chunk("team#1", "team", "Each team has a lead.", "en"))

@@ -22,9 +22,15 @@ _NGRAM = 3
 #: A letter of any script (not a digit, not punctuation).
 LETTER = re.compile(f"[^\\W\\d_]|[{HAN}]")
 _HAN_ONLY = re.compile(f"^[{HAN}]+$")
-#: rjieba's tags of the function words a Chinese phrase does not grow into (:func:`_widened`):
-#: prepositions (由), conjunctions (和), pronouns (这类), particles (的).
+#: rjieba's tags of the function words a Chinese phrase does not begin with: prepositions
+#: (由), conjunctions (和), pronouns (这类), particles (的).
 _FUNCTION_TAGS = ("p", "c", "r", "u")
+#: rjieba's tags of the words no Chinese phrase holds: numerals, measure words (分钟), words of
+#: direction (里), place (天内) and time.
+_QUANTITY_TAGS = ("m", "q", "f", "s", "t")
+#: rjieba's tags of the words a Chinese phrase does not grow into (:func:`_widened`): the
+#: function and quantity words, and adverbs (也).
+_CLOSED_TAGS = (*_FUNCTION_TAGS, *_QUANTITY_TAGS, "d")
 _ARTICLE = re.compile(r"^(?:the|a|an)\s", re.IGNORECASE)
 
 
@@ -32,13 +38,16 @@ def bridge_phrases(described: str, answering: str, lang: str, chunks: Sequence[C
     """Phrases both texts contain, the best bridge first, as ``answering`` writes them.
 
     A phrase is a run of up to three words (one or two Chinese words, widened to the longest
-    run of Chinese characters both texts hold, not into a function word) that begins and ends
-    with a content word, has a letter and no bare number; in English it neither begins nor
-    ends with a word in -ed or -ly (rarely a thing's name), in Chinese it ends with a noun and
-    does not begin with a function word (rjieba's tags: 由平台 is no phrase); a single word is
-    held by at most :func:`~ragmeter.generate.anchors.rare_limit` chunks. The best
-    are distinctive names (a capital letter, and held by at most that many chunks), then
-    phrases of several words, then the rarest in the knowledge base (fewest chunks hold it),
+    run of Chinese characters both texts hold, not into a function, quantity or adverb word)
+    that begins and ends with a content word, has a letter and no bare number; in English it
+    neither begins nor ends with a word in -ed or -ly (rarely a thing's name); in Chinese it
+    ends with a noun, does not begin with a function word (rjieba's tags: 由平台 is no phrase),
+    holds no word of quantity, place or time (分钟, 里), and is a name or a compound: Latin
+    letters (SEV1), or more than one Chinese word (发布经理, 密钥保管库; not 评审 or 数据库 alone,
+    which the 1.5B judge could not describe from one chunk). A single word is held by at most
+    :func:`~ragmeter.generate.anchors.rare_limit` chunks. The best are distinctive names (a
+    capital letter, and held by at most that many chunks), then phrases of several words, then
+    the rarest in the knowledge base (fewest chunks hold it),
     then the first in ``answering``.
 
     Args:
@@ -49,10 +58,12 @@ def bridge_phrases(described: str, answering: str, lang: str, chunks: Sequence[C
     """
     size = 2 if lang == "zh" else _NGRAM
     shared = _phrases(described, size) & _phrases(answering, size)
-    function_at = _function_positions(answering) if lang == "zh" else set()
+    closed_at = _closed_positions(answering) if lang == "zh" else set()
     if lang == "zh":
-        nouns, function = _nouns(answering), _function_words(answering)
-        shared = {key for key in shared if (key[-1].isascii() or key[-1] in nouns) and key[0] not in function}
+        nouns, function, quantity = _nouns(answering), _words_tagged(answering, _FUNCTION_TAGS), _words_tagged(answering, _QUANTITY_TAGS)
+        shared = {
+            key for key in shared if (key[-1].isascii() or key[-1] in nouns) and key[0] not in function and not quantity.intersection(key)
+        }
     lines = _token_lines(tuple(chunks))
     limit = rare_limit(len(chunks))
     ranked = []
@@ -63,7 +74,9 @@ def bridge_phrases(described: str, answering: str, lang: str, chunks: Sequence[C
         if surface is None:
             continue
         if lang == "zh":
-            surface = _widened(surface, answering, described, function_at)
+            surface = _widened(surface, answering, described, closed_at)
+            if _HAN_ONLY.match(surface) and surface == key[0]:
+                continue  # 评审, 配额, 数据库: one common word, which one chunk cannot describe as only it
         rarity = sum(f" {' '.join(key)} " in line for line in lines)
         if len(key) == 1 and rarity > limit:
             continue  # "access", "secret": a word many chunks hold names nothing one chunk can describe
@@ -85,36 +98,37 @@ def _named(surface: str, texts: Sequence[str]) -> bool:
     return any(re.search(rf"[a-z0-9,;][ \t]+{re.escape(surface)}(?!\w)", text) for text in texts)
 
 
-def _widened(phrase: str, text: str, other: str, function_at: set[int]) -> str:
+def _widened(phrase: str, text: str, other: str, closed_at: set[int]) -> str:
     """``phrase`` grown, a Chinese character at a time on either side of its first place in
     ``text``, while ``other`` holds it too: rjieba may cut one name two ways in two texts
-    ("密钥保管|库存" and "密钥保管|库"), and the whole name is the bridge. A character of a
-    word rjieba tags in ``text`` as a function word (``function_at``, the places of those
-    characters) is no part of a name: 平台团队 does not grow into 单由平台团队 where one text writes 白名单由平台团队 and the
-    other 工单由平台团队."""
+    ("密钥保管|库存" and "密钥保管|库"), and the whole name is the bridge. It does not grow into
+    a word rjieba tags in ``text`` as a function word, a quantity or an adverb (``closed_at``,
+    the places of their characters, :data:`_CLOSED_TAGS`): 平台团队 does not grow across a
+    preposition into 单由平台团队 (白名单由平台团队 in one text, 工单由平台团队 in the other), nor
+    事故频道 into 事故频道里."""
     start = text.find(phrase)
     end = start + len(phrase)
-    while end < len(text) and end not in function_at and _widens(text[end]) and text[start : end + 1] in other:
+    while end < len(text) and end not in closed_at and _widens(text[end]) and text[start : end + 1] in other:
         end += 1
-    while start > 0 and start - 1 not in function_at and _widens(text[start - 1]) and text[start - 1 : end] in other:
+    while start > 0 and start - 1 not in closed_at and _widens(text[start - 1]) and text[start - 1 : end] in other:
         start -= 1
     return text[start:end]
 
 
-def _function_words(text: str) -> set[str]:
-    """The words rjieba tags as function words (:data:`_FUNCTION_TAGS`) in Chinese ``text``."""
-    return {word for word, tag, _ in _tagged(text) if tag.startswith(_FUNCTION_TAGS)}
+def _words_tagged(text: str, tags: tuple[str, ...]) -> set[str]:
+    """The words of Chinese ``text`` whose rjieba tag begins with one of ``tags``."""
+    return {word for word, tag, _ in _tagged(text) if tag.startswith(tags)}
 
 
-def _function_positions(text: str) -> set[int]:
-    """Where in ``text`` the characters of the words rjieba tags as function words stand."""
-    return {at + i for word, tag, at in _tagged(text) if tag.startswith(_FUNCTION_TAGS) for i in range(len(word))}
+def _closed_positions(text: str) -> set[int]:
+    """Where in ``text`` the characters of the words a phrase does not grow into stand (:data:`_CLOSED_TAGS`)."""
+    return {at + i for word, tag, at in _tagged(text) if tag.startswith(_CLOSED_TAGS) for i in range(len(word))}
 
 
 @lru_cache(maxsize=64)
 def _tagged(text: str) -> tuple[tuple[str, str, int], ...]:
     """rjieba's words of Chinese ``text`` with their tags and where each begins: tagged once
-    for the nouns, the function words and their places (a chunk answers many pairs)."""
+    for the nouns, the function and quantity words and their places (a chunk answers many pairs)."""
     words, offset = [], 0
     for word, tag in rjieba.tag(text):
         offset = text.find(word, offset)
