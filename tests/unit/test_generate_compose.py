@@ -11,7 +11,7 @@ from test_llm_double import FixedVectors, ScriptedJudge
 
 from ragmeter.generate.bridges import bridge_phrases, bridge_statement, substitute
 from ragmeter.generate.chunking import Chunk
-from ragmeter.generate.compose import METHODS, answer_amount, compose, description_problem, question_problem, sentence_about
+from ragmeter.generate.compose import METHODS, answer_amount, compose, described_as, description_problem, question_problem, sentence_about
 from ragmeter.generate.filters import check
 from ragmeter.generate.graph import KnowledgeGraph
 from ragmeter.generate.plan import Slot
@@ -43,7 +43,7 @@ def _bridge_judge(question=None, description=None, rule=lambda task, shared, ite
         return {"question": f"How often is {fields['subject']} backed up?", "answer": "Every night."}
 
     def described(fields):
-        return {"description": "the store that keeps the service secrets"}
+        return {"kind": "store", "fact": "keeps the service secrets"}
 
     return ScriptedJudge(
         rule=rule,
@@ -188,10 +188,27 @@ def test_a_bridge_question_names_its_subject_by_the_other_chunk_and_is_answered_
         Slot("q0009", "multi_hop", "plain", None, (0, 1), "en"),
         _bridge_judge(
             question=lambda f: {"question": f"What does {f['subject']} keep?", "answer": "Service secrets."},
-            description=lambda f: {"description": "the store backed up to cold storage"},
+            description=lambda f: {"kind": "store", "fact": "is backed up to cold storage"},
         ),
     )
     assert (other.composition["described_in"], other.composition["answered_in"]) == ("backup#1", "vault#1")
+
+
+@pytest.mark.parametrize(
+    ("kind", "fact", "phrase", "lang", "expected"),
+    [
+        ("library", "holds the city archive.", "Harbour Library", "en", "the library that holds the city archive"),
+        ("The team", "that maintains the whitelist", "platform team", "en", "the team that maintains the whitelist"),
+        # A kind naming the phrase gives way to its last word, when that is a common word...
+        ("platform team", "maintains the whitelist", "platform team", "en", "the team that maintains the whitelist"),
+        ("发布经理", "负责宣布临时冻结", "发布经理", "zh", "负责宣布临时冻结的经理"),
+        ("图书馆", "收藏全市的档案。", "海港图书馆", "zh", "收藏全市的档案的图书馆"),
+        # ...not a part of a name: the description then names the phrase, and is rejected.
+        ("Forge Vault", "keeps secrets", "Forge Vault", "en", "the Forge Vault that keeps secrets"),
+    ],
+)
+def test_a_description_is_the_kind_of_thing_and_a_fact_the_chunk_states_of_it(kind, fact, phrase, lang, expected):
+    assert described_as(kind, fact, phrase, lang) == expected
 
 
 def test_a_bridge_step_that_fails_its_check_tries_the_next_phrase_then_gives_up():
@@ -202,7 +219,7 @@ def test_a_bridge_step_that_fails_its_check_tries_the_next_phrase_then_gives_up(
     draft = _compose(Slot("q0001", "multi_hop", "plain", None, (1, 0), "en"), judge)
     assert draft.composition["bridge"] == "Vault" and judge.count("generate", "testset_bridge_question") == 2
     assert draft.question == "How often is the store that keeps the service secrets backed up?"
-    naming = _bridge_judge(description=lambda fields: {"description": f"the {fields['subject']} store"})
+    naming = _bridge_judge(description=lambda fields: {"kind": "store", "fact": f"is called {fields['subject']}"})
     with pytest.raises(SynthesisError, match=r"no bridge question: 'Forge Vault': .*names the phrase.*; 'Vault': .*; 'platform team': "):
         _compose(Slot("q0001", "multi_hop", "plain", None, (1, 0), "en"), naming)
     assert naming.count("generate") == 6  # ATTEMPTS (3) phrases, two steps each
@@ -373,7 +390,7 @@ def test_each_writer_refuses_the_types_of_the_other():
 def test_chinese_chunks_compose_through_the_chinese_prompts():
     generated = {
         "testset_bridge_question": lambda fields: {"question": f"{fields['subject']}多久备份一次？", "answer": "每晚备份。"},
-        "testset_bridge_description": {"description": "存放所有服务密钥的系统"},
+        "testset_bridge_description": {"kind": "系统", "fact": "存放所有服务密钥"},
     }
     judge = ScriptedJudge(generated=generated)
     draft = _compose(Slot("q0001", "multi_hop", "plain", None, (3, 4), "zh"), judge)

@@ -49,7 +49,7 @@ def _judge(**extra) -> ScriptedJudge:
         "question": f"What does {fields['subject']} need?",
         "answer": fields["context"][-40:],
     }
-    generated["testset_bridge_description"] = lambda fields: {"description": f"what {fields['context'].split()[-1]} is about"}
+    generated["testset_bridge_description"] = lambda fields: {"kind": "rule", "fact": f"is about {fields['context'].split()[-1]}"}
     generated["testset_answer"] = lambda fields: {"answer": fields["contexts"][0][-40:]}  # the filter's own answer
     generated["testset_style_colloquial"] = lambda fields: {"question": [' "so, ' + fields["question"].lower() + '" ']}
     # No chunk answers the parking questions; every other verdict says yes.

@@ -43,6 +43,8 @@ import random
 import re
 from collections.abc import Sequence
 
+import rjieba
+
 from ragmeter.data.text import split_sentences
 from ragmeter.data.words import content_words
 from ragmeter.generate.bridges import bridge_phrases, phrase_pattern, substitute
@@ -63,7 +65,11 @@ DESCRIPTION_WORDS, DESCRIPTION_CHARS = 20, 40
 #: Fewest content words a description has besides those of the phrase it stands for
 #: ("incident" for "SEV1 incident" describes nothing).
 DESCRIPTION_MIN_WORDS = 2
-_DESCRIPTION_SCHEMA = {"type": "object", "properties": {"description": {"type": "string"}}, "required": ["description"]}
+_DESCRIPTION_SCHEMA = {
+    "type": "object",
+    "properties": {"kind": {"type": "string"}, "fact": {"type": "string"}},
+    "required": ["kind", "fact"],
+}
 #: An article or determiner right before a word: the word opens a noun phrase ("the company-wide").
 _ARTICLE_BEFORE = re.compile(r"(?<![\w-])(?:the|a|an|this|that|each|every|any|its|their|our|your)[ \t]+$", re.IGNORECASE)
 _NUMBER_WORDS = "one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|hundred"
@@ -153,7 +159,7 @@ async def _bridge_steps(
     if problem:
         raise SynthesisError(f"the question {question!r} {problem}")
     reply = await judge.generate("testset_bridge_description", {"context": described.text, "subject": phrase}, _DESCRIPTION_SCHEMA, lang)
-    description = reply_text(reply, "description").rstrip(".。")
+    description = described_as(reply_text(reply, "kind"), reply_text(reply, "fact"), phrase, lang)
     problem = description_problem(description, phrase, described.text, answering.text, question, answer, lang) if checking else None
     if problem:
         raise SynthesisError(f"the description {description!r} {problem}")
@@ -274,6 +280,38 @@ def _adjacent(words: str, texts: Sequence[str]) -> bool:
     """One of ``texts`` writes ``words`` one after the other (any case, spaces or hyphens between)."""
     pattern = re.compile(r"(?<![\w-])" + r"[ \t-]+".join(re.escape(w) for w in words.split()) + r"(?![\w-])", re.IGNORECASE)
     return any(pattern.search(text) for text in texts)
+
+
+def described_as(kind: str, fact: str, phrase: str, lang: str) -> str:
+    """The description of ``phrase`` put together from the judge's ``kind`` of thing and the
+    ``fact`` it states of it: "the library that holds the city archive", "收藏全市档案的图书馆".
+    A kind that names the phrase ("发布经理" for 发布经理) gives way to the phrase's last word
+    (经理) when that word is common (lower-case or Chinese), not part of a name ("Vault").
+
+    Args:
+        kind: What kind of thing the phrase names, as the judge wrote it.
+        fact: What the described chunk says it does or has, a verb phrase.
+        phrase: The bridge phrase described.
+        lang: ``"en"`` or ``"zh"``.
+    """
+    kind, fact = kind.rstrip(".。"), fact.rstrip(".。")
+    if phrase_pattern(phrase, lang).search(kind):
+        last = _last_word(phrase, lang)
+        if last != phrase and not any(ch.isupper() for ch in last):
+            kind = last
+    if lang == "zh":
+        return f"{fact}的{kind}"
+    kind = re.sub(r"^(?:the|a|an)\s+", "", kind, flags=re.IGNORECASE)
+    fact = re.sub(r"^(?:that|which|who)\s+", "", fact, flags=re.IGNORECASE)
+    return f"the {kind} that {fact}"
+
+
+def _last_word(phrase: str, lang: str) -> str:
+    """The last word of ``phrase`` (Chinese: as rjieba cuts it)."""
+    if lang == "zh":
+        words = [w for w in rjieba.cut(phrase) if w.strip()]
+        return words[-1] if words else phrase
+    return phrase.split()[-1]
 
 
 def description_problem(description: str, phrase: str, source: str, other: str, question: str, answer: str, lang: str) -> str | None:
