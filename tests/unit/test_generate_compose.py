@@ -198,13 +198,15 @@ def test_a_bridge_question_names_its_subject_by_the_other_chunk_and_is_answered_
     ("kind", "fact", "phrase", "lang", "expected"),
     [
         ("library", "holds the city archive.", "Harbour Library", "en", "the library that holds the city archive"),
-        ("The team", "that maintains the whitelist", "platform team", "en", "the team that maintains the whitelist"),
-        # A kind naming the phrase gives way to its last word, when that is a common word...
-        ("platform team", "maintains the whitelist", "platform team", "en", "the team that maintains the whitelist"),
+        ("The store", "that keeps secrets", "Forge Vault", "en", "the store that keeps secrets"),
+        # A common compound's kind is its last word, whatever the judge wrote.
+        ("team", "is open for merging", "release branch", "en", "the branch that is open for merging"),
         ("发布经理", "负责宣布临时冻结", "发布经理", "zh", "负责宣布临时冻结的经理"),
-        ("图书馆", "收藏全市的档案。", "海港图书馆", "zh", "收藏全市的档案的图书馆"),
-        # ...not a part of a name: the description then names the phrase, and is rejected.
-        ("Forge Vault", "keeps secrets", "Forge Vault", "en", "the Forge Vault that keeps secrets"),
+        ("团队", "需要演练回滚方案", "预发环境", "zh", "需要演练回滚方案的环境"),
+        ("机构", "收藏全市的档案。", "海港图书馆", "zh", "收藏全市的档案的图书馆"),
+        # A single word's or a name's kind is the judge's.
+        ("accounts", "exist for SEV1 incidents only", "break-glass", "en", "the accounts that exist for SEV1 incidents only"),
+        ("时间", "用于冻结期", "UTC", "zh", "用于冻结期的时间"),
     ],
 )
 def test_a_description_is_the_kind_of_thing_and_a_fact_the_chunk_states_of_it(kind, fact, phrase, lang, expected):
@@ -394,7 +396,8 @@ def test_chinese_chunks_compose_through_the_chinese_prompts():
     }
     judge = ScriptedJudge(generated=generated)
     draft = _compose(Slot("q0001", "multi_hop", "plain", None, (3, 4), "zh"), judge)
-    assert draft.composition["bridge"] == "密钥保管库" and draft.question == "存放所有服务密钥的系统多久备份一次？"
+    # The kind of a compound is its last word (库), whatever kind the judge wrote (系统).
+    assert draft.composition["bridge"] == "密钥保管库" and draft.question == "存放所有服务密钥的库多久备份一次？"
     assert {c.lang for c in judge.calls} == {"zh"}
 
 

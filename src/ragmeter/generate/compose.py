@@ -283,10 +283,11 @@ def _adjacent(words: str, texts: Sequence[str]) -> bool:
 
 
 def described_as(kind: str, fact: str, phrase: str, lang: str) -> str:
-    """The description of ``phrase`` put together from the judge's ``kind`` of thing and the
-    ``fact`` it states of it: "the library that holds the city archive", "收藏全市档案的图书馆".
-    A kind that names the phrase ("发布经理" for 发布经理) gives way to the phrase's last word
-    (经理) when that word is common (lower-case or Chinese), not part of a name ("Vault").
+    """The description of ``phrase`` put together from the kind of thing it names and the
+    ``fact`` the judge found about it: "the library that holds the city archive",
+    "收藏全市档案的图书馆". The kind of a common compound ("platform team", 发布经理, 预发环境) is
+    its last word (team, 经理, 环境); a name's (Forge Vault, SEV2) or a single word's is the
+    judge's ``kind`` (the judge, given kinds to choose from, took the first for most things).
 
     Args:
         kind: What kind of thing the phrase names, as the judge wrote it.
@@ -295,10 +296,9 @@ def described_as(kind: str, fact: str, phrase: str, lang: str) -> str:
         lang: ``"en"`` or ``"zh"``.
     """
     kind, fact = kind.rstrip(".。"), fact.rstrip(".。")
-    if phrase_pattern(phrase, lang).search(kind):
-        last = _last_word(phrase, lang)
-        if last != phrase and not any(ch.isupper() for ch in last):
-            kind = last
+    words = _words(phrase, lang)
+    if len(words) > 1 and not any(ch.isupper() for ch in phrase):
+        kind = words[-1]
     if lang == "zh":
         return f"{fact}的{kind}"
     kind = re.sub(r"^(?:the|a|an)\s+", "", kind, flags=re.IGNORECASE)
@@ -306,12 +306,11 @@ def described_as(kind: str, fact: str, phrase: str, lang: str) -> str:
     return f"the {kind} that {fact}"
 
 
-def _last_word(phrase: str, lang: str) -> str:
-    """The last word of ``phrase`` (Chinese: as rjieba cuts it)."""
+def _words(phrase: str, lang: str) -> list[str]:
+    """The words of ``phrase`` (Chinese: as rjieba cuts it)."""
     if lang == "zh":
-        words = [w for w in rjieba.cut(phrase) if w.strip()]
-        return words[-1] if words else phrase
-    return phrase.split()[-1]
+        return [w for w in rjieba.cut(phrase) if w.strip()]
+    return phrase.split()
 
 
 def description_problem(description: str, phrase: str, source: str, other: str, question: str, answer: str, lang: str) -> str | None:
