@@ -12,9 +12,11 @@ reply is checked in code before the next step:
   states an amount, :func:`answer_amount` takes it as the answer and the judge writes only the
   question, ``testset_bridge_question_for``, else ``testset_bridge_question``; it must name
   E, as the thing E names in B, not as a word of a longer name, must not hold its answer,
-  and A must not state its answer), then describes E from A alone, without naming it (``testset_bridge_description``;
-  a short phrase with a content word that A holds and B does not, not giving B's answer
-  away). The code puts the description in place of E (:func:`~ragmeter.generate.bridges.substitute`): the question now
+  and A must not state its answer), then gives, from A alone and without naming E, the kind
+  of thing E is and a fact A states of it (``testset_bridge_description``). The code writes
+  the description, "the <kind> that <fact>" (:func:`described_as`: a common compound's kind
+  is its last word), which must hold a content word that A holds and B does not, and not
+  give B's answer away. The code puts the description in place of E (:func:`~ragmeter.generate.bridges.substitute`): the question now
   needs A to tell what it is about and B to answer it. Reference: B's answer (for an amount,
   the sentence stating it); reference contexts: A, B. The quality filter then asks
   the judge whether A supports "E is <description>" and whether B does too (then B alone
