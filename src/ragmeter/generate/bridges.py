@@ -76,7 +76,7 @@ def bridge_phrases(described: str, answering: str, lang: str, chunks: Sequence[C
         if lang == "zh":
             surface = _widened(surface, answering, described, closed_at)
             if _HAN_ONLY.match(surface) and surface == key[0]:
-                continue  # 评审, 配额, 数据库: one common word, which one chunk cannot describe as only it
+                continue  # 评审, 配额, 数据库: one common word, which the judge cannot describe from one chunk
         rarity = sum(f" {' '.join(key)} " in line for line in lines)
         if len(key) == 1 and rarity > limit:
             continue  # "access", "secret": a word many chunks hold names nothing one chunk can describe

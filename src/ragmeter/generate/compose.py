@@ -14,8 +14,8 @@ reply is checked in code before the next step:
   E, as the thing E names in B, not as a word of a longer name, must not hold its answer,
   and A must not state its answer), then gives, from A alone and without naming E, the kind
   of thing E is and a fact A states of it (``testset_bridge_description``). The code writes
-  the description, "the <kind> that <fact>" (:func:`described_as`: a common compound's kind
-  is its last word), which must hold a content word that A holds and B does not, and not
+  the description, "the <kind> that <fact>" or "<fact>的<kind>" (:func:`described_as`: a
+  common compound's kind is its last word), which must hold a content word that A holds and B does not, and not
   give B's answer away. The code puts the description in place of E (:func:`~ragmeter.generate.bridges.substitute`): the question now
   needs A to tell what it is about and B to answer it. Reference: B's answer (for an amount,
   the sentence stating it); reference contexts: A, B. The quality filter then asks
@@ -289,7 +289,8 @@ def described_as(kind: str, fact: str, phrase: str, lang: str) -> str:
     ``fact`` the judge found about it: "the library that holds the city archive",
     "收藏全市档案的图书馆". The kind of a common compound ("platform team", 发布经理, 预发环境) is
     its last word (team, 经理, 环境); a name's (Forge Vault, SEV2) or a single word's is the
-    judge's ``kind`` (the judge, given kinds to choose from, took the first for most things).
+    judge's ``kind``. The prompt lists no kinds: given some to choose from, the judge took the
+    first ("team") for most things.
 
     Args:
         kind: What kind of thing the phrase names, as the judge wrote it.
