@@ -207,6 +207,7 @@ def test_a_bridge_question_names_its_subject_by_the_other_chunk_and_is_answered_
         # A single word's or a name's kind is the judge's.
         ("accounts", "exist for SEV1 incidents only", "break-glass", "en", "the accounts that exist for SEV1 incidents only"),
         ("时间", "用于冻结期", "UTC", "zh", "用于冻结期的时间"),
+        ("账号", "只在 SEV1 事故中使用", "break-glass", "zh", "只在 SEV1 事故中使用的账号"),  # one hyphenated word
     ],
 )
 def test_a_description_is_the_kind_of_thing_and_a_fact_the_chunk_states_of_it(kind, fact, phrase, lang, expected):

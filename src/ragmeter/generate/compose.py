@@ -45,9 +45,7 @@ import random
 import re
 from collections.abc import Sequence
 
-import rjieba
-
-from ragmeter.data.text import split_sentences
+from ragmeter.data.text import split_sentences, tokenize
 from ragmeter.data.words import content_words
 from ragmeter.generate.bridges import bridge_phrases, phrase_pattern, substitute
 from ragmeter.generate.chunking import Chunk
@@ -310,10 +308,9 @@ def described_as(kind: str, fact: str, phrase: str, lang: str) -> str:
 
 
 def _words(phrase: str, lang: str) -> list[str]:
-    """The words of ``phrase`` (Chinese: as rjieba cuts it)."""
-    if lang == "zh":
-        return [w for w in rjieba.cut(phrase) if w.strip()]
-    return phrase.split()
+    """The words of ``phrase``: all-Chinese as :func:`~ragmeter.data.text.tokenize` segments
+    it, else by spaces (a hyphenated word, "break-glass", is one, in a Chinese text too)."""
+    return tokenize(phrase) if lang == "zh" and not re.search(r"[A-Za-z]", phrase) else phrase.split()
 
 
 def description_problem(description: str, phrase: str, source: str, other: str, question: str, answer: str, lang: str) -> str | None:
