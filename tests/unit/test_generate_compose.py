@@ -60,9 +60,12 @@ def _compose(slot, judge):
 
 
 def test_bridge_phrases_put_names_first_then_phrases_of_several_words_then_the_rarest():
-    # "Forge" alone only opens sentences, so it is not taken for a name; "Vault" is one, after "Forge".
+    # "Forge" alone only opens sentences, so it is not taken for a name. "Vault" is one, but
+    # both texts write it only after "Forge": a piece of the longer name.
     phrases = bridge_phrases(VAULT, BACKUP, "en", CHUNKS)
-    assert phrases == ["Forge Vault", "Vault", "platform team", "Forge", "every", "platform", "team"]
+    assert phrases == ["Forge Vault", "platform team", "Forge", "every", "platform", "team"]
+    alone = ("Forge Vault keeps secrets. Only the Vault admins read them.", "Forge Vault is backed up. The Vault admins restore it.")
+    assert bridge_phrases(*alone, "en", CHUNKS)[:2] == ["Forge Vault", "Vault"]
     assert bridge_phrases(ZH_A, ZH_B, "zh", CHUNKS) == ["密钥保管库"]  # rjieba cuts 密钥保管|库存 and 密钥保管|库
     # Grown a character at a time while both texts hold it, but not into a function word (由).
     whitelist, ticket = "大规格白名单由平台团队维护。", "这类工单由平台团队当班的值班工程师审批。"
@@ -82,6 +85,25 @@ def test_bridge_phrases_put_names_first_then_phrases_of_several_words_then_the_r
     assert bridge_phrases("Hamlin , Denny won.", "Truex Jr .\nHamlin , Denny was second.", "en", CHUNKS) == ["Denny", "Hamlin"]
     # No bare number, no word in -ed at either end.
     assert bridge_phrases("Rotated 12 tokens daily.", "Keys rotated 12 times.", "en", CHUNKS) == []
+
+
+def test_a_bridge_phrase_names_one_thing():
+    # Not two things, not a name with its verb, not a piece of a tokenized "can't".
+    first = "Later that night Jack and Rebecca argue, and Kate tells Kevin she ca n't stay."
+    second = "At the party Jack and Rebecca dance while Kate tells Kevin they ca n't leave."
+    phrases = bridge_phrases(first, second, "en", CHUNKS)
+    assert phrases[:4] == ["Jack", "Rebecca", "Kate", "Kevin"]
+    assert not {"Jack and Rebecca", "Kate tells", "tells Kevin", "ca", "ca n't"} & set(phrases)
+    # A name the texts write only inside a longer one is no bridge; the longer name is.
+    assert bridge_phrases("The Big Three are born in 1980.", "The Big Three grow up in Pittsburgh.", "en", CHUNKS) == ["Big Three"]
+
+
+def test_a_chinese_bridge_phrase_does_not_grow_into_a_verb():
+    # Not left into a verb of two characters (包括), nor ending with one (公布); one of one
+    # character may open a name (受保护分支), and a verb inside one stays (密钥保管库).
+    assert bridge_phrases("名单包括选举委员会的成员。", "议席包括选举委员会选出的议员。", "zh", CHUNKS) == ["选举委员会"]
+    assert bridge_phrases("香港统计处公布了数字。", "香港统计处公布的数字显示增长。", "zh", CHUNKS) == ["香港统计处"]
+    assert bridge_phrases("合并到受保护分支需要评审。", "受保护分支只能由合并机器人写入。", "zh", CHUNKS) == ["受保护分支"]
 
 
 STORE = "How often is the store that keeps secrets backed up?"
@@ -215,15 +237,16 @@ def test_a_description_is_the_kind_of_thing_and_a_fact_the_chunk_states_of_it(ki
 
 
 def test_a_bridge_step_that_fails_its_check_tries_the_next_phrase_then_gives_up():
-    def names_only_vault(fields):  # the question drops "Forge" from the first phrase
-        return {"question": "How often is Vault backed up?", "answer": "Every night."}
+    def drops_forge(fields):  # the question drops "Forge" from the first phrase
+        question = "How often is Vault backed up?" if fields["subject"] == "Forge Vault" else f"Who pages the {fields['subject']}?"
+        return {"question": question, "answer": "Every night."}
 
-    judge = _bridge_judge(question=names_only_vault)
+    judge = _bridge_judge(question=drops_forge)
     draft = _compose(Slot("q0001", "multi_hop", "plain", None, (1, 0), "en"), judge)
-    assert draft.composition["bridge"] == "Vault" and judge.count("generate", "testset_bridge_question") == 2
-    assert draft.question == "How often is the store that keeps the service secrets backed up?"
+    assert draft.composition["bridge"] == "platform team" and judge.count("generate", "testset_bridge_question") == 2
+    assert draft.question == "Who pages the team that keeps the service secrets?"  # a compound's kind is its last word
     naming = _bridge_judge(description=lambda fields: {"kind": "store", "fact": f"is called {fields['subject']}"})
-    with pytest.raises(SynthesisError, match=r"no bridge question: 'Forge Vault': .*names the phrase.*; 'Vault': .*; 'platform team': "):
+    with pytest.raises(SynthesisError, match=r"no bridge question: 'Forge Vault': .*names the phrase.*; 'platform team': .*; 'Forge': "):
         _compose(Slot("q0001", "multi_hop", "plain", None, (1, 0), "en"), naming)
     assert naming.count("generate") == 6  # ATTEMPTS (3) phrases, two steps each
     with pytest.raises(SynthesisError, match="share no phrase"):

@@ -6,6 +6,7 @@ description, an unanswerable question's swapped subject).
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 from functools import lru_cache
@@ -32,15 +33,21 @@ _QUANTITY_TAGS = ("m", "q", "f", "s", "t")
 #: function and quantity words, and adverbs (也).
 _CLOSED_TAGS = (*_FUNCTION_TAGS, *_QUANTITY_TAGS, "d")
 _ARTICLE = re.compile(r"^(?:the|a|an)\s", re.IGNORECASE)
+#: English words that join two things: a phrase holding one names two ("Jack and Rebecca").
+_CONJUNCTIONS = frozenset({"and", "or", "nor", "but"})
+#: A capitalised English word: a name's, or a sentence's first.
+_TITLE_WORD = re.compile(r"^[A-Z][a-z]+$")
 
 
 def bridge_phrases(described: str, answering: str, lang: str, chunks: Sequence[Chunk]) -> list[str]:
     """Phrases both texts contain, the best bridge first, as ``answering`` writes them.
 
     A phrase is a run of up to three words (one or two Chinese words, widened to the longest
-    run of Chinese characters both texts hold, not into a function, quantity or adverb word)
-    that begins and ends with a content word, has a letter and no bare number; in English it
-    neither begins nor ends with a word in -ed or -ly (rarely a thing's name); in Chinese it
+    run of Chinese characters both texts hold, not into a function, quantity or adverb word,
+    nor a verb at its edges: :func:`_widened`) that begins and ends with a content word, has a
+    letter and no bare number; in English it neither begins nor ends with a word in -ed or -ly
+    (rarely a thing's name) and names one thing (:func:`_not_one_name`: not "Jack and
+    Rebecca", "Rebecca takes", "ca n't", nor "Big" of "Big Three"); in Chinese it
     ends with a noun, does not begin with a function word (rjieba's tags: 由平台 is no phrase),
     holds no word of quantity, place or time (分钟, 里), and is a name or a compound: Latin
     letters (SEV1), or more than one Chinese word (发布经理, 密钥保管库; not 评审 or 数据库 alone,
@@ -71,7 +78,7 @@ def bridge_phrases(described: str, answering: str, lang: str, chunks: Sequence[C
         if key not in shared:
             continue
         surface = _surface(key, answering, lang)
-        if surface is None:
+        if surface is None or (lang != "zh" and _not_one_name(surface, (answering, described))):
             continue
         if lang == "zh":
             surface = _widened(surface, answering, described, closed_at)
@@ -98,6 +105,39 @@ def _named(surface: str, texts: Sequence[str]) -> bool:
     return any(re.search(rf"[a-z0-9,;][ \t]+{re.escape(surface)}(?!\w)", text) for text in texts)
 
 
+def _not_one_name(surface: str, texts: Sequence[str]) -> bool:
+    """English ``surface`` is not the name of one thing, as ``texts`` write it: it joins two
+    ("Jack and Rebecca"); it holds a piece of a word (a text tokenized for a benchmark writes
+    "ca n't"): a lower-case word of one or two letters, or an apostrophe; it pairs a name
+    with a lower-case word in -s, most likely a verb ("Rebecca takes", "tells Kevin"; a plural
+    after a name, "Commonwealth realms", is lost with them); it repeats a word ("Denny
+    Denny", from a table); or it is one capitalised word that a text only writes next to
+    another ("Big" of "Big Three"), a piece of a longer name."""
+    words = surface.replace("-", " ").split()
+    if _CONJUNCTIONS.intersection(w.lower() for w in words) or len({w.lower() for w in words}) < len(words):
+        return True
+    if any((w.islower() and len(w) < 3) or "'" in w or "’" in w for w in words):
+        return True
+    for left, right in itertools.pairwise(words):
+        for name, other in ((left, right), (right, left)):
+            if _TITLE_WORD.match(name) and other.islower() and other.endswith("s") and not other.endswith("ss") and _named(name, texts):
+                return True
+    if len(words) == 1 and _TITLE_WORD.match(surface):
+        return any(_named(surface, (text,)) and not _stands_alone(surface, text) for text in texts)
+    return False
+
+
+def _stands_alone(word: str, text: str) -> bool:
+    """``text`` writes ``word`` at least once with no capitalised word right before or after
+    it ("The" opening a sentence does not count)."""
+    for found in re.finditer(rf"(?<![\w-]){re.escape(word)}(?![\w-])", text):
+        before = re.search(r"([\w-]+)[ \t]+$", text[: found.start()])
+        after = re.match(r"[ \t]+([A-Z][\w-]*)", text[found.end() :])
+        if not any(w and w.group(1)[:1].isupper() and content_words(w.group(1)) for w in (before, after)):
+            return True
+    return False
+
+
 def _widened(phrase: str, text: str, other: str, closed_at: set[int]) -> str:
     """``phrase`` grown, a Chinese character at a time on either side of its first place in
     ``text``, while ``other`` holds it too: rjieba may cut one name two ways in two texts
@@ -105,14 +145,27 @@ def _widened(phrase: str, text: str, other: str, closed_at: set[int]) -> str:
     a word rjieba tags in ``text`` as a function word, a quantity or an adverb (``closed_at``,
     the places of their characters, :data:`_CLOSED_TAGS`): 平台团队 does not grow across a
     preposition into 单由平台团队 (白名单由平台团队 in one text, 工单由平台团队 in the other), nor
-    事故频道 into 事故频道里."""
+    事故频道 into 事故频道里. Nor does it grow left into a verb of two characters or more
+    (:func:`_verb_spans`; not 包括选举委员会 or 发生踩踏事故), and what it grew by to the right
+    does not end with one or a piece of one (香港统计处公布 and 选举委员会选 give back 公布 and
+    选). A verb inside stays, for what names a thing may begin with what describes it
+    (密钥保管库); so does a clause grown right up to a noun (步行桥发生踩踏事故)."""
     start = text.find(phrase)
-    end = start + len(phrase)
+    last = end = start + len(phrase)
+    verbs = _verb_spans(text)
+    blocked_left = closed_at | {at for begin, stop in verbs for at in range(begin, stop)}
     while end < len(text) and end not in closed_at and _widens(text[end]) and text[start : end + 1] in other:
         end += 1
-    while start > 0 and start - 1 not in closed_at and _widens(text[start - 1]) and text[start - 1 : end] in other:
+    while (edge := next((v for v in verbs if v[0] < end <= v[1]), None)) and edge[0] >= last:
+        end = edge[0]
+    while start > 0 and start - 1 not in blocked_left and _widens(text[start - 1]) and text[start - 1 : end] in other:
         start -= 1
     return text[start:end]
+
+
+def _verb_spans(text: str) -> list[tuple[int, int]]:
+    """Where in Chinese ``text`` each word rjieba tags a verb of two characters or more begins and ends."""
+    return [(at, at + len(word)) for word, tag, at in _tagged(text) if tag == "v" and len(word) > 1]
 
 
 def _words_tagged(text: str, tags: tuple[str, ...]) -> set[str]:
