@@ -182,7 +182,8 @@ def report(units_by_source: dict[str, list[dict[str, Any]]], path: Path) -> dict
 
 
 def cell(statistic: dict[str, Any]) -> str:
-    return f"{statistic['value']:.3f} [{statistic['low']:.2f}, {statistic['high']:.2f}]"
+    low, high = statistic["ci_low"], statistic["ci_high"]
+    return f"{statistic['value']:.3f}" + (f" [{low:.2f}, {high:.2f}]" if low is not None else "")
 
 
 def markdown(document: dict[str, Any]) -> str:
@@ -223,6 +224,14 @@ def markdown(document: dict[str, Any]) -> str:
         "Means over the sources (ROC-AUC / BA at 0.5): " + "; ".join(f"{k} {a:.3f} / {b:.3f}" for k, (a, b) in means.items()) + ".",
     ]
     lines += ["", f"Seconds per claim, variants included: {document['seconds_per_claim']}.", ""]
+    for base in ("raw", "head"):
+        gains = [r["scorers"][f"{base} - penalty"]["auc_gain"]["value"] for r in document["sources"].values()]
+        lines.append(
+            f"The penalty over `{base}`: ROC-AUC higher on {sum(g > 0 for g in gains)} of {len(gains)} sources, lower on "
+            f"{sum(g < 0 for g in gains)}; mean gain {np.mean(gains):+.3f} ROC-AUC, "
+            f"{means[f'{base} - penalty'][1] - means[base][1]:+.3f} BA."
+        )
+    lines.append("")
     return "\n".join(lines)
 
 
