@@ -65,7 +65,6 @@ def bridge_phrases(described: str, answering: str, lang: str, chunks: Sequence[C
     """
     size = 2 if lang == "zh" else _NGRAM
     shared = _phrases(described, size) & _phrases(answering, size)
-    closed_at = _closed_positions(answering) if lang == "zh" else set()
     if lang == "zh":
         nouns, function, quantity = _nouns(answering), _words_tagged(answering, _FUNCTION_TAGS), _words_tagged(answering, _QUANTITY_TAGS)
         shared = {
@@ -81,7 +80,7 @@ def bridge_phrases(described: str, answering: str, lang: str, chunks: Sequence[C
         if surface is None or (lang != "zh" and _not_one_name(surface, (answering, described))):
             continue
         if lang == "zh":
-            surface = _widened(surface, answering, described, closed_at)
+            surface = _widened(surface, answering, described)
             if _HAN_ONLY.match(surface) and surface == key[0]:
                 continue  # 评审, 配额, 数据库: one common word, which the judge cannot describe from one chunk
         rarity = sum(f" {' '.join(key)} " in line for line in lines)
@@ -138,44 +137,44 @@ def _stands_alone(word: str, text: str) -> bool:
     return False
 
 
-def _widened(phrase: str, text: str, other: str, closed_at: set[int]) -> str:
+def _widened(phrase: str, text: str, other: str) -> str:
     """``phrase`` grown, a Chinese character at a time on either side of its first place in
     ``text``, while ``other`` holds it too: rjieba may cut one name two ways in two texts
     ("密钥保管|库存" and "密钥保管|库"), and the whole name is the bridge. It does not grow into
-    a word rjieba tags in ``text`` as a function word, a quantity or an adverb (``closed_at``,
-    the places of their characters, :data:`_CLOSED_TAGS`): 平台团队 does not grow across a
+    a word rjieba tags in ``text`` as a function word, a quantity or an adverb
+    (:data:`_CLOSED_TAGS`): 平台团队 does not grow across a
     preposition into 单由平台团队 (白名单由平台团队 in one text, 工单由平台团队 in the other), nor
     事故频道 into 事故频道里. Nor does it grow left into a verb of two characters or more
-    (:func:`_verb_spans`; not 包括选举委员会 or 发生踩踏事故), and what it grew by to the right
+    (not 包括选举委员会 or 发生踩踏事故), and what it grew by to the right
     does not end with one or a piece of one (香港统计处公布 and 选举委员会选 give back 公布 and
     选). A verb inside stays, for what names a thing may begin with what describes it
     (密钥保管库); so does a clause grown right up to a noun (步行桥发生踩踏事故)."""
+    closed, verbs, closed_left = _growth_stops(text)
     start = text.find(phrase)
     last = end = start + len(phrase)
-    verbs = _verb_spans(text)
-    blocked_left = closed_at | {at for begin, stop in verbs for at in range(begin, stop)}
-    while end < len(text) and end not in closed_at and _widens(text[end]) and text[start : end + 1] in other:
+    while end < len(text) and end not in closed and _widens(text[end]) and text[start : end + 1] in other:
         end += 1
     while (edge := next((v for v in verbs if v[0] < end <= v[1]), None)) and edge[0] >= last:
         end = edge[0]
-    while start > 0 and start - 1 not in blocked_left and _widens(text[start - 1]) and text[start - 1 : end] in other:
+    while start > 0 and start - 1 not in closed_left and _widens(text[start - 1]) and text[start - 1 : end] in other:
         start -= 1
     return text[start:end]
 
 
-def _verb_spans(text: str) -> list[tuple[int, int]]:
-    """Where in Chinese ``text`` each word rjieba tags a verb of two characters or more begins and ends."""
-    return [(at, at + len(word)) for word, tag, at in _tagged(text) if tag == "v" and len(word) > 1]
+@lru_cache(maxsize=64)
+def _growth_stops(text: str) -> tuple[frozenset[int], tuple[tuple[int, int], ...], frozenset[int]]:
+    """Where in Chinese ``text`` a phrase stops growing (see :func:`_widened`), worked out once
+    per chunk: the places of the characters of the words it does not grow into
+    (:data:`_CLOSED_TAGS`); where each verb of two characters or more begins and ends; and the
+    places closed to growth on the left (both)."""
+    closed = frozenset(at + i for word, tag, at in _tagged(text) if tag.startswith(_CLOSED_TAGS) for i in range(len(word)))
+    verbs = tuple((at, at + len(word)) for word, tag, at in _tagged(text) if tag == "v" and len(word) > 1)
+    return closed, verbs, closed | {at for begin, stop in verbs for at in range(begin, stop)}
 
 
 def _words_tagged(text: str, tags: tuple[str, ...]) -> set[str]:
     """The words of Chinese ``text`` whose rjieba tag begins with one of ``tags``."""
     return {word for word, tag, _ in _tagged(text) if tag.startswith(tags)}
-
-
-def _closed_positions(text: str) -> set[int]:
-    """Where in ``text`` the characters of the words a phrase does not grow into stand (:data:`_CLOSED_TAGS`)."""
-    return {at + i for word, tag, at in _tagged(text) if tag.startswith(_CLOSED_TAGS) for i in range(len(word))}
 
 
 @lru_cache(maxsize=64)
