@@ -148,8 +148,8 @@ def scores(unit: dict[str, Any], records: dict[str, dict[str, Any]]) -> dict[str
     return {name: min(values) for name, values in per.items()}
 
 
-def report(units_by_source: dict[str, list[dict[str, Any]]], path: Path) -> dict[str, Any]:
-    records = {r["key"]: r for r in map(json.loads, path.read_text(encoding="utf-8").splitlines())}
+def report(units_by_source: dict[str, list[dict[str, Any]]], records: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Per source: the units judged, and each scorer's ROC-AUC and BA with the penalty's gains."""
     table: dict[str, Any] = {}
     for source, units in units_by_source.items():
         judged = [(u, s) for u in units if (s := scores(u, records)) is not None]
@@ -253,15 +253,15 @@ def main() -> None:
         collect(interleave(list(by_source.values())), path)
         print(f"done in {time.perf_counter() - started:.0f} s")
         return
+    records = {r["key"]: r for r in map(json.loads, path.read_text(encoding="utf-8").splitlines())}
     document = {
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "commit": git_commit(),
         "n": args.n,
         "seed": args.seed,
-        "sources": report(by_source, path),
+        "sources": report(by_source, records),
+        "seconds_per_claim": round(float(np.mean([r["seconds"] for r in records.values()])), 2),
     }
-    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-    document["seconds_per_claim"] = round(float(np.mean([r["seconds"] for r in records])), 2)
     text = markdown(document)
     print(text)
     if args.out:
