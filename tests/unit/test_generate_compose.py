@@ -4,6 +4,8 @@ swapped subject (ragmeter.generate.compose), step by step with a stand-in judge.
 from __future__ import annotations
 
 import asyncio
+import json
+import re
 
 import numpy as np
 import pytest
@@ -11,13 +13,22 @@ from test_llm_double import FixedVectors, ScriptedJudge
 
 from ragmeter.generate.bridges import bridge_phrases, bridge_statement, substitute
 from ragmeter.generate.chunking import Chunk
-from ragmeter.generate.compose import METHODS, answer_amount, compose, described_as, description_problem, question_problem, sentence_about
+from ragmeter.generate.compose import (
+    METHODS,
+    answer_amount,
+    compose,
+    described_as,
+    description_problem,
+    naming,
+    question_problem,
+    sentence_about,
+)
 from ragmeter.generate.filters import check
 from ragmeter.generate.graph import KnowledgeGraph
 from ragmeter.generate.plan import Slot
 from ragmeter.generate.runner import KnowledgeBase, generate_slot
 from ragmeter.generate.swap import absent_words, reply_texts
-from ragmeter.generate.synthesize import NO_ANSWER, SynthesisError, synthesize
+from ragmeter.generate.synthesize import NO_ANSWER, Q_SCHEMA, QA_SCHEMA, SynthesisError, synthesize
 from ragmeter.judges.base import JudgeError
 from ragmeter.judges.dry_run import stand_in
 from ragmeter.judges.embeddings import BatchingEmbedder
@@ -116,6 +127,53 @@ def test_a_bridge_question_is_written_from_the_sentence_that_is_about_its_phrase
     assert sentence_about("SEV1 page", text, "en") == "A SEV1 page that is not acknowledged in 5 minutes escalates."
     assert sentence_about("密钥保管库", ZH_A + ZH_B, "zh") == ZH_A  # both start with it: the longer
     assert sentence_about("cold storage", VAULT, "en") == VAULT  # no sentence names it: the whole chunk
+
+
+@pytest.mark.parametrize(
+    ("phrase", "lang", "question", "names"),
+    [
+        ("Break-glass", "en", "Who may use break-glass accounts during a SEV1?", True),
+        ("Break-glass", "en", "Break-glass accounts: who may use them?", True),
+        ("Break-glass", "en", "What type of accounts exist for SEV1 incidents?", False),  # asks for it
+        ("Break-glass", "en", "Which accounts? Break-glass ones", False),  # asked before naming it
+        ("Break-glass", "en", 'Who may use "break-glass" accounts?', False),  # a quote would end the JSON string
+        ("密钥保管库", "zh", "密钥保管库多久备份一次？", True),
+        ("密钥保管库", "zh", "哪个系统每晚备份？", False),
+        ("密钥保管库", "zh", "哪个系统每晚备份?密钥保管库", False),
+    ],
+)
+def test_the_bridge_question_is_held_to_name_its_phrase_before_it_asks(phrase, lang, question, names):
+    schema = naming(QA_SCHEMA, phrase, lang)
+    assert schema["required"] == QA_SCHEMA["required"] and schema["properties"]["answer"] == {"type": "string"}
+    assert (re.fullmatch(schema["properties"]["question"]["pattern"], question) is not None) == names
+
+
+def test_a_phrase_a_pattern_cannot_hold_as_it_is_leaves_the_question_free():
+    assert naming(Q_SCHEMA, "C++ builds", "en") == Q_SCHEMA
+    assert naming(Q_SCHEMA, "SEV1 (page)", "en") == Q_SCHEMA
+
+
+def test_the_local_judges_grammar_holds_the_question_to_the_phrase():
+    # The local judge generates under llama-cpp-python's grammar of the schema: the pattern
+    # must be one it can read (no "(?:", no lookaround), a quote and a backslash kept out.
+    from llama_cpp.llama_grammar import LlamaGrammar
+
+    rules = LlamaGrammar.from_json_schema(json.dumps(naming(QA_SCHEMA, "Break-glass", "en")), verbose=False)._grammar
+    assert 'question ::= "\\"" [^?"\\\\]* ("B" | "b") "reak-glas" "s" [^"\\\\]* "\\"" space' in rules
+
+
+def test_the_bridge_question_is_asked_under_the_naming_schema():
+    schemas = []
+
+    class Recording(ScriptedJudge):
+        async def generate(self, task, fields, schema, lang):
+            schemas.append((task, schema))
+            return await super().generate(task, fields, schema, lang)
+
+    judge = Recording(generated=dict(_bridge_judge().generated))
+    _compose(Slot("q0001", "multi_hop", "plain", None, (1, 0), "en"), judge)
+    asked = [schema for task, schema in schemas if task == "testset_bridge_question"]
+    assert asked == [naming(QA_SCHEMA, "Forge Vault", "en")]
 
 
 @pytest.mark.parametrize(

@@ -43,7 +43,8 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ragmeter.data.text import split_sentences, tokenize
 from ragmeter.data.words import content_words
@@ -70,6 +71,8 @@ _DESCRIPTION_SCHEMA = {
     "properties": {"kind": {"type": "string"}, "fact": {"type": "string"}},
     "required": ["kind", "fact"],
 }
+#: A bridge phrase a JSON-schema pattern can hold as it is (see :func:`naming`).
+_PLAIN_PHRASE = re.compile(r"[^\W_]+(?:[ -][^\W_]+)*")
 #: An article or determiner right before a word: the word opens a noun phrase ("the company-wide").
 _ARTICLE_BEFORE = re.compile(r"(?<![\w-])(?:the|a|an|this|that|each|every|any|its|their|our|your)[ \t]+$", re.IGNORECASE)
 _NUMBER_WORDS = "one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|hundred"
@@ -149,10 +152,11 @@ async def _bridge_steps(
     amount = answer_amount(about, phrase, lang)
     if amount is not None:
         fields = {"context": about, "subject": phrase, "answer": amount}
-        reply = await judge.generate("testset_bridge_question_for", fields, Q_SCHEMA, lang)
+        reply = await judge.generate("testset_bridge_question_for", fields, naming(Q_SCHEMA, phrase, lang), lang)
         question, answer, reference = reply_text(reply, "question"), amount, about
     else:
-        reply = await judge.generate("testset_bridge_question", {"context": about, "subject": phrase}, QA_SCHEMA, lang)
+        fields = {"context": about, "subject": phrase}
+        reply = await judge.generate("testset_bridge_question", fields, naming(QA_SCHEMA, phrase, lang), lang)
         question, answer = reply_text(reply, "question"), reply_text(reply, "answer")
         reference = answer
     problem = question_problem(question, answer, phrase, described.text, answering.text, lang) if checking else None
@@ -164,6 +168,32 @@ async def _bridge_steps(
     if problem:
         raise SynthesisError(f"the description {description!r} {problem}")
     return question, reference, description
+
+
+def naming(schema: Mapping[str, Any], phrase: str, lang: str) -> dict[str, Any]:
+    """``schema`` with its ``question`` held to name ``phrase`` before the question ends (a
+    JSON-schema ``pattern``; the phrase's first letter in either case): the local judge's
+    grammar keeps its question from ending, or from asking, before it has named the phrase,
+    and an endpoint that follows JSON schemas is asked the same. Unchanged when the phrase
+    holds a character other than a letter, a digit, a space or a hyphen.
+
+    Asked for a question about the phrase, the packaged judge often asked for it ("What type
+    of accounts exist for SEV1 incidents?" for "Break-glass"); such a question is rejected
+    (:func:`question_problem`) and the next phrase tried.
+
+    Args:
+        schema: The reply's schema, with a string property ``question``.
+        phrase: The bridge phrase.
+        lang: ``"en"`` or ``"zh"``.
+    """
+    if not _PLAIN_PHRASE.fullmatch(phrase):
+        return dict(schema)
+    first = phrase[0]
+    named = f"({first.upper()}|{first.lower()}){phrase[1:]}" if first.upper() != first.lower() else phrase
+    ends = "?？" if lang == "zh" else "?"
+    # No quote or backslash: the grammar reads the pattern over the string's raw characters.
+    question = {"type": "string", "pattern": f'^[^{ends}"\\\\]*{named}[^"\\\\]*$'}
+    return {**schema, "properties": {**schema["properties"], "question": question}}
 
 
 def sentence_about(phrase: str, text: str, lang: str) -> str:
