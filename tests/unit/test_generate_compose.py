@@ -287,6 +287,10 @@ def test_a_bridge_question_names_its_subject_by_the_other_chunk_and_is_answered_
         # A single word's or a name's kind is the judge's.
         ("accounts", "exist for SEV1 incidents only", "break-glass", "en", "the accounts that exist for SEV1 incidents only"),
         ("时间", "用于冻结期", "UTC", "zh", "用于冻结期的时间"),
+        # A person is "who".
+        ("woman", "hosts the charity gala", "Sophie", "en", "the woman who hosts the charity gala"),
+        ("The main character", "who talks Kevin into a job", "Kate", "en", "the main character who talks Kevin into a job"),
+        ("mother ship", "carries the landers", "Nostromo", "en", "the mother ship that carries the landers"),
         ("账号", "只在 SEV1 事故中使用", "break-glass", "zh", "只在 SEV1 事故中使用的账号"),  # one hyphenated word
     ],
 )

@@ -11,7 +11,7 @@ reply is checked in code before the next step:
   about E that a sentence of B answers (:func:`sentence_about` picks it; when the sentence
   states an amount, :func:`answer_amount` takes it as the answer and the judge writes only the
   question, ``testset_bridge_question_for``, else ``testset_bridge_question``; it must name
-  E, as the thing E names in B, not as a word of a longer name, must not hold its answer,
+  E before it asks (the reply's schema holds it to: :func:`naming`), as the thing E names in B, not as a word of a longer name, must not hold its answer,
   and A must not state its answer), then gives, from A alone and without naming E, the kind
   of thing E is and a fact A states of it (``testset_bridge_description``). The code writes
   the description, "the <kind> that <fact>" or "<fact>的<kind>" (:func:`described_as`: a
@@ -71,6 +71,16 @@ _DESCRIPTION_SCHEMA = {
     "properties": {"kind": {"type": "string"}, "fact": {"type": "string"}},
     "required": ["kind", "fact"],
 }
+#: Kinds of thing that are people: "the woman who hosts", not "the woman that hosts". Words
+#: that name machines or software too (host, manager, player, writer, leader, coach) keep
+#: "that", which is never wrong.
+_PERSON = re.compile(
+    r"person|people|m[ae]n|wom[ae]n|boy|girl|child(?:ren)?|character|individual|protagonist|hero(?:ine)?|villain"
+    r"|actor|actress|singer|rapper|musician|artist|author|athlete"
+    r"|engineer|officer|commander|president|politician|king|queen|prince(?:ss)?|doctor|teacher|student"
+    r"|mother|father|son|daughter|brother|sister|wife|husband|(?:girl|boy)?friend",
+    re.IGNORECASE,
+)
 #: A bridge phrase a JSON-schema pattern can hold as it is (see :func:`naming`).
 _PLAIN_PHRASE = re.compile(r"[^\W_]+(?:[ -][^\W_]+)*")
 #: An article or determiner right before a word: the word opens a noun phrase ("the company-wide").
@@ -314,8 +324,8 @@ def _adjacent(words: str, texts: Sequence[str]) -> bool:
 
 def described_as(kind: str, fact: str, phrase: str, lang: str) -> str:
     """The description of ``phrase`` put together from the kind of thing it names and the
-    ``fact`` the judge found about it: "the library that holds the city archive",
-    "收藏全市档案的图书馆". The kind of a common compound ("platform team", 发布经理, 预发环境) is
+    ``fact`` the judge found about it: "the library that holds the city archive", "the
+    woman who hosts the gala" (a person is "who"), "收藏全市档案的图书馆". The kind of a common compound ("platform team", 发布经理, 预发环境) is
     its last word (team, 经理, 环境); a name's (Forge Vault, SEV2) or a single word's is the
     judge's ``kind``. The prompt lists no kinds: given some to choose from, the judge took the
     first ("team") for most things.
@@ -334,7 +344,8 @@ def described_as(kind: str, fact: str, phrase: str, lang: str) -> str:
         return f"{fact}的{kind}"
     kind = re.sub(r"^(?:the|a|an)\s+", "", kind, flags=re.IGNORECASE)
     fact = re.sub(r"^(?:that|which|who)\s+", "", fact, flags=re.IGNORECASE)
-    return f"the {kind} that {fact}"
+    relative = "who" if _PERSON.fullmatch(kind.split()[-1] if kind.split() else "") else "that"
+    return f"the {kind} {relative} {fact}"
 
 
 def _words(phrase: str, lang: str) -> list[str]:
