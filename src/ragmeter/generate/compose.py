@@ -54,13 +54,16 @@ from ragmeter.generate.graph import KnowledgeGraph
 from ragmeter.generate.plan import Slot
 from ragmeter.generate.swap import SWAP, swap_subject
 from ragmeter.generate.synthesize import Q_SCHEMA, QA_SCHEMA, Draft, SynthesisError, reply_text, restyle
-from ragmeter.judges.base import LLMJudge
+from ragmeter.judges.base import LLMJudge, ReplyCutOff
 
 #: The question types written here, and the name of each one's method (in the samples'
 #: ``metadata.composition.method`` and in the journal's fingerprints).
 METHODS = {"multi_hop": "bridge", "unanswerable": SWAP}
 #: Bridge phrases tried per multi-hop question, the best first.
 ATTEMPTS = 3
+#: Most characters a bridge question holds before it names its phrase, and after (see
+#: :func:`naming`), by language.
+QUESTION_CHARS = {"en": 100, "zh": 40}
 #: Longest description of a bridge phrase: words (English), characters (Chinese).
 DESCRIPTION_WORDS, DESCRIPTION_CHARS = 20, 40
 #: Fewest content words a description has besides those of the phrase it stands for
@@ -136,7 +139,7 @@ async def _bridge(slot: Slot, graph: KnowledgeGraph, judge: LLMJudge) -> Draft:
     for phrase in phrases[:ATTEMPTS]:
         try:
             question, answer, description = await _bridge_steps(phrase, described, answering, slot.lang, judge, not judge.placeholders)
-        except SynthesisError as exc:
+        except (SynthesisError, ReplyCutOff) as exc:
             failures.append(f"'{phrase}': {exc}")
             continue
         composed = substitute(question, phrase, description, slot.lang)
@@ -182,10 +185,11 @@ async def _bridge_steps(
 
 def naming(schema: Mapping[str, Any], phrase: str, lang: str) -> dict[str, Any]:
     """``schema`` with its ``question`` held to name ``phrase`` before the question ends (a
-    JSON-schema ``pattern``; the phrase's first letter in either case): the local judge's
-    grammar keeps its question from ending, or from asking, before it has named the phrase,
-    and an endpoint that follows JSON schemas is asked the same. Unchanged when the phrase
-    holds a character other than a letter, a digit, a space or a hyphen.
+    JSON-schema ``pattern``; the phrase's first letter in either case), within
+    :data:`QUESTION_CHARS` characters of either end: the local judge's grammar keeps its
+    question from ending, asking, or running on before it has named the phrase, and an
+    endpoint that follows JSON schemas is asked the same. Unchanged when the phrase holds a
+    character other than a letter, a digit, a space or a hyphen.
 
     Asked for a question about the phrase, the packaged judge often asked for it ("What type
     of accounts exist for SEV1 incidents?" for "Break-glass"); such a question is rejected
@@ -200,9 +204,9 @@ def naming(schema: Mapping[str, Any], phrase: str, lang: str) -> dict[str, Any]:
         return dict(schema)
     first = phrase[0]
     named = f"({first.upper()}|{first.lower()}){phrase[1:]}" if first.upper() != first.lower() else phrase
-    ends = "?？" if lang == "zh" else "?"
+    ends, most = ("?？", QUESTION_CHARS["zh"]) if lang == "zh" else ("?", QUESTION_CHARS["en"])
     # No quote or backslash: the grammar reads the pattern over the string's raw characters.
-    question = {"type": "string", "pattern": f'^[^{ends}"\\\\]*{named}[^"\\\\]*$'}
+    question = {"type": "string", "pattern": f'^[^{ends}"\\\\]{{0,{most}}}{named}[^"\\\\]{{0,{most}}}$'}
     return {**schema, "properties": {**schema["properties"], "question": question}}
 
 
