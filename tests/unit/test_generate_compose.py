@@ -138,6 +138,11 @@ def test_a_bridge_question_is_written_from_the_sentence_that_is_about_its_phrase
         ("Break-glass", "en", "Which accounts? Break-glass ones", False),  # asked before naming it
         ("Break-glass", "en", 'Who may use "break-glass" accounts?', False),  # a quote would end the JSON string
         ("Break-glass", "en", "Which " + "of the many kinds of " * 6 + "break-glass accounts exist?", False),  # runs on
+        ("Beth", "en", "Who helps Rebecca get abethe Facebook account?", False),  # inside a word
+        ("Beth", "en", "What does Beth's sister do?", True),
+        ("Break-glass", "en", "Why are non-break-glass accounts kept?", False),
+        ("Vault", "en", "How often is Vault backed up?", True),  # at the start
+        ("RCEP", "zh", "RCEP生效后关税如何变化？", True),  # next to a Chinese character: a whole word
         ("密钥保管库", "zh", "密钥保管库多久备份一次？", True),
         ("密钥保管库", "zh", "哪个系统每晚备份？", False),
         ("密钥保管库", "zh", "哪个系统每晚备份?密钥保管库", False),

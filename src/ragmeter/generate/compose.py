@@ -185,8 +185,8 @@ async def _bridge_steps(
 
 def naming(schema: Mapping[str, Any], phrase: str, lang: str) -> dict[str, Any]:
     """``schema`` with its ``question`` held to name ``phrase`` before the question ends (a
-    JSON-schema ``pattern``; the phrase's first letter in either case), within
-    :data:`QUESTION_CHARS` characters of either end: the local judge's grammar keeps its
+    JSON-schema ``pattern``; the phrase's first letter in either case, as a whole word),
+    within :data:`QUESTION_CHARS` characters of either end: the local judge's grammar keeps its
     question from ending, asking, or running on before it has named the phrase, and an
     endpoint that follows JSON schemas is asked the same. Unchanged when the phrase holds a
     character other than a letter, a digit, a space or a hyphen.
@@ -206,7 +206,11 @@ def naming(schema: Mapping[str, Any], phrase: str, lang: str) -> dict[str, Any]:
     named = f"({first.upper()}|{first.lower()}){phrase[1:]}" if first.upper() != first.lower() else phrase
     ends, most = ("?？", QUESTION_CHARS["zh"]) if lang == "zh" else ("?", QUESTION_CHARS["en"])
     # No quote or backslash: the grammar reads the pattern over the string's raw characters.
-    question = {"type": "string", "pattern": f'^[^{ends}"\\\\]{{0,{most}}}{named}[^"\\\\]{{0,{most}}}$'}
+    # Next to the phrase, no Latin letter, digit or hyphen: it is a whole word, as
+    # phrase_pattern finds it ("Beth", not "abethe").
+    before = f'([^{ends}"\\\\]{{0,{most - 1}}}[^{ends}"\\\\A-Za-z0-9-])?'
+    after = f'([^"\\\\A-Za-z0-9-][^"\\\\]{{0,{most - 1}}})?'
+    question = {"type": "string", "pattern": f"^{before}{named}{after}$"}
     return {**schema, "properties": {**schema["properties"], "question": question}}
 
 
