@@ -8,9 +8,6 @@ import json
 import pytest
 
 from ragmeter import Judges
-from ragmeter.generate.bridges import phrase_pattern
-from ragmeter.generate.compose import naming, question_problem
-from ragmeter.generate.synthesize import QA_SCHEMA
 from ragmeter.judges.base import ContextTooLong, ReplyCutOff
 from ragmeter.judges.local import LocalJudge
 from ragmeter.judges.local_model import recalibrate
@@ -208,19 +205,3 @@ def test_greedy_decoding_checks_the_top_token_first_yet_writes_exactly_what_the_
         assert not cut.finished and cut.tokens == 5 and full["choices"][0]["text"].startswith(cut.text)
     finally:
         judge._memory.truncate(0)  # the judge's own bookkeeping of the model's memory starts again
-
-
-@pytest.mark.parametrize(
-    ("context", "phrase", "lang"),
-    [
-        # Unheld, the judge asked "What type of accounts exist for SEV1 incidents?": it asked for the phrase.
-        ("Break-glass accounts exist for SEV1 incidents only.", "Break-glass", "en"),
-        ("密钥保管库每晚备份到冷存储，备份保留三十天。", "密钥保管库", "zh"),
-    ],
-)
-def test_the_bridge_question_names_its_phrase_under_the_naming_schema(judge, context, phrase, lang):
-    # The schema's pattern, read by the local judge's grammar, holds the question to name the
-    # phrase before it asks (compose.naming); the check in code would reject one that does not.
-    reply = run(judge.generate("testset_bridge_question", {"context": context, "subject": phrase}, naming(QA_SCHEMA, phrase, lang), lang))
-    assert phrase_pattern(phrase, lang).search(reply["question"]), reply
-    assert question_problem(reply["question"], reply["answer"], phrase, "", context, lang) != "does not name it"

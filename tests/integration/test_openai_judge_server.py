@@ -24,9 +24,6 @@ from pathlib import Path
 
 import pytest
 
-from ragmeter.generate.bridges import phrase_pattern
-from ragmeter.generate.compose import naming
-from ragmeter.generate.synthesize import QA_SCHEMA
 from ragmeter.judges.base import JudgeError, Verdict
 from ragmeter.judges.metering import Usage, metered
 from ragmeter.judges.openai_compat import OpenAIJudge
@@ -222,20 +219,3 @@ async def _scenario(base_url: str, timeout: float):
     finally:
         await single_judge.aclose()
     return batch, several, generated, single, scale, total, described
-
-
-def test_the_server_holds_the_bridge_question_to_its_phrase(llama_server):
-    # The naming schema's pattern goes to the server as response_format json_schema; its grammar
-    # must read it (a server that could not would drop structured replies for the whole run).
-    async def ask():
-        judge = OpenAIJudge(llama_server + "/v1", MODEL, api_key="none", context_window=N_CTX)
-        try:
-            fields = {"context": "Break-glass accounts exist for SEV1 incidents only.", "subject": "Break-glass"}
-            reply = await judge.generate("testset_bridge_question", fields, naming(QA_SCHEMA, "Break-glass", "en"), "en")
-            return reply, judge.transport.unsupported
-        finally:
-            await judge.aclose()
-
-    reply, unsupported = asyncio.run(asyncio.wait_for(ask(), CALL_LIMIT))
-    assert "response_format" not in unsupported
-    assert phrase_pattern("Break-glass", "en").search(reply["question"]), reply

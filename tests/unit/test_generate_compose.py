@@ -4,8 +4,6 @@ swapped subject (ragmeter.generate.compose), step by step with a stand-in judge.
 from __future__ import annotations
 
 import asyncio
-import json
-import re
 
 import numpy as np
 import pytest
@@ -13,22 +11,13 @@ from test_llm_double import FixedVectors, ScriptedJudge
 
 from ragmeter.generate.bridges import bridge_phrases, bridge_statement, substitute
 from ragmeter.generate.chunking import Chunk
-from ragmeter.generate.compose import (
-    METHODS,
-    answer_amount,
-    compose,
-    described_as,
-    description_problem,
-    naming,
-    question_problem,
-    sentence_about,
-)
+from ragmeter.generate.compose import METHODS, answer_amount, compose, described_as, description_problem, question_problem, sentence_about
 from ragmeter.generate.filters import check
 from ragmeter.generate.graph import KnowledgeGraph
 from ragmeter.generate.plan import Slot
 from ragmeter.generate.runner import KnowledgeBase, generate_slot
 from ragmeter.generate.swap import absent_words, reply_texts
-from ragmeter.generate.synthesize import NO_ANSWER, Q_SCHEMA, QA_SCHEMA, SynthesisError, synthesize
+from ragmeter.generate.synthesize import NO_ANSWER, SynthesisError, synthesize
 from ragmeter.judges.base import JudgeError, ReplyCutOff
 from ragmeter.judges.dry_run import stand_in
 from ragmeter.judges.embeddings import BatchingEmbedder
@@ -130,60 +119,6 @@ def test_a_bridge_question_is_written_from_the_sentence_that_is_about_its_phrase
 
 
 @pytest.mark.parametrize(
-    ("phrase", "lang", "question", "names"),
-    [
-        ("Break-glass", "en", "Who may use break-glass accounts during a SEV1?", True),
-        ("Break-glass", "en", "Break-glass accounts: who may use them?", True),
-        ("Break-glass", "en", "What type of accounts exist for SEV1 incidents?", False),  # asks for it
-        ("Break-glass", "en", "Which accounts? Break-glass ones", False),  # asked before naming it
-        ("Break-glass", "en", 'Who may use "break-glass" accounts?', False),  # a quote would end the JSON string
-        ("Break-glass", "en", "Which " + "of the many kinds of " * 6 + "break-glass accounts exist?", False),  # runs on
-        ("Beth", "en", "Who helps Rebecca get abethe Facebook account?", False),  # inside a word
-        ("Beth", "en", "What does Beth's sister do?", True),
-        ("Break-glass", "en", "Why are non-break-glass accounts kept?", False),
-        ("Vault", "en", "How often is Vault backed up?", True),  # at the start
-        ("RCEP", "zh", "RCEP生效后关税如何变化？", True),  # next to a Chinese character: a whole word
-        ("密钥保管库", "zh", "密钥保管库多久备份一次？", True),
-        ("密钥保管库", "zh", "哪个系统每晚备份？", False),
-        ("密钥保管库", "zh", "哪个系统每晚备份?密钥保管库", False),
-    ],
-)
-def test_the_bridge_question_is_held_to_name_its_phrase_before_it_asks(phrase, lang, question, names):
-    schema = naming(QA_SCHEMA, phrase, lang)
-    assert schema["required"] == QA_SCHEMA["required"] and schema["properties"]["answer"] == {"type": "string"}
-    assert (re.fullmatch(schema["properties"]["question"]["pattern"], question) is not None) == names
-
-
-def test_a_phrase_a_pattern_cannot_hold_as_it_is_leaves_the_question_free():
-    assert naming(Q_SCHEMA, "C++ builds", "en") == Q_SCHEMA
-    assert naming(Q_SCHEMA, "SEV1 (page)", "en") == Q_SCHEMA
-
-
-def test_the_local_judges_grammar_holds_the_question_to_the_phrase():
-    # The local judge generates under llama-cpp-python's grammar of the schema: the pattern
-    # must be one it can read (no "(?:", no lookaround), a quote and a backslash kept out.
-    from llama_cpp.llama_grammar import LlamaGrammar
-
-    rules = LlamaGrammar.from_json_schema(json.dumps(naming(QA_SCHEMA, "Break-glass", "en")), verbose=False)._grammar
-    question = next(line for line in rules.splitlines() if line.startswith("question ::= "))
-    assert '("B" | "b") "reak-glas" "s"' in question and 'question-1 ::= [^?"\\\\]' in rules
-
-
-def test_the_bridge_question_is_asked_under_the_naming_schema():
-    schemas = []
-
-    class Recording(ScriptedJudge):
-        async def generate(self, task, fields, schema, lang):
-            schemas.append((task, schema))
-            return await super().generate(task, fields, schema, lang)
-
-    judge = Recording(generated=dict(_bridge_judge().generated))
-    _compose(Slot("q0001", "multi_hop", "plain", None, (1, 0), "en"), judge)
-    asked = [schema for task, schema in schemas if task == "testset_bridge_question"]
-    assert asked == [naming(QA_SCHEMA, "Forge Vault", "en")]
-
-
-@pytest.mark.parametrize(
     ("sentence", "phrase", "lang", "amount"),
     [
         ("A merge request needs at least two approvals before a merge.", "merge request", "en", "at least two approvals"),
@@ -259,7 +194,7 @@ def test_a_description_must_hide_the_phrase_be_short_come_from_its_chunk_and_not
     assert found == problem
 
 
-def test_a_bridge_question_names_its_subject_by_the_other_chunk_and_is_answered_by_one():
+def test_a_bridge_question_namings_subject_by_the_other_chunk_and_is_answered_by_one():
     judge = _bridge_judge()
     draft = _compose(Slot("q0001", "multi_hop", "plain", None, (1, 0), "en"), judge)
     notes = draft.composition
@@ -314,10 +249,10 @@ def test_a_bridge_step_that_fails_its_check_tries_the_next_phrase_then_gives_up(
     draft = _compose(Slot("q0001", "multi_hop", "plain", None, (1, 0), "en"), judge)
     assert draft.composition["bridge"] == "platform team" and judge.count("generate", "testset_bridge_question") == 2
     assert draft.question == "Who pages the team that keeps the service secrets?"  # a compound's kind is its last word
-    names_it = _bridge_judge(description=lambda fields: {"kind": "store", "fact": f"is called {fields['subject']}"})
+    naming = _bridge_judge(description=lambda fields: {"kind": "store", "fact": f"is called {fields['subject']}"})
     with pytest.raises(SynthesisError, match=r"no bridge question: 'Forge Vault': .*names the phrase.*; 'platform team': .*; 'Forge': "):
-        _compose(Slot("q0001", "multi_hop", "plain", None, (1, 0), "en"), names_it)
-    assert names_it.count("generate") == 6  # ATTEMPTS (3) phrases, two steps each
+        _compose(Slot("q0001", "multi_hop", "plain", None, (1, 0), "en"), naming)
+    assert naming.count("generate") == 6  # ATTEMPTS (3) phrases, two steps each
     with pytest.raises(SynthesisError, match="share no phrase"):
         _compose(Slot("q0001", "multi_hop", "plain", None, (2, 3), "en"), _bridge_judge())
 

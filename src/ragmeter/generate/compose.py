@@ -11,7 +11,7 @@ reply is checked in code before the next step:
   about E that a sentence of B answers (:func:`sentence_about` picks it; when the sentence
   states an amount, :func:`answer_amount` takes it as the answer and the judge writes only the
   question, ``testset_bridge_question_for``, else ``testset_bridge_question``; it must name
-  E before it asks (the reply's schema holds it to: :func:`naming`), as the thing E names in B, not as a word of a longer name, must not hold its answer,
+  E, as the thing E names in B, not as a word of a longer name, must not hold its answer,
   and A must not state its answer), then gives, from A alone and without naming E, the kind
   of thing E is and a fact A states of it (``testset_bridge_description``). The code writes
   the description, "the <kind> that <fact>" or "<fact>的<kind>" (:func:`described_as`: a
@@ -43,8 +43,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from ragmeter.data.text import split_sentences, tokenize
 from ragmeter.data.words import content_words
@@ -61,9 +60,6 @@ from ragmeter.judges.base import LLMJudge, ReplyCutOff
 METHODS = {"multi_hop": "bridge", "unanswerable": SWAP}
 #: Bridge phrases tried per multi-hop question, the best first.
 ATTEMPTS = 3
-#: Most characters a bridge question holds before it names its phrase, and after (see
-#: :func:`naming`), by language.
-QUESTION_CHARS = {"en": 100, "zh": 40}
 #: Longest description of a bridge phrase: words (English), characters (Chinese).
 DESCRIPTION_WORDS, DESCRIPTION_CHARS = 20, 40
 #: Fewest content words a description has besides those of the phrase it stands for
@@ -84,8 +80,6 @@ _PERSON = re.compile(
     r"|mother|father|son|daughter|brother|sister|wife|husband|(?:girl|boy)?friend",
     re.IGNORECASE,
 )
-#: A bridge phrase a JSON-schema pattern can hold as it is (see :func:`naming`).
-_PLAIN_PHRASE = re.compile(r"[^\W_]+(?:[ -][^\W_]+)*")
 #: An article or determiner right before a word: the word opens a noun phrase ("the company-wide").
 _ARTICLE_BEFORE = re.compile(r"(?<![\w-])(?:the|a|an|this|that|each|every|any|its|their|our|your)[ \t]+$", re.IGNORECASE)
 _NUMBER_WORDS = "one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|hundred"
@@ -165,11 +159,10 @@ async def _bridge_steps(
     amount = answer_amount(about, phrase, lang)
     if amount is not None:
         fields = {"context": about, "subject": phrase, "answer": amount}
-        reply = await judge.generate("testset_bridge_question_for", fields, naming(Q_SCHEMA, phrase, lang), lang)
+        reply = await judge.generate("testset_bridge_question_for", fields, Q_SCHEMA, lang)
         question, answer, reference = reply_text(reply, "question"), amount, about
     else:
-        fields = {"context": about, "subject": phrase}
-        reply = await judge.generate("testset_bridge_question", fields, naming(QA_SCHEMA, phrase, lang), lang)
+        reply = await judge.generate("testset_bridge_question", {"context": about, "subject": phrase}, QA_SCHEMA, lang)
         question, answer = reply_text(reply, "question"), reply_text(reply, "answer")
         reference = answer
     problem = question_problem(question, answer, phrase, described.text, answering.text, lang) if checking else None
@@ -181,37 +174,6 @@ async def _bridge_steps(
     if problem:
         raise SynthesisError(f"the description {description!r} {problem}")
     return question, reference, description
-
-
-def naming(schema: Mapping[str, Any], phrase: str, lang: str) -> dict[str, Any]:
-    """``schema`` with its ``question`` held to name ``phrase`` before the question ends (a
-    JSON-schema ``pattern``; the phrase's first letter in either case, as a whole word),
-    within :data:`QUESTION_CHARS` characters of either end: the local judge's grammar keeps its
-    question from ending, asking, or running on before it has named the phrase, and an
-    endpoint that follows JSON schemas is asked the same. Unchanged when the phrase holds a
-    character other than a letter, a digit, a space or a hyphen.
-
-    Asked for a question about the phrase, the packaged judge often asked for it ("What type
-    of accounts exist for SEV1 incidents?" for "Break-glass"); such a question is rejected
-    (:func:`question_problem`) and the next phrase tried.
-
-    Args:
-        schema: The reply's schema, with a string property ``question``.
-        phrase: The bridge phrase.
-        lang: ``"en"`` or ``"zh"``.
-    """
-    if not _PLAIN_PHRASE.fullmatch(phrase):
-        return dict(schema)
-    first = phrase[0]
-    named = f"({first.upper()}|{first.lower()}){phrase[1:]}" if first.upper() != first.lower() else phrase
-    ends, most = ("?？", QUESTION_CHARS["zh"]) if lang == "zh" else ("?", QUESTION_CHARS["en"])
-    # No quote or backslash: the grammar reads the pattern over the string's raw characters.
-    # Next to the phrase, no Latin letter, digit or hyphen: it is a whole word, as
-    # phrase_pattern finds it ("Beth", not "abethe").
-    before = f'([^{ends}"\\\\]{{0,{most - 1}}}[^{ends}"\\\\A-Za-z0-9-])?'
-    after = f'([^"\\\\A-Za-z0-9-][^"\\\\]{{0,{most - 1}}})?'
-    question = {"type": "string", "pattern": f"^{before}{named}{after}$"}
-    return {**schema, "properties": {**schema["properties"], "question": question}}
 
 
 def sentence_about(phrase: str, text: str, lang: str) -> str:
@@ -333,10 +295,10 @@ def _adjacent(words: str, texts: Sequence[str]) -> bool:
 def described_as(kind: str, fact: str, phrase: str, lang: str) -> str:
     """The description of ``phrase`` put together from the kind of thing it names and the
     ``fact`` the judge found about it: "the library that holds the city archive", "the
-    woman who hosts the gala" (a person is "who"), "收藏全市档案的图书馆". The kind of a common compound ("platform team", 发布经理, 预发环境) is
-    its last word (team, 经理, 环境); a name's (Forge Vault, SEV2) or a single word's is the
-    judge's ``kind``. The prompt lists no kinds: given some to choose from, the judge took the
-    first ("team") for most things.
+    woman who hosts the gala" (a person is "who"), "收藏全市档案的图书馆". The kind of a common
+    compound ("platform team", 发布经理, 预发环境) is its last word (team, 经理, 环境); a name's
+    (Forge Vault, SEV2) or a single word's is the judge's ``kind``. The prompt lists no kinds:
+    given some to choose from, the judge took the first ("team") for most things.
 
     Args:
         kind: What kind of thing the phrase names, as the judge wrote it.
