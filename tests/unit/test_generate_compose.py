@@ -194,7 +194,7 @@ def test_a_description_must_hide_the_phrase_be_short_come_from_its_chunk_and_not
     assert found == problem
 
 
-def test_a_bridge_question_namings_subject_by_the_other_chunk_and_is_answered_by_one():
+def test_a_bridge_question_names_its_subject_by_the_other_chunk_and_is_answered_by_one():
     judge = _bridge_judge()
     draft = _compose(Slot("q0001", "multi_hop", "plain", None, (1, 0), "en"), judge)
     notes = draft.composition

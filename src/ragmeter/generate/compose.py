@@ -71,7 +71,7 @@ _DESCRIPTION_SCHEMA = {
     "required": ["kind", "fact"],
 }
 #: Kinds of thing that are people: "the woman who hosts", not "the woman that hosts". Words
-#: that name machines or software too (host, manager, player, writer, leader, coach) keep
+#: that name things too (a host, a package manager, a media player, a coach) keep
 #: "that", which is never wrong.
 _PERSON = re.compile(
     r"person|people|m[ae]n|wom[ae]n|boy|girl|child(?:ren)?|character|individual|protagonist|hero(?:ine)?|villain"
