@@ -314,7 +314,8 @@ def described_as(kind: str, fact: str, phrase: str, lang: str) -> str:
         return f"{fact}的{kind}"
     kind = re.sub(r"^(?:the|a|an)\s+", "", kind, flags=re.IGNORECASE)
     fact = re.sub(r"^(?:that|which|who)\s+", "", fact, flags=re.IGNORECASE)
-    relative = "who" if _PERSON.fullmatch(kind.split()[-1] if kind.split() else "") else "that"
+    words = kind.split()
+    relative = "who" if words and _PERSON.fullmatch(words[-1]) else "that"
     return f"the {kind} {relative} {fact}"
 
 
