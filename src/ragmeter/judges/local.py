@@ -131,6 +131,9 @@ class LocalJudge(LLMJudge):
                     n_threads=self.threads,
                     n_threads_batch=self.threads,
                     n_batch=512,
+                    # Off: on the CPU it reads and writes no faster and moves the logits
+                    # (benchmarks/results/flash_attention_speed.md).
+                    flash_attn=False,
                     seed=0,
                     verbose=False,
                 )
