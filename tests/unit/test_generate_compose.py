@@ -61,9 +61,19 @@ def _compose(slot, judge):
 
 def test_bridge_phrases_put_names_first_then_phrases_of_several_words_then_the_rarest():
     # "Forge" alone only opens sentences, so it is not taken for a name. "Vault" is one, but
-    # both texts write it only after "Forge": a piece of the longer name.
+    # both texts write it only after "Forge": a piece of the longer name. One common English
+    # word alone ("every", "platform", "team") is no bridge; "Forge", never written in lower
+    # case, may be one.
     phrases = bridge_phrases(VAULT, BACKUP, "en", CHUNKS)
-    assert phrases == ["Forge Vault", "platform team", "Forge", "every", "platform", "team"]
+    assert phrases == ["Forge Vault", "platform team", "Forge"]
+    # A word that opens a sentence is common when another sentence writes it in lower case.
+    migration = (*CHUNKS, Chunk("db#1", "db", "Each migration needs a plan.", "en"))
+    assert bridge_phrases("Migration plans are reviewed.", "Migration runs on Tuesdays.", "en", migration) == []
+    # Of two phrases of several words, the rarer first: one chunk holds "cold storage", three "platform team".
+    assert bridge_phrases("The cold storage and the platform team.", "The platform team checks the cold storage.", "en", CHUNKS) == [
+        "cold storage",
+        "platform team",
+    ]
     alone = ("Forge Vault keeps secrets. Only the Vault admins read them.", "Forge Vault is backed up. The Vault admins restore it.")
     assert bridge_phrases(*alone, "en", CHUNKS)[:2] == ["Forge Vault", "Vault"]
     assert bridge_phrases(ZH_A, ZH_B, "zh", CHUNKS) == ["密钥保管库"]  # rjieba cuts 密钥保管|库存 and 密钥保管|库

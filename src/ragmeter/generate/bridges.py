@@ -47,7 +47,9 @@ def bridge_phrases(described: str, answering: str, lang: str, chunks: Sequence[C
     nor a verb at its edges: :func:`_widened`) that begins and ends with a content word, has a
     letter and no bare number; in English it neither begins nor ends with a word in -ed or -ly
     (rarely a thing's name) and names one thing (:func:`_not_one_name`: not "Jack and
-    Rebecca", "Rebecca takes", "ca n't", nor "Big" of "Big Three"); in Chinese it
+    Rebecca", "Rebecca takes", "ca n't", nor "Big" of "Big Three"), and one English word
+    alone is a name or hyphenated, not a common word (:func:`_common_word`: not "migration",
+    "page"); in Chinese it
     ends with a noun, does not begin with a function word (rjieba's tags: 由平台 is no phrase),
     holds no word of quantity, place or time (分钟, 里), and is a name or a compound: Latin
     letters (SEV1), or more than one Chinese word (发布经理, 密钥保管库; not 评审 or 数据库 alone,
@@ -79,6 +81,8 @@ def bridge_phrases(described: str, answering: str, lang: str, chunks: Sequence[C
         surface = _surface(key, answering, lang)
         if surface is None or (lang != "zh" and _not_one_name(surface, (answering, described))):
             continue
+        if lang != "zh" and _common_word(surface, (answering, described), tuple(chunks)):
+            continue  # "migration", "page": one common word, which the judge described wrongly or not at all
         if lang == "zh":
             surface = _widened(surface, answering, described)
             if _HAN_ONLY.match(surface) and surface == key[0]:
@@ -102,6 +106,23 @@ def _named(surface: str, texts: Sequence[str]) -> bool:
     if not surface[:1].isupper():
         return False
     return any(re.search(rf"[a-z0-9,;][ \t]+{re.escape(surface)}(?!\w)", text) for text in texts)
+
+
+def _common_word(surface: str, texts: Sequence[str], chunks: tuple[Chunk, ...]) -> bool:
+    """English ``surface`` is one common word: a single word, not hyphenated ("break-glass"
+    names a thing), that is no name (:func:`_named` in ``texts``) and that the knowledge base
+    writes in lower case ("page"; "Migration" opening a sentence, where another says
+    "migration"). A word that only ever opens a sentence ("Hamlin" at the head of a table row)
+    is taken for a name."""
+    if " " in surface or "-" in surface or _named(surface, texts):
+        return False
+    return surface.islower() or surface.lower() in _lower_case_words(chunks)
+
+
+@lru_cache(maxsize=4)
+def _lower_case_words(chunks: tuple[Chunk, ...]) -> frozenset[str]:
+    """The words the knowledge base's ``chunks`` write in lower case."""
+    return frozenset(w for chunk in chunks for w in re.findall(r"(?<![\w-])[a-z]+(?![\w-])", chunk.text))
 
 
 def _not_one_name(surface: str, texts: Sequence[str]) -> bool:
