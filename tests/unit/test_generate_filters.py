@@ -429,6 +429,10 @@ def test_content_words_drop_stop_words_and_stem_english_only():
     assert content_words("The President's party is opposing it.") == {"president", "party", "oppos"}
     assert content_words("什么是数据库变更？") == {"数据库", "变更"}
     assert content_words("Ana Domínguez's award") == {"ana", "domínguez", "award"}  # a possessive on any name
+    # An irregular verb form is its base's word: "sent" is "sends", "written" is "writes".
+    assert content_words("The alert was sent; the report is written.") == content_words("It sends the alert and writes the report.")
+    assert content_words("She took the keys") == {"tak", "key"}
+    assert content_words("the left column saw no use") == {"left", "column", "saw", "use"}  # other words first
     # The wording before the style counts too: a misspelled question is matched in its original.
     assert restates(
         "Approvals of the merge request.", "How mny aprovals does a mrege request need?", "How many approvals does a merge request need?"
