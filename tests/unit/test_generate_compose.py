@@ -244,6 +244,18 @@ def test_a_bridge_question_names_its_subject_by_the_other_chunk_and_is_answered_
         ("The main character", "who talks Kevin into a job", "Kate", "en", "the main character who talks Kevin into a job"),
         ("mother ship", "carries the landers", "Nostromo", "en", "the mother ship that carries the landers"),
         ("账号", "只在 SEV1 事故中使用", "break-glass", "zh", "只在 SEV1 事故中使用的账号"),  # one hyphenated word
+        # A passive fact without its "is" takes no "that"; an active one keeps it.
+        (
+            "request",
+            "carried out only by the Forge merge bot",
+            "merge request",
+            "en",
+            "the request carried out only by the Forge merge bot",
+        ),
+        ("The tool", "that is used by the platform team", "Forge CLI", "en", "the tool that is used by the platform team"),
+        ("store", "written automatically by the deploy job", "Forge Vault", "en", "the store written automatically by the deploy job"),
+        ("team", "reviewed changes by Friday", "Security team", "en", "the team that reviewed changes by Friday"),
+        ("bot", "sends alerts by email", "Forge bot", "en", "the bot that sends alerts by email"),
     ],
 )
 def test_a_description_is_the_kind_of_thing_and_a_fact_the_chunk_states_of_it(kind, fact, phrase, lang, expected):
@@ -346,6 +358,16 @@ def test_a_bridge_question_must_name_its_subject_as_both_chunks_do_and_not_be_an
     described = "People use the break-glass procedure during an incident, and accounts are reviewed after 24 hours."
     answering = "Anyone on call may use break-glass."
     assert question_problem(question, answer, "break-glass", described, answering, "en") == problem
+
+
+def test_a_bridge_answer_that_only_restates_its_question_in_another_tense_is_its_own_answer():
+    # Kept as a multi-hop question in a run on the example knowledge base, before "sent" was "sends".
+    described = "The Security team rotates secrets every 90 days."
+    answering = "A leaked secret sends an automatic alert to the Security team."
+    question = "What happens when one sends an automatic alert to the Security team?"
+    restated = "An automatic alert is sent to the Security team."
+    assert question_problem(question, restated, "Security team", described, answering, "en") == "writes its own answer"
+    assert question_problem(question, "The Security team opens a SEV2 incident.", "Security team", described, answering, "en") is None
 
 
 @pytest.mark.parametrize(

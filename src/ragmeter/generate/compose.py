@@ -80,6 +80,17 @@ _PERSON = re.compile(
     r"|mother|father|son|daughter|brother|sister|wife|husband|(?:girl|boy)?friend",
     re.IGNORECASE,
 )
+#: A fact that opens with a passive participle and its agent, "carried out only by the Forge
+#: merge bot": the judge leaves out its "is", so the description drops its "that" ("the request
+#: carried out only by...", where "the request that carried out only by..." was kept in a run
+#: of ``benchmarks/results/generate_multi_hop.md``).
+_PASSIVE = re.compile(
+    r"(?:(?:only|always|never|[a-z]+ly)\s+)?"
+    r"(?:[a-z]+(?:ed|en|wn)|made|done|run|set|put|cut|read|held|kept|sent|built|paid|sold|told|found|led|taught|brought"
+    r"|bought|caught|thought|sought|meant|spent|lent|dealt|won|hung|struck|stuck|understood|upheld|withheld)"
+    r"(?:\s+(?:out|up|off|down|over|back|in|on|only|solely|[a-z]+ly)){0,2}\s+by\b",  # particles, adverbs; no object
+    re.IGNORECASE,
+)
 #: An article or determiner right before a word: the word opens a noun phrase ("the company-wide").
 _ARTICLE_BEFORE = re.compile(r"(?<![\w-])(?:the|a|an|this|that|each|every|any|its|their|our|your)[ \t]+$", re.IGNORECASE)
 _NUMBER_WORDS = "one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|hundred"
@@ -295,7 +306,8 @@ def _adjacent(words: str, texts: Sequence[str]) -> bool:
 def described_as(kind: str, fact: str, phrase: str, lang: str) -> str:
     """The description of ``phrase`` put together from the kind of thing it names and the
     ``fact`` the judge found about it: "the library that holds the city archive", "the
-    woman who hosts the gala" (a person is "who"), "收藏全市档案的图书馆". The kind of a common
+    woman who hosts the gala" (a person is "who"), "the request carried out by the merge bot"
+    (a passive fact, whose "is" the judge left out, takes no "that"), "收藏全市档案的图书馆". The kind of a common
     compound ("platform team", 发布经理, 预发环境) is its last word (team, 经理, 环境); a name's
     (Forge Vault, SEV2) or a single word's is the judge's ``kind``. The prompt lists no kinds:
     given some to choose from, the judge took the first ("team") for most things.
@@ -314,6 +326,8 @@ def described_as(kind: str, fact: str, phrase: str, lang: str) -> str:
         return f"{fact}的{kind}"
     kind = re.sub(r"^(?:the|a|an)\s+", "", kind, flags=re.IGNORECASE)
     fact = re.sub(r"^(?:that|which|who)\s+", "", fact, flags=re.IGNORECASE)
+    if _PASSIVE.match(fact):
+        return f"the {kind} {fact}"
     words = kind.split()
     relative = "who" if words and _PERSON.fullmatch(words[-1]) else "that"
     return f"the {kind} {relative} {fact}"
