@@ -242,6 +242,23 @@ def test_a_link_planned_again_is_taken_the_other_way_round_until_both_ways_are_u
     assert [s.chunks for s in plan(graph, 1, mix, styles, used={(0, 1), (1, 0)})] == [(0, 1)]
 
 
+def test_a_multi_hop_slot_skips_links_whose_chunks_share_no_bridge_phrase_unless_none_does():
+    texts = (
+        "Deployments to production pause over the holidays.",
+        "Each team writes its own holiday rota in a shared sheet.",
+        "Forge Vault keeps every production secret and rotates it every 90 days.",
+        "Only the Security team may read Forge Vault audit logs.",
+    )
+    chunks = tuple(Chunk(f"d{n}#1", f"d{n}", text, "en") for n, text in enumerate(texts))
+    # The strongest link shares no phrase ("holiday" is one common word); the weaker one shares "Forge Vault".
+    graph = KnowledgeGraph(chunks, ((),) * 4, (Link(0, 1, 0.9, ()), Link(2, 3, 0.6, ())))
+    assert [s.chunks for s in plan(graph, 1, {"multi_hop": 1.0}, {"plain": 1.0})] in ([(2, 3)], [(3, 2)])
+    assert [s.chunks for s in plan(graph, 1, {"comparison": 1.0}, {"plain": 1.0})] == [(0, 1)]  # a comparison needs no phrase
+    assert {s.chunks for s in plan(graph, 2, {"multi_hop": 1.0}, {"plain": 1.0})} == {(2, 3), (3, 2)}  # both ways round
+    unbridged = KnowledgeGraph(chunks[:2], ((), ()), (Link(0, 1, 0.9, ()),))
+    assert [s.chunks for s in plan(unbridged, 1, {"multi_hop": 1.0}, {"plain": 1.0})] == [(0, 1)]  # the slot says why it fails
+
+
 runner = CliRunner()
 
 

@@ -7,6 +7,7 @@ description, an unanswerable question's swapped subject).
 from __future__ import annotations
 
 import itertools
+import random
 import re
 from collections.abc import Sequence
 from functools import lru_cache
@@ -94,6 +95,23 @@ def bridge_phrases(described: str, answering: str, lang: str, chunks: Sequence[C
         ranked.append(((not name, len(key) == 1, rarity, position), surface))
         shared.discard(key)
     return list(dict.fromkeys(surface for _, surface in sorted(ranked)))
+
+
+def bridge_roles(pair: tuple[int, int]) -> tuple[int, int]:
+    """Which chunk of a linked ``pair`` (chunk indexes, in a slot's order) the bridge phrase is
+    described from, and which answers the bridge question: a coin seeded by the pair, turned
+    by its order, so a link planned again the other way round (a top-up round's) is described
+    from its other chunk."""
+    first, second = pair
+    coin = random.Random(f"{min(pair)}-{max(pair)}").random() < 0.5
+    return (second, first) if coin else (first, second)
+
+
+def bridged(pair: tuple[int, int], chunks: Sequence[Chunk]) -> bool:
+    """The chunks of a linked ``pair`` (indexes into ``chunks``, in a slot's order) share a
+    bridge phrase (:func:`bridge_phrases`) in the roles :func:`bridge_roles` gives them."""
+    described, answering = (chunks[i] for i in bridge_roles(pair))
+    return bool(bridge_phrases(described.text, answering.text, chunks[pair[0]].lang, chunks))
 
 
 def _named(surface: str, texts: Sequence[str]) -> bool:

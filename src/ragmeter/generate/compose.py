@@ -41,13 +41,12 @@ rounds write another question in its place.
 
 from __future__ import annotations
 
-import random
 import re
 from collections.abc import Sequence
 
 from ragmeter.data.text import split_sentences, tokenize
 from ragmeter.data.words import content_words
-from ragmeter.generate.bridges import bridge_phrases, phrase_pattern, substitute
+from ragmeter.generate.bridges import bridge_phrases, bridge_roles, phrase_pattern, substitute
 from ragmeter.generate.chunking import Chunk
 from ragmeter.generate.graph import KnowledgeGraph
 from ragmeter.generate.plan import Slot
@@ -132,11 +131,7 @@ async def compose(slot: Slot, graph: KnowledgeGraph, judge: LLMJudge) -> Draft:
 
 
 async def _bridge(slot: Slot, graph: KnowledgeGraph, judge: LLMJudge) -> Draft:
-    first, second = (graph.chunks[i] for i in slot.chunks)
-    # A coin seeded by the pair, turned by the slot's order: a link planned again the other way
-    # round (a top-up round's) is described from its other chunk.
-    coin = random.Random(f"{min(slot.chunks)}-{max(slot.chunks)}").random() < 0.5
-    described, answering = (second, first) if coin else (first, second)
+    described, answering = (graph.chunks[i] for i in bridge_roles(slot.chunks))
     phrases = bridge_phrases(described.text, answering.text, slot.lang, graph.chunks)
     if not phrases:
         raise SynthesisError(f"{described.id} and {answering.id} share no phrase to bridge them")

@@ -15,7 +15,8 @@ Single-chunk types (single fact, reasoning, conditional, unanswerable) take the 
 seeded random order, cycling when there are more questions than chunks. Two-chunk types
 (multi-hop, comparison) take the graph's links, strongest first, each link once before any
 is reused, and a reused link in the other order (a greedy judge given the same prompt writes
-the same question again); with no link, such a slot has no chunks and is reported as not
+the same question again); a multi-hop slot skips the links whose chunks share no bridge
+phrase, unless none does. With no link, such a slot has no chunks and is reported as not
 generated.
 
 :func:`top_up` plans the extra slots of a top-up round (questions the filter rejected are
@@ -37,7 +38,8 @@ from importlib import resources
 import yaml
 
 from ragmeter.data.text import HAN
-from ragmeter.generate.graph import KnowledgeGraph
+from ragmeter.generate.bridges import bridged
+from ragmeter.generate.graph import KnowledgeGraph, Link
 
 #: Question types: what the question needs from the knowledge base.
 TYPES = ("single_fact", "reasoning", "multi_hop", "comparison", "conditional", "unanswerable")
@@ -213,8 +215,8 @@ def plan(
         if kind in TWO_CHUNK_TYPES:
             chunks: tuple[int, ...] = ()
             if links:
-                link = links[taken["link"] % len(links)]
-                chunks, taken["link"] = _ordered(link.a, link.b, used), taken["link"] + 1
+                chunks, taken["link"] = _next_link(graph, links, taken["link"], used, kind == "multi_hop")
+                used.add(chunks)  # taken again in this plan, the link goes the other way round
         else:
             chunks, taken["single"] = (singles[taken["single"] % len(singles)],), taken["single"] + 1
         lang = graph.chunks[chunks[0]].lang if chunks else "en"
@@ -230,6 +232,24 @@ def seed_chunks(graph: KnowledgeGraph) -> list[int]:
     for in them)."""
     prose = [i for i, chunk in enumerate(graph.chunks) if not reads_as_list(chunk.text)]
     return prose or list(range(len(graph.chunks)))
+
+
+def _next_link(
+    graph: KnowledgeGraph, links: Sequence[Link], start: int, used: Collection[tuple[int, ...]], bridging: bool
+) -> tuple[tuple[int, int], int]:
+    """The chunks of the next link to take from position ``start`` of ``links`` (cycling), in
+    their order (:func:`_ordered`), and the position after it. ``bridging`` (a multi-hop
+    slot): the next link whose chunks share a bridge phrase
+    (:func:`~ragmeter.generate.bridges.bridged`), the one at ``start`` when none does. A link
+    without one gave no question (4 of the 20 slots of a run on the example knowledge base,
+    ``benchmarks/results/generate_multi_hop.md``), and its slot was lost."""
+    for step in range(len(links) if bridging else 1):
+        link = links[(start + step) % len(links)]
+        chunks = _ordered(link.a, link.b, used)
+        if not bridging or bridged(chunks, graph.chunks):
+            return chunks, start + step + 1
+    link = links[start % len(links)]
+    return _ordered(link.a, link.b, used), start + 1
 
 
 def _ordered(a: int, b: int, used: Collection[tuple[int, ...]]) -> tuple[int, int]:
