@@ -368,6 +368,8 @@ def test_a_bridge_answer_that_only_restates_its_question_in_another_tense_is_its
     restated = "An automatic alert is sent to the Security team."
     assert question_problem(question, restated, "Security team", described, answering, "en") == "writes its own answer"
     assert question_problem(question, "The Security team opens a SEV2 incident.", "Security team", described, answering, "en") is None
+    # A filler adds nothing either: the answer names the subject itself, as in a ClapNQ run.
+    assert question_problem("Who helps Mara paint the fence?", "Mara paints it anyway.", "Mara", "", "", "en") == "writes its own answer"
 
 
 @pytest.mark.parametrize(

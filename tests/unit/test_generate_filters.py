@@ -433,6 +433,7 @@ def test_content_words_drop_stop_words_and_stem_english_only():
     assert content_words("The alert was sent; the report is written.") == content_words("It sends the alert and writes the report.")
     assert content_words("She took the keys") == {"tak", "key"}
     assert content_words("the left column saw no use") == {"left", "column", "saw", "use"}  # other words first
+    assert content_words("She pays it anyway; however, it is actually due.") == {"pay", "due"}  # fillers carry nothing
     # The wording before the style counts too: a misspelled question is matched in its original.
     assert restates(
         "Approvals of the merge request.", "How mny aprovals does a mrege request need?", "How many approvals does a merge request need?"

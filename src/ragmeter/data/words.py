@@ -16,7 +16,8 @@ _STOP_WORDS = frozenset(
     would should may might must shall what which who whom whose when where why how not no yes so than then also only just
     any all some each other such very more most many much name called known one ones kind type above across after
     against along among around before behind below beside between beyond during inside near off onto out outside over past
-    per since through throughout toward towards under until up upon via within without nor yet while because""".split()  # noqa: SIM905
+    per since through throughout toward towards under until up upon via within without nor yet while because
+    anyway anyhow however therefore thus really actually indeed""".split()  # noqa: SIM905
     + "的 了 是 在 和 与 及 或 也 都 就 而 但 并 把 被 对 于 为 以 从 到 这 那 其 之 个 有 要 会 可 能 将 等 中 什么 哪些 哪个 哪 谁 吗 呢 么 如何 怎么 怎样 多少 几 是否 名字 名称 叫".split()  # noqa: SIM905
 )
 #: Irregular English verb forms and their base form, which :func:`content_words` stems as it
