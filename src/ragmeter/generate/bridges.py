@@ -97,8 +97,8 @@ def bridge_phrases(described: str, answering: str, lang: str, chunks: Sequence[C
     return list(dict.fromkeys(surface for _, surface in sorted(ranked)))
 
 
-def bridge_roles(pair: tuple[int, int]) -> tuple[int, int]:
-    """Which chunk of a linked ``pair`` (chunk indexes, in a slot's order) the bridge phrase is
+def bridge_roles(pair: tuple[int, ...]) -> tuple[int, int]:
+    """Which chunk of a linked ``pair`` (two chunk indexes, in a slot's order) the bridge phrase is
     described from, and which answers the bridge question: a coin seeded by the pair, turned
     by its order, so a link planned again the other way round (a top-up round's) is described
     from its other chunk."""
@@ -107,7 +107,7 @@ def bridge_roles(pair: tuple[int, int]) -> tuple[int, int]:
     return (second, first) if coin else (first, second)
 
 
-def bridged(pair: tuple[int, int], chunks: Sequence[Chunk]) -> bool:
+def bridged(pair: tuple[int, ...], chunks: Sequence[Chunk]) -> bool:
     """The chunks of a linked ``pair`` (indexes into ``chunks``, in a slot's order) share a
     bridge phrase (:func:`bridge_phrases`) in the roles :func:`bridge_roles` gives them."""
     described, answering = (chunks[i] for i in bridge_roles(pair))
