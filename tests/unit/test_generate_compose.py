@@ -256,6 +256,17 @@ def test_a_bridge_question_names_its_subject_by_the_other_chunk_and_is_answered_
         ("store", "written automatically by the deploy job", "Forge Vault", "en", "the store written automatically by the deploy job"),
         ("team", "reviewed changes by Friday", "Security team", "en", "the team that reviewed changes by Friday"),
         ("bot", "sends alerts by email", "Forge bot", "en", "the bot that sends alerts by email"),
+        # The fact's opening verb agrees with one thing (the judge wrote "who convince Randall");
+        # a verb in the past, an auxiliary, or a kind that is many keeps the fact as written.
+        ("person", "convince Randall", "Kevin", "en", "the person who convinces Randall"),
+        ("team", "only watch the dashboards", "SRE team", "en", "the team that only watches the dashboards"),
+        ("process", "apply changes first", "migration", "en", "the process that applies changes first"),
+        ("girl", "have a dog", "Annie", "en", "the girl who has a dog"),
+        ("brothers", "convince Randall", "Pearsons", "en", "the brothers who convince Randall"),
+        ("man", "left the band", "Kevin", "en", "the man who left the band"),
+        ("man", "sent the letter", "Kevin", "en", "the man who sent the letter"),
+        ("king", "put his son on the throne", "Arthur", "en", "the king who put his son on the throne"),
+        ("person", "can sing", "Kate", "en", "the person who can sing"),
     ],
 )
 def test_a_description_is_the_kind_of_thing_and_a_fact_the_chunk_states_of_it(kind, fact, phrase, lang, expected):

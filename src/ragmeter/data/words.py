@@ -44,6 +44,8 @@ wear:wore,worn weep:wept win:won withdraw:withdrew,withdrawn withhold:withheld w
 rewrite:rewrote,rewritten rebuild:rebuilt
 """
 _IRREGULAR = {form: base for entry in _IRREGULAR_FORMS.split() for base, forms in [entry.split(":")] for form in forms.split(",")}
+#: Every irregular past or participle form of :data:`_IRREGULAR_FORMS` ("sent", "taken").
+IRREGULAR_PAST = frozenset(_IRREGULAR)
 _POSSESSIVES = ("'s", "’s")
 _SUFFIXES = (*_POSSESSIVES, "ing", "ed", "es", "s", "e")
 

@@ -45,7 +45,7 @@ import re
 from collections.abc import Sequence
 
 from ragmeter.data.text import split_sentences, tokenize
-from ragmeter.data.words import content_words
+from ragmeter.data.words import IRREGULAR_PAST, content_words
 from ragmeter.generate.bridges import bridge_phrases, bridge_roles, phrase_pattern, substitute
 from ragmeter.generate.chunking import Chunk
 from ragmeter.generate.graph import KnowledgeGraph
@@ -73,10 +73,10 @@ _DESCRIPTION_SCHEMA = {
 #: that name things too (a host, a package manager, a media player, a coach) keep
 #: "that", which is never wrong.
 _PERSON = re.compile(
-    r"person|people|m[ae]n|wom[ae]n|boy|girl|child(?:ren)?|character|individual|protagonist|hero(?:ine)?|villain"
+    r"(?:person|people|m[ae]n|wom[ae]n|boy|girl|child(?:ren)?|character|individual|protagonist|hero(?:ine)?|villain"
     r"|actor|actress|singer|rapper|musician|artist|author|athlete"
     r"|engineer|officer|commander|president|politician|king|queen|prince(?:ss)?|doctor|teacher|student"
-    r"|mother|father|son|daughter|brother|sister|wife|husband|(?:girl|boy)?friend",
+    r"|mother|father|son|daughter|brother|sister|wife|husband|(?:girl|boy)?friend)s?",
     re.IGNORECASE,
 )
 #: A fact that opens with a passive participle and its agent, "carried out only by the Forge
@@ -90,6 +90,29 @@ _PASSIVE = re.compile(
     r"(?:\s+(?:out|up|off|down|over|back|in|on|only|solely|[a-z]+ly)){0,2}\s+by\b",  # particles, adverbs; no object
     re.IGNORECASE,
 )
+#: The kind of thing described is many ("brothers", "people"): its fact's verb stays as written.
+_PLURAL = re.compile(r"(?!series|species|news)[a-z]*[^su]s|people|men|women|children", re.IGNORECASE)
+#: A fact's opening verb, after an adverb or two ("only", "also", "quickly"; not "apply", "rely").
+_OPENING_VERB = re.compile(
+    r"(?:(?:only|also|never|always|often|still|later|first|then|now|once|(?!(?:ap|re|sup|com|multi|im)ply\b|rely\b|fly\b)[a-z]{2,}ly)\s+){0,2}"
+    r"(?P<verb>[A-Za-z]+)\b"
+)
+#: A fact's first words that are no bare verb: auxiliaries, modals, determiners, pronouns,
+#: prepositions and conjunctions; forms that are their own past (put, set, cut...), which a
+#: fact about the past uses too.
+_NOT_BARE_VERBS = frozenset(
+    """
+is are was were be been am has had did can could will would shall should may might must ought
+the a an this that these those his her its their our your my one some any each every no not
+to in on at for with from of by as about into onto over under after before during since until
+and or but also who which what when where whom whose he she it they we you i
+put set cut let hit hurt cost quit shut spread bet cast burst read beat lit shed split fit rid thrust wed upset
+""".split()  # noqa: SIM905
+)
+#: Irregular past forms (sent, took, wrote...): a fact in the past agrees with anything. The
+#: list of :mod:`ragmeter.data.words` leaves out forms that are mostly other words; here they
+#: are past forms first.
+_IRREGULAR_PAST = IRREGULAR_PAST | {"left", "saw", "lay", "rose", "bore", "fell", "shot", "bit", "ground", "wound", "born", "bound"}
 #: An article or determiner right before a word: the word opens a noun phrase ("the company-wide").
 _ARTICLE_BEFORE = re.compile(r"(?<![\w-])(?:the|a|an|this|that|each|every|any|its|their|our|your)[ \t]+$", re.IGNORECASE)
 _NUMBER_WORDS = "one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|hundred"
@@ -325,7 +348,33 @@ def described_as(kind: str, fact: str, phrase: str, lang: str) -> str:
         return f"the {kind} {fact}"
     words = kind.split()
     relative = "who" if words and _PERSON.fullmatch(words[-1]) else "that"
+    if words and not _PLURAL.fullmatch(words[-1]):
+        fact = _third_person(fact)
     return f"the {kind} {relative} {fact}"
+
+
+def _third_person(fact: str) -> str:
+    """``fact`` with its opening verb made to agree with one thing: "convince Randall" ->
+    "convinces Randall", "only watch the dashboards" -> "only watches the dashboards". A verb
+    already inflected (holds, carried, sent), an auxiliary (is, can), a form that is its own
+    past (put, set) or a fact that does not open with a verb (a determiner or preposition
+    first) is left as it is."""
+    match = _OPENING_VERB.match(fact)
+    if not match:
+        return fact
+    verb = match["verb"]
+    lower = verb.lower()
+    if verb != lower or lower in _NOT_BARE_VERBS or lower in _IRREGULAR_PAST or re.search(r"(?:[^s]s|ed|ing)$", lower):
+        return fact
+    if lower == "have":
+        inflected = "has"
+    elif re.search(r"(?:s|x|z|ch|sh|[^aeiou]o)$", lower):
+        inflected = lower + "es"
+    elif re.search(r"[^aeiou]y$", lower):
+        inflected = lower[:-1] + "ies"
+    else:
+        inflected = lower + "s"
+    return fact[: match.start("verb")] + inflected + fact[match.end("verb") :]
 
 
 def _words(phrase: str, lang: str) -> list[str]:
