@@ -69,7 +69,7 @@ def test_bad_files_and_lines_are_reported_by_name_and_skipped(tmp_path):
     read = ingest([tmp_path, tmp_path / "table.xlsx", tmp_path / "missing.md"])
     assert sorted(d.id for d in read.documents) == ["docs-1", "good"]
     messages = {(i.source.rsplit("/", 1)[-1], i.location, i.field): i.message for i in read.issues}
-    assert "UnicodeDecodeError" in messages[("latin1.txt", "file", None)]
+    assert messages[("latin1.txt", "file", None)].startswith("invalid UTF-8 (byte 0xe9 at byte 4); the file may be in Windows-1252")
     assert "cannot read the file" in messages[("broken.pdf", "file", None)]
     assert messages[("empty.md", "file", None)] == "the document has no text"
     assert messages[("docs.jsonl", "line 2", None)].startswith("invalid JSON")
@@ -145,3 +145,27 @@ def test_a_line_separator_inside_a_jsonl_document_is_text_not_a_line_end(tmp_pat
     assert not read.issues
     assert [d.id for d in read.documents] == ["docs-1", "docs-2"]
     assert "Second part." in read.documents[0].text
+
+
+def test_unicode_text_from_windows_is_read_and_a_legacy_encoding_is_named(tmp_path):
+    """UTF-16 and UTF-32 documents (Windows' "Unicode" text, with a byte-order mark or, in
+    ASCII, without one) are read; a document in GBK is skipped with the encoding named and how
+    to convert it, a JSON-lines file of documents too (it used to say "UnicodeDecodeError")."""
+    (tmp_path / "bom16.txt").write_text("部署冻结期间禁止发布。", encoding="utf-16")
+    (tmp_path / "bom32.md").write_text("# Backups\n\nBackups run nightly.", encoding="utf-32")
+    (tmp_path / "plain16.txt").write_bytes("Forge CI runs every job on a shared pool.".encode("utf-16-le"))
+    (tmp_path / "gbk.txt").write_bytes("数据库变更需要审批。".encode("gbk"))
+    (tmp_path / "gbk.jsonl").write_bytes(json.dumps({"text": "数据库变更需要审批。"}, ensure_ascii=False).encode("gbk") + b"\n")
+    read = ingest([tmp_path])
+    texts = {d.id: (d.text, d.lang) for d in read.documents}
+    assert texts == {
+        "bom16": ("部署冻结期间禁止发布。", "zh"),
+        "bom32": ("# Backups\n\nBackups run nightly.", "en"),
+        "plain16": ("Forge CI runs every job on a shared pool.", "en"),
+    }
+    messages = {i.source.rsplit("/", 1)[-1]: i.message for i in read.issues}
+    assert messages["gbk.txt"] == (
+        "invalid UTF-8 (byte 0xca at byte 1); the file may be in GBK/GB18030: convert it to UTF-8, e.g. iconv -f GB18030 -t UTF-8 in > out"
+    )
+    assert messages["gbk.jsonl"].startswith("invalid UTF-8; the file may be in GBK/GB18030")
+    assert all(i.skipped for i in read.issues) and len(read.issues) == 2

@@ -230,6 +230,23 @@ def test_a_gbk_line_among_utf8_lines_gets_the_hint_and_the_rest_is_scored(tmp_pa
     assert "GBK" in dataset.issues[0].message
 
 
+def test_a_utf16_samples_file_is_read_or_named_utf16(tmp_path):
+    """Windows' "Unicode" text is UTF-16 with a byte-order mark: a JSON or CSV file of samples
+    in it is read; a JSON-lines file (read line by line, each line's byte offset kept for
+    resuming) is refused with the encoding named, not "may be in Windows-1252"."""
+    rows = [{"id": "a", "response": "数据库变更需要审批", "reference": "数据库变更必须审批"}]
+    (tmp_path / "rows.json").write_text(json.dumps(rows, ensure_ascii=False), encoding="utf-16")
+    (tmp_path / "rows.csv").write_text("id,response,reference\na,数据库变更需要审批,数据库变更必须审批\n", encoding="utf-16")
+    for name in ("rows.json", "rows.csv"):
+        dataset = load_dataset(tmp_path / name)
+        assert [(s.key, s.sample.response) for s in dataset] == [("a", "数据库变更需要审批")] and not dataset.issues
+    (tmp_path / "rows.jsonl").write_text(json.dumps(rows[0], ensure_ascii=False) + "\n", encoding="utf-16")
+    result = runner.invoke(app, ["eval", str(tmp_path / "rows.jsonl"), "-m", "token_f1", "-o", str(tmp_path / "run")])
+    assert result.exit_code == 2
+    assert "the file is in UTF-16: convert it to UTF-8, e.g. iconv -f UTF-16 -t UTF-8" in result.output
+    assert "Windows-1252" not in result.output and "Traceback" not in result.output
+
+
 def test_a_gbk_csv_file_gets_the_hint(tmp_path):
     """Defect 18, CSV: the hint names GBK."""
     path = tmp_path / "gbk.csv"

@@ -9,6 +9,7 @@ Problems with a whole source raise :class:`~ragmeter.data.issues.InputError`.
 from __future__ import annotations
 
 import ast
+import codecs
 import csv
 import io
 import json
@@ -34,6 +35,14 @@ TEXT_FIELDS = frozenset({"id", "sample_id", "user_input", "question", "response"
 
 SUPPORTED_SUFFIXES = (".jsonl", ".ndjson", ".json", ".csv", ".parquet")
 _BOM = b"\xef\xbb\xbf"
+#: Byte-order marks and their encodings; UTF-32's little-endian mark opens with UTF-16's.
+_BOMS = (
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
 #: Most levels of nesting a sample's values may have (lists and objects inside each other).
 MAX_DEPTH = 32
 TOO_DEEP = f"nested too deeply: a sample's values may nest lists and objects at most {MAX_DEPTH} levels deep"
@@ -87,6 +96,11 @@ def _rows_of_file(path: Path) -> Rows:
         raise InputError([InputIssue(str(path), "file", None, "file is empty")])
     if data.startswith(_BOM):
         data = data[len(_BOM) :]
+    elif unicode_bom(data):  # UTF-16 or UTF-32 with its mark: read as the UTF-8 it stands for
+        try:
+            data = decode_text(data).encode("utf-8")
+        except ValueError as exc:
+            raise InputError([InputIssue(str(path), "file", None, str(exc))]) from None
     lines, bad_lines = _decode_lines(data)
     if suffix == ".csv":
         return list(_rows_of_csv(str(path), lines, bad_lines))
@@ -111,9 +125,51 @@ def _decode_lines(data: bytes) -> tuple[list[str], dict[int, str]]:
     return lines, bad
 
 
+def unicode_bom(data: bytes) -> str | None:
+    """The encoding whose byte-order mark opens ``data`` ("utf-8-sig", "utf-32", "utf-16";
+    Windows writes UTF-16 with one for "Unicode" text), or ``None``."""
+    for mark, encoding in _BOMS:
+        if data.startswith(mark):
+            return encoding
+    return None
+
+
+def decode_text(data: bytes) -> str:
+    """The text of a whole file: UTF-8, or the encoding its byte-order mark names (a UTF-8
+    mark is dropped).
+
+    Raises:
+        ValueError: It does not decode; the message gives the first bad byte and which
+            encoding the file may be in (:func:`encoding_hint`).
+    """
+    encoding = unicode_bom(data) or _utf16_without_bom(data) or "utf-8"
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        label = encoding.removesuffix("-sig").upper()
+        hint = encoding_hint(data) if label == "UTF-8" else ""  # a byte-order mark's encoding is known: the file is broken
+        raise ValueError(f"invalid {label} (byte 0x{data[exc.start]:02x} at byte {exc.start + 1}){hint}") from None
+
+
+def _utf16_without_bom(data: bytes) -> str | None:
+    """ "utf-16-le" or "utf-16-be" when ``data`` has no byte-order mark but a NUL byte beside
+    most letters of its start (ASCII text in UTF-16: valid UTF-8 too, full of NULs), the side
+    its NULs fall on telling the byte order; else ``None``."""
+    head = data[:4096]
+    if len(head) < 8 or head.count(0) * 3 < len(head):
+        return None
+    return "utf-16-le" if head[1::2].count(0) > head[0::2].count(0) else "utf-16-be"
+
+
 def encoding_hint(data: bytes) -> str:
-    """What to tell a user whose file is not UTF-8: the legacy encoding it decodes in, if a
-    common one fits, and how to convert it."""
+    """What to tell a user whose file is not UTF-8: UTF-16 or UTF-32 when it opens with their
+    byte-order mark or has a NUL byte between most ASCII letters (PowerShell's and Excel's
+    "Unicode" text), else the legacy encoding it decodes in, if a common one fits, and how to
+    convert it."""
+    wide = unicode_bom(data) if unicode_bom(data) in ("utf-16", "utf-32") else _utf16_without_bom(data)
+    if wide:
+        label = wide.upper()
+        return f"; the file is in {label}: convert it to UTF-8, e.g. iconv -f {label} -t UTF-8 in > out"
     for encoding, label in (("gb18030", "GBK/GB18030"), ("big5", "Big5"), ("shift_jis", "Shift-JIS"), ("cp1252", "Windows-1252")):
         try:
             data.decode(encoding)

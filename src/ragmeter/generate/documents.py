@@ -22,6 +22,7 @@ from typing import Any
 
 from ragmeter.data.files import json_object, read_json_lines
 from ragmeter.data.issues import InputIssue
+from ragmeter.data.readers import decode_text, encoding_hint
 from ragmeter.data.text import detect_language
 
 #: File suffixes read, by kind.
@@ -77,6 +78,9 @@ def ingest(paths: Iterable[str | Path]) -> Ingested:
     for path in _files(paths, issues):
         try:
             found = list(_read(path, issues))
+        except UnicodeDecodeError:  # a JSON-lines file of documents that is not UTF-8
+            issues.append(InputIssue(str(path), "file", None, f"invalid UTF-8{encoding_hint(path.read_bytes())}", skipped=True))
+            continue
         except Exception as exc:  # any reader's failure on one file: report it and go on
             issues.append(InputIssue(str(path), "file", None, f"cannot read the file: {type(exc).__name__}: {exc}", skipped=True))
             continue
@@ -130,7 +134,11 @@ def _read(path: Path, issues: list[InputIssue]) -> Iterable[Document]:
     elif kind == "html":
         title, text = html_text(path.read_bytes())
     else:
-        text = path.read_text(encoding="utf-8")
+        try:
+            text = decode_text(path.read_bytes())
+        except ValueError as exc:
+            issues.append(InputIssue(str(path), "file", None, str(exc), skipped=True))
+            return
     yield Document(path.stem, text, str(path), detect_language(text), title)
 
 
