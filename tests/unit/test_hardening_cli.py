@@ -267,12 +267,18 @@ def test_every_error_path_is_exit_2_with_one_line(tmp_path):
     thresholds.write_text("token_f1: 0.1\n")
     config = tmp_path / "c.yaml"
     config.write_text("judge:\n  api_key: sk-in-a-file-123456\n")
+    gbk_config = tmp_path / "gbk.yaml"
+    gbk_config.write_bytes("judge:\n  model: 千问\n".encode("gbk"))
     cases = {
         "unknown metric": (["eval", str(data), "-m", "tokenf1", "-o", str(tmp_path / "o")], "unknown metric"),
         "bad cut-off": (["eval", str(data), "-m", "ndcg@0", "-o", str(tmp_path / "o")], "positive integer"),
         "missing config": (
             ["eval", str(data), "-m", "token_f1", "--config", str(tmp_path / "nope.yaml"), "-o", str(tmp_path / "o")],
             "cannot read the config file",
+        ),
+        "config not in UTF-8": (
+            ["eval", str(data), "-m", "token_f1", "--config", str(gbk_config), "-o", str(tmp_path / "o")],
+            f"{gbk_config}: cannot read the config file: invalid UTF-8 (byte 0xce at byte 19); the file may be in GBK/GB18030",
         ),
         "key in config": (
             ["eval", str(data), "-m", "token_f1", "--config", str(config), "-o", str(tmp_path / "o")],

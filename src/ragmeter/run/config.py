@@ -29,6 +29,7 @@ from typing import Any
 
 import yaml
 
+from ragmeter.data.readers import decode_text
 from ragmeter.judges.config import JudgeConfig, prompt_files
 from ragmeter.judges.prompts import PromptBook
 from ragmeter.metrics.base import Metric
@@ -58,8 +59,8 @@ def load_config(path: str | Path) -> RunConfig:
     path = Path(path)
     source = str(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as exc:
+        data = yaml.safe_load(decode_text(path.read_bytes())) or {}
+    except (OSError, ValueError, yaml.YAMLError) as exc:  # ValueError: not UTF-8 (the message says what it may be)
         raise ValueError(f"{source}: cannot read the config file: {exc}") from None
     if not isinstance(data, dict):
         raise ValueError(f"{source}: expected a mapping with judge, metrics and prices sections")
