@@ -11,7 +11,8 @@ from test_llm_double import FixedVectors, ScriptedJudge
 
 from ragmeter.generate.bridges import bridge_phrases, bridge_statement, substitute
 from ragmeter.generate.chunking import Chunk
-from ragmeter.generate.compose import METHODS, answer_amount, compose, described_as, description_problem, question_problem, sentence_about
+from ragmeter.generate.compose import METHODS, answer_amount, compose, description_problem, question_problem, sentence_about
+from ragmeter.generate.descriptions import described_as
 from ragmeter.generate.filters import check
 from ragmeter.generate.graph import KnowledgeGraph
 from ragmeter.generate.plan import Slot
