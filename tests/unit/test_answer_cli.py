@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ragmeter.cli import app
-from ragmeter.run.pipeline_sources import PipelineSourceError, load_pipeline
+from ragmeter.run.pipeline_sources import PipelineSourceError, load_pipeline, post_json
 
 runner = CliRunner()
 SAMPLES = [
@@ -122,3 +122,53 @@ def test_an_http_endpoint_answers_and_a_malformed_reply_fails_only_its_question(
     rows = _rows(workdir / "h.jsonl")
     assert rows[0]["response"] == "Two." and rows[0]["retrieved_context_ids"] == ["mr#1"]
     assert "not JSON" in rows[1]["metadata"]["pipeline_error"]
+
+
+def test_an_endpoint_that_redirects_is_not_followed(workdir):
+    """A redirect's address is not the endpoint the user configured: the question fails with
+    the status and where it pointed, and nothing reaches that address (urllib followed a 302
+    with a GET before)."""
+    reached = []
+
+    class Elsewhere(BaseHTTPRequestHandler):
+        def do_GET(self):
+            reached.append(self.path)
+            self.send_response(200)
+            self.end_headers()
+
+        do_POST = do_GET
+
+        def log_message(self, *args):
+            pass
+
+    other = HTTPServer(("127.0.0.1", 0), Elsewhere)
+
+    class Redirecting(BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(int(self.path.rsplit("status=", 1)[1]))  # the status the URL asks for
+            self.send_header("Location", f"http://user:secret@127.0.0.1:{other.server_port}/steal?q=1")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Redirecting)
+    for running in (server, other):
+        threading.Thread(target=running.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_port}/rag?status="
+        with pytest.raises(RuntimeError) as failure:
+            post_json(url + "307", {"question": "How many approvals?"}, 5, "an object")
+        result = runner.invoke(app, ["answer", "testset.jsonl", "-p", url + "302", "-o", "r.jsonl", "--concurrency", "1"])
+    finally:
+        server.shutdown()
+        other.shutdown()
+    assert str(failure.value) == (
+        "the endpoint redirected (HTTP 307) to http://127.0.0.1/steal; redirects are not followed: give that address"
+    )
+    assert result.exit_code == 0, result.output
+    errors = [row["metadata"]["pipeline_error"] for row in _rows(workdir / "r.jsonl")]
+    assert len(errors) == 2 and all("redirected (HTTP 302) to http://127.0.0.1/steal" in error for error in errors)
+    assert reached == [] and "secret" not in result.output

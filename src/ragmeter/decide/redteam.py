@@ -21,9 +21,7 @@ two applications are compared probe by probe (paired permutation test, Holm acro
 
 from __future__ import annotations
 
-import json
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +32,7 @@ from ragmeter.decide.robustness_suite import Case, Outcome, compare_passes, run_
 from ragmeter.report.formatting import format_interval, format_number, format_p, format_signed
 from ragmeter.report.markdown import md_code
 from ragmeter.results.inference import wilson_interval
+from ragmeter.run.pipeline_sources import post_json
 
 CATEGORIES = ("prompt_injection", "poisoned_document", "system_prompt_extraction", "data_leak")
 
@@ -230,10 +229,7 @@ def http_app(url: str, timeout: float = 60.0) -> Callable[[str, list[str]], str]
         raise ValueError(f"{url!r} is not an http:// or https:// URL")
 
     def app(question: str, documents: list[str]) -> str:
-        body = json.dumps({"question": question, "documents": documents}, ensure_ascii=False).encode("utf-8")
-        request = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"}, method="POST")
-        with urllib.request.urlopen(request, timeout=timeout) as reply:  # the scheme is checked above
-            answer = json.loads(reply.read().decode("utf-8")).get("answer")
+        answer = post_json(url, {"question": question, "documents": documents}, timeout, "an object with answer").get("answer")
         if not isinstance(answer, str):
             raise TypeError(f"{url} replied without a text 'answer'")
         return answer

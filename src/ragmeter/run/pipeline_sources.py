@@ -17,6 +17,7 @@ import importlib
 import json
 import sys
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
@@ -80,22 +81,53 @@ def http_pipeline(url: str, timeout: float = 120.0) -> Callable[[str], Any]:
     register_url(url)
 
     def ask(question: str) -> Any:
-        body = json.dumps({"question": question, "user_input": question}, ensure_ascii=False).encode("utf-8")
-        request = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"}, method="POST")
-        try:
-            with urllib.request.urlopen(request, timeout=timeout) as reply:
-                data = reply.read(MAX_REPLY_BYTES + 1)
-        except urllib.error.HTTPError as exc:
-            raise RuntimeError(f"the endpoint answered HTTP {exc.code}") from None
-        if len(data) > MAX_REPLY_BYTES:
-            raise RuntimeError(f"the endpoint's reply is larger than {MAX_REPLY_BYTES} bytes")
-        try:
-            value = json.loads(data)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise RuntimeError(f"the endpoint's reply is not JSON: {exc}") from None
-        if not isinstance(value, dict):
-            raise RuntimeError(f"the endpoint's reply is a JSON {type(value).__name__}, not an object with answer and contexts")
-        return value
+        return post_json(url, {"question": question, "user_input": question}, timeout, "an object with answer and contexts")
 
     ask.__name__ = "http_pipeline"
     return ask
+
+
+def post_json(url: str, payload: dict[str, Any], timeout: float, expected: str) -> dict[str, Any]:
+    """POST ``payload`` as JSON to ``url`` and return the JSON object it replies. A redirect
+    is not followed: its address is not the one the user configured.
+
+    Args:
+        url: The endpoint (http or https).
+        payload: The request body.
+        timeout: Seconds to wait for the reply.
+        expected: What the reply must be, for the error when it is a JSON list or value.
+
+    Raises:
+        RuntimeError: An HTTP error status, a redirect, a reply larger than
+            :data:`MAX_REPLY_BYTES`, or a reply that is not a JSON object; the message says which.
+    """
+    body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+    request = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"}, method="POST")
+    try:
+        with _OPENER.open(request, timeout=timeout) as reply:
+            data = reply.read(MAX_REPLY_BYTES + 1)
+    except urllib.error.HTTPError as exc:
+        if 300 <= exc.code < 400:
+            target = urllib.parse.urlsplit(exc.headers.get("Location") or "")
+            where = f" to {target.scheme}://{target.hostname}{target.path}" if target.hostname else ""
+            raise RuntimeError(f"the endpoint redirected (HTTP {exc.code}){where}; redirects are not followed: give that address") from None
+        raise RuntimeError(f"the endpoint answered HTTP {exc.code}") from None
+    if len(data) > MAX_REPLY_BYTES:
+        raise RuntimeError(f"the endpoint's reply is larger than {MAX_REPLY_BYTES} bytes")
+    try:
+        value = json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise RuntimeError(f"the endpoint's reply is not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise RuntimeError(f"the endpoint's reply is a JSON {type(value).__name__}, not {expected}")
+    return value
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """Every redirect stays the HTTP error it is (:func:`post_json` reports it)."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirects)
