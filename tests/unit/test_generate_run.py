@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ from typer.testing import CliRunner
 from ragmeter.cli import app
 from ragmeter.generate import GenerateOptions, agenerate, write_outputs
 from ragmeter.generate.chunking import Chunk
+from ragmeter.generate import graph as graph_module
 from ragmeter.generate.graph import KnowledgeGraph, Link, build_graph, key_phrases
 from ragmeter.generate.plan import TYPES, allocate, parse_mix, plan, reads_as_list
 from ragmeter.generate.synthesize import NO_ANSWER, misspell
@@ -177,6 +179,50 @@ def test_graph_never_links_a_chunk_to_a_copy_of_itself():
     nearly = np.array([[1.0, 0.0], [0.99, 0.141], [0.8, 0.6]], dtype=np.float32)  # not the same string, cosine 0.99
     chunks[1] = Chunk("p2#1", "p2", text + " ", "en")
     assert ("p1#1", "p2#1") not in {(chunks[link.a].id, chunks[link.b].id) for link in build_graph(chunks, nearly).links}
+
+
+def _every_pair_then_greedy(chunks, vectors, per_chunk):
+    """The rule written out over every pair: candidates strongest first, a link kept while one of its chunks has room."""
+    sets = [set(p) for p in key_phrases(chunks)]
+    candidates = []
+    for a in range(len(chunks)):
+        for b in range(a + 1, len(chunks)):
+            x, y = chunks[a], chunks[b]
+            overlapping = (x.document, x.headings) == (y.document, y.headings) and abs(int(x.id[2:]) - int(y.id[2:])) == 1
+            cosine = float(vectors[a] @ vectors[b])
+            if x.lang != y.lang or overlapping or cosine >= 0.98 or x.text == y.text:
+                continue
+            shared = tuple(sorted(sets[a] & sets[b]))
+            if cosine >= 0.5 or len(shared) >= 2:
+                candidates.append(Link(a, b, round(cosine, 6), shared))
+    candidates.sort(key=lambda link: (-link.strength, link.a, link.b))
+    kept, degree = [], Counter()
+    for link in candidates:
+        if degree[link.a] < per_chunk or degree[link.b] < per_chunk:
+            kept.append(link)
+            degree.update((link.a, link.b))
+    return kept
+
+
+@pytest.mark.parametrize("block", [1, 7, 10_000])
+def test_graph_keeps_each_chunks_strongest_links_scoring_a_block_of_rows_at_a_time(monkeypatch, block):
+    # The pairs are scored in blocks of rows (a 5 MB document listed every candidate pair and
+    # took 7 minutes); the links must be those of the rule applied to every pair, ties included.
+    rng = np.random.default_rng(5)
+    words = "forge vault atlas beacon release secret rotates merges deploys pipeline dashboard freeze".split()
+    chunks = [
+        Chunk(f"{'ab'[n % 2]}#{n // 2 + 1}", "ab"[n % 2], " ".join(rng.choice(words, 8)), "zh" if n % 11 == 0 else "en", ("S", str(n // 6)))
+        for n in range(40)
+    ]
+    chunks[9] = Chunk(chunks[9].id, chunks[9].document, chunks[3].text, "en", chunks[9].headings)  # a copy: never linked
+    vectors = rng.choice([0.0, 1.0], size=(40, 6)) + 0.01  # few distinct directions: many equal strengths
+    vectors = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+    monkeypatch.setattr(graph_module, "_CELLS_PER_BLOCK", block * len(chunks))
+    for per_chunk in (1, 3):
+        expected = [(x.a, x.b, x.shared) for x in _every_pair_then_greedy(chunks, vectors, per_chunk)]
+        links = build_graph(chunks, vectors, per_chunk).links
+        assert [(x.a, x.b, x.shared) for x in links] == expected
+        assert len(expected) > 20 and (3, 9) not in {(x.a, x.b) for x in links}
 
 
 def test_mixes_parse_and_allocate_to_whole_numbers():
