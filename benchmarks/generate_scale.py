@@ -81,7 +81,9 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory(prefix="ragmeter-generate-scale-") as tmp:
         work = Path(tmp)
-        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+        head = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], check=True, capture_output=True, text=True
+        ).stdout.strip()
         (work / "head").mkdir()
         sources = {f"HEAD {head}": export("HEAD", work / "head")}
         for revision in args.compare:

@@ -6,11 +6,12 @@ from __future__ import annotations
 import asyncio
 import json
 
+import numpy as np
 from test_llm_double import FixedVectors
 
 from ragmeter.generate.boilerplate import MIN_CONTENT_WORDS, drop_boilerplate, repeated_sentences
 from ragmeter.generate.documents import Document
-from ragmeter.generate.runner import build_knowledge_base
+from ragmeter.generate.knowledge_base import build_knowledge_base
 from ragmeter.judges.embeddings import BatchingEmbedder
 
 NOTICE = (
@@ -91,3 +92,16 @@ def test_the_run_summary_counts_the_boilerplate_dropped(tmp_path):
     kb = asyncio.run(build_knowledge_base([path], BatchingEmbedder(FixedVectors({})), 1200, 150))
     assert [c.text for c in kb.graph.chunks] == [BODY]
     assert kb.documents == 2 and kb.boilerplate["documents_dropped"] == 1 and kb.boilerplate["template_notices"] == 8
+
+
+def test_a_large_knowledge_base_is_embedded_a_slice_at_a_time_behind_a_progress_bar(tmp_path, capsys):
+    # A 5 MB document is minutes of embedding before the first question: the bar shows them.
+    sections = [f"## Topic {n}\n\nThe ferry number {n} leaves pier {n} at dawn and returns by noon." for n in range(70)]
+    (tmp_path / "ferries.md").write_text("\n\n".join(sections), encoding="utf-8")
+    encoder = FixedVectors({}, dim=128)
+    kb = asyncio.run(build_knowledge_base([tmp_path], BatchingEmbedder(encoder), 100, 0, progress=True))
+    texts = [c.text for c in kb.graph.chunks]
+    assert len(texts) == 70 and [len(call) for call in encoder.calls] == [32, 32, 6]
+    assert np.array_equal(kb.vectors, encoder.encode(texts))  # each chunk's own vector, in order
+    shown = capsys.readouterr()
+    assert "embedding chunks" in shown.out + shown.err and "70/70" in shown.out + shown.err

@@ -147,7 +147,9 @@ def _strongest_candidates(
     vocabulary: dict[str, int] = {}
     rows = [[vocabulary.setdefault(p, len(vocabulary)) for p in chunk_phrases] for chunk_phrases in phrases]
     indptr = np.cumsum([0] + [len(r) for r in rows])
-    members = sparse.csr_matrix((np.ones(int(indptr[-1]), dtype=np.float32), [i for r in rows for i in r], indptr), shape=(count, max(1, len(vocabulary))))
+    members = sparse.csr_matrix(
+        (np.ones(int(indptr[-1]), dtype=np.float32), [i for r in rows for i in r], indptr), shape=(count, max(1, len(vocabulary)))
+    )
     block = max(1, _CELLS_PER_BLOCK // count)
     for start in range(0, count, block):
         stop = min(count, start + block)
@@ -168,5 +170,3 @@ def _codes(values: Sequence[Hashable]) -> np.ndarray:
     """One integer per distinct value, so equal values compare equal as numbers."""
     seen: dict[Hashable, int] = {}
     return np.array([seen.setdefault(v, len(seen)) for v in values], dtype=np.int64)
-
-

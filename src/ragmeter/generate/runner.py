@@ -13,21 +13,17 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from ragmeter.data.files import write_json, write_json_lines
-from ragmeter.data.issues import InputIssue
-from ragmeter.generate.boilerplate import drop_boilerplate
-from ragmeter.generate.chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, chunk_document
+from ragmeter.generate.chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
 from ragmeter.generate.compose import METHODS, compose
-from ragmeter.generate.documents import ingest
 from ragmeter.generate.filters import check, near_duplicates
-from ragmeter.generate.graph import KnowledgeGraph, build_graph
+from ragmeter.generate.graph import KnowledgeGraph
+from ragmeter.generate.knowledge_base import KnowledgeBase, build_knowledge_base
 from ragmeter.generate.plan import DEFAULT_MIX, DEFAULT_STYLES, DIFFICULTY, STYLES, TWO_CHUNK_TYPES, TYPES, Slot, plan, top_up
 from ragmeter.generate.synthesize import SynthesisError, synthesize
 from ragmeter.judges.base import JudgeError, LLMJudge
@@ -74,26 +70,6 @@ class GenerateOptions:
     concurrency: int = 4
     top_up_rounds: int = 2
     progress: bool = False
-
-
-@dataclass
-class KnowledgeBase:
-    """The documents read, as a knowledge graph of embedded chunks.
-
-    Attributes:
-        documents: How many documents were read.
-        issues: Files and lines skipped, with why.
-        graph: The chunks and their links.
-        vectors: The chunks' embeddings, one row per chunk.
-        boilerplate: What was dropped as boilerplate before chunking
-            (:meth:`~ragmeter.generate.boilerplate.Boilerplate.to_dict`).
-    """
-
-    documents: int
-    issues: list[InputIssue]
-    graph: KnowledgeGraph
-    vectors: np.ndarray
-    boilerplate: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -196,25 +172,6 @@ class Generation:
         }  # fmt: skip
 
 
-async def build_knowledge_base(
-    paths: Iterable[str | Path], embedder: BatchingEmbedder, chunk_size: int, chunk_overlap: int
-) -> KnowledgeBase:
-    """Read the documents at ``paths``, drop their boilerplate
-    (:func:`~ragmeter.generate.boilerplate.drop_boilerplate`), then chunk, embed and link them.
-
-    Args:
-        paths: Files and folders of the knowledge base.
-        embedder: The sentence embedder (the packaged multilingual USE model).
-        chunk_size: Most characters per chunk.
-        chunk_overlap: Characters repeated between consecutive pieces of a section.
-    """
-    read = ingest(paths)
-    documents, dropped = drop_boilerplate(read.documents)
-    chunks = [chunk for document in documents for chunk in chunk_document(document, chunk_size, chunk_overlap)]
-    vectors = await embedder.embed([c.text for c in chunks]) if chunks else np.zeros((0, 512), dtype=np.float32)
-    return KnowledgeBase(len(read.documents), read.issues, build_graph(chunks, vectors), vectors, dropped.to_dict())
-
-
 async def generate_slot(slot: Slot, kb: KnowledgeBase, judge: LLMJudge, embedder: BatchingEmbedder) -> Outcome:
     """Write, then check, the question of ``slot`` (relabelled when the type check says it is
     of another type); a failure is an outcome, never raised.
@@ -261,7 +218,7 @@ async def agenerate(
         resume: Reuse the questions an earlier run in ``out_dir`` journalled.
     """
     started = time.perf_counter()
-    kb = await build_knowledge_base(paths, embedder, options.chunk_size, options.chunk_overlap)
+    kb = await build_knowledge_base(paths, embedder, options.chunk_size, options.chunk_overlap, options.progress)
     slots = plan(kb.graph, options.size, options.mix, options.styles, options.seed) if kb.graph.chunks else []
     journal = Journal(out_dir) if out_dir is not None else None
     run = _Run(kb, judge, embedder, options, journal, journal.read() if journal is not None and resume else {})
