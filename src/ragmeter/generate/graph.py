@@ -109,9 +109,9 @@ def build_graph(chunks: Sequence[Chunk], vectors: np.ndarray, links_per_chunk: i
     """Link related chunks: every chunk keeps its ``links_per_chunk`` strongest candidate links
     (ties go to the chunk that comes first), and a link kept by either of its chunks is kept.
 
-    The pairs are scored a block of rows at a time with matrix products, so the time grows
-    with the number of pairs but the memory only with the number of chunks: a 5 MB document
-    of 6,000 chunks is linked in seconds, where a list of every candidate pair held gigabytes.
+    The pairs are scored a block of rows at a time with matrix products, so the memory grows
+    with the number of chunks, not of pairs: a list of every candidate pair made a 5 MB
+    document take 6.7 GB (``benchmarks/generate_scale.py``).
 
     Args:
         chunks: The knowledge base's chunks.
