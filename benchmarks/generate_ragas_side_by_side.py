@@ -62,8 +62,8 @@ from ragmeter.bench.task import draw, read_rows
 from ragmeter.data.files import write_json, write_text
 from ragmeter.data.text import tokenize
 from ragmeter.generate.filters import DUPLICATE, check, near_duplicates
-from ragmeter.generate.plan import Slot
 from ragmeter.generate.knowledge_base import build_knowledge_base
+from ragmeter.generate.plan import Slot
 from ragmeter.generate.synthesize import Draft
 from ragmeter.judges.embeddings import BatchingEmbedder
 from ragmeter.judges.local import LocalJudge

@@ -33,10 +33,35 @@ from pathlib import Path
 from scale import export
 
 ROOT = Path(__file__).resolve().parents[1]
-WORDS = (
-    "Forge Vault Atlas Beacon release platform secret manager team month approves merges rotates runs deploys "
-    "reviews pipeline branch service dashboard incident owner migration freeze schedule budget region"
-).split()
+WORDS = [
+    "Forge",
+    "Vault",
+    "Atlas",
+    "Beacon",
+    "release",
+    "platform",
+    "secret",
+    "manager",
+    "team",
+    "month",
+    "approves",
+    "merges",
+    "rotates",
+    "runs",
+    "deploys",
+    "reviews",
+    "pipeline",
+    "branch",
+    "service",
+    "dashboard",
+    "incident",
+    "owner",
+    "migration",
+    "freeze",
+    "schedule",
+    "budget",
+    "region",
+]
 
 
 def write_knowledge_base(folder: Path, megabytes: float, seed: int = 7) -> None:

@@ -15,8 +15,8 @@ from ragmeter.generate.compose import METHODS, answer_amount, compose, descripti
 from ragmeter.generate.descriptions import described_as
 from ragmeter.generate.filters import check
 from ragmeter.generate.graph import KnowledgeGraph
-from ragmeter.generate.plan import Slot
 from ragmeter.generate.knowledge_base import KnowledgeBase
+from ragmeter.generate.plan import Slot
 from ragmeter.generate.runner import generate_slot
 from ragmeter.generate.swap import absent_words, reply_texts
 from ragmeter.generate.synthesize import NO_ANSWER, SynthesisError, synthesize

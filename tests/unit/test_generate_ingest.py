@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 
 import pytest
 
@@ -169,3 +170,23 @@ def test_unicode_text_from_windows_is_read_and_a_legacy_encoding_is_named(tmp_pa
     )
     assert messages["gbk.jsonl"].startswith("invalid UTF-8; the file may be in GBK/GB18030")
     assert all(i.skipped for i in read.issues) and len(read.issues) == 2
+
+
+def test_binary_files_broken_links_and_pipes_in_a_folder_are_named_and_skipped(tmp_path):
+    """They used to pass in silence: a binary file that decodes as UTF-8 became a document full
+    of NUL characters, and a broken link or a named pipe with a document's suffix vanished."""
+    (tmp_path / "ok.md").write_text("# Backups\n\nBackups run nightly.", encoding="utf-8")
+    (tmp_path / "image.md").write_bytes(b"GIF89a\x01\x00\x01\x00\x00\xff\x00,")
+    (tmp_path / "record.txt").write_bytes(b"id=7\x00name=Forge\x00")  # valid UTF-8, still binary
+    (tmp_path / "gone.md").symlink_to(tmp_path / "missing.md")
+    os.mkfifo(tmp_path / "pipe.txt")
+    (tmp_path / "notes.md").mkdir()  # a folder named like a document is searched, not reported
+    read = ingest([tmp_path, tmp_path / "pipe.txt"])
+    assert [d.id for d in read.documents] == ["ok"]
+    assert [(i.source.rsplit("/", 1)[-1], i.message, i.skipped) for i in read.issues] == [
+        ("gone.md", "a broken symbolic link", True),
+        ("pipe.txt", "not a regular file (a pipe, socket or device)", True),
+        ("pipe.txt", "not a regular file (a pipe, socket or device)", True),
+        ("image.md", "invalid UTF-8 (byte 0xff at byte 12); it holds NUL bytes: binary data, not text", True),
+        ("record.txt", "binary data, not text (a NUL character at character 5)", True),
+    ]

@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 
 from ragmeter.cli import app
 from ragmeter.generate import GenerateOptions, agenerate, write_outputs
-from ragmeter.generate.chunking import Chunk
 from ragmeter.generate import graph as graph_module
+from ragmeter.generate.chunking import Chunk
 from ragmeter.generate.graph import KnowledgeGraph, Link, build_graph, key_phrases
 from ragmeter.generate.plan import TYPES, allocate, parse_mix, plan, reads_as_list
 from ragmeter.generate.synthesize import NO_ANSWER, misspell
@@ -209,7 +209,7 @@ def test_graph_keeps_each_chunks_strongest_links_scoring_a_block_of_rows_at_a_ti
     # The pairs are scored in blocks of rows (a 5 MB document listed every candidate pair and
     # took 7 minutes); the links must be those of the rule applied to every pair, ties included.
     rng = np.random.default_rng(5)
-    words = "forge vault atlas beacon release secret rotates merges deploys pipeline dashboard freeze".split()
+    words = ["forge", "vault", "atlas", "beacon", "release", "secret", "rotates", "merges", "deploys", "pipeline", "dashboard", "freeze"]
     chunks = [
         Chunk(f"{'ab'[n % 2]}#{n // 2 + 1}", "ab"[n % 2], " ".join(rng.choice(words, 8)), "zh" if n % 11 == 0 else "en", ("S", str(n // 6)))
         for n in range(40)

@@ -219,6 +219,16 @@ def test_a_gbk_json_lines_file_gets_an_encoding_hint_not_file_is_empty(tmp_path)
     assert "Traceback" not in result.output
 
 
+def test_an_image_saved_as_json_lines_is_called_binary_not_windows_1252(tmp_path):
+    """A NUL byte is in no legacy encoding's text: the hint used to say "may be in Windows-1252"."""
+    path = tmp_path / "shot.jsonl"
+    path.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x10")
+    result = runner.invoke(app, ["eval", str(path), "-m", "token_f1", "-o", str(tmp_path / "run")])
+    assert result.exit_code == 2
+    assert "shot.jsonl, line 1: invalid UTF-8 (byte 0x89 at column 1); it holds NUL bytes: binary data, not text" in result.output
+    assert "Windows-1252" not in result.output and "Traceback" not in result.output
+
+
 def test_a_gbk_line_among_utf8_lines_gets_the_hint_and_the_rest_is_scored(tmp_path):
     """Defect 18: a GBK line is a row issue with the hint; a line that is valid UTF-8 loads."""
     path = tmp_path / "mixed.jsonl"

@@ -139,16 +139,21 @@ def decode_text(data: bytes) -> str:
     mark is dropped).
 
     Raises:
-        ValueError: It does not decode; the message gives the first bad byte and which
-            encoding the file may be in (:func:`encoding_hint`).
+        ValueError: It does not decode (the message gives the first bad byte and which
+            encoding the file may be in, :func:`encoding_hint`), or it holds a NUL character:
+            binary data that happens to decode, which no text holds.
     """
     encoding = unicode_bom(data) or _utf16_without_bom(data) or "utf-8"
     try:
-        return data.decode(encoding)
+        text = data.decode(encoding)
     except UnicodeDecodeError as exc:
         label = encoding.removesuffix("-sig").upper()
         hint = encoding_hint(data) if label == "UTF-8" else ""  # a byte-order mark's encoding is known: the file is broken
         raise ValueError(f"invalid {label} (byte 0x{data[exc.start]:02x} at byte {exc.start + 1}){hint}") from None
+    nul = text.find("\x00")
+    if nul >= 0:
+        raise ValueError(f"binary data, not text (a NUL character at character {nul + 1})")
+    return text
 
 
 def _utf16_without_bom(data: bytes) -> str | None:
@@ -164,12 +169,15 @@ def _utf16_without_bom(data: bytes) -> str | None:
 def encoding_hint(data: bytes) -> str:
     """What to tell a user whose file is not UTF-8: UTF-16 or UTF-32 when it opens with their
     byte-order mark or has a NUL byte between most ASCII letters (PowerShell's and Excel's
-    "Unicode" text), else the legacy encoding it decodes in, if a common one fits, and how to
-    convert it."""
+    "Unicode" text), else binary data when it holds a NUL byte (no legacy encoding writes one
+    in text: an image or archive saved under a text file's name), else the legacy encoding it
+    decodes in, if a common one fits, and how to convert it."""
     wide = unicode_bom(data) if unicode_bom(data) in ("utf-16", "utf-32") else _utf16_without_bom(data)
     if wide:
         label = wide.upper()
         return f"; the file is in {label}: convert it to UTF-8, e.g. iconv -f {label} -t UTF-8 in > out"
+    if b"\x00" in data:
+        return "; it holds NUL bytes: binary data, not text"
     for encoding, label in (("gb18030", "GBK/GB18030"), ("big5", "Big5"), ("shift_jis", "Shift-JIS"), ("cp1252", "Windows-1252")):
         try:
             data.decode(encoding)

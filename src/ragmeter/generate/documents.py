@@ -98,7 +98,11 @@ def _files(paths: Iterable[str | Path], issues: list[InputIssue]) -> list[Path]:
     for given in paths:
         path = Path(given)
         if path.is_dir():
-            files += sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in SUFFIXES and not p.name.startswith("."))
+            for found in sorted(p for p in path.rglob("*") if p.suffix.lower() in SUFFIXES and not p.name.startswith(".")):
+                if found.is_file():
+                    files.append(found)
+                elif not found.is_dir():
+                    issues.append(InputIssue(str(found), "file", None, _not_a_file(found), skipped=True))
         elif path.is_file():
             if path.suffix.lower() in SUFFIXES:
                 files.append(path)
@@ -108,8 +112,17 @@ def _files(paths: Iterable[str | Path], issues: list[InputIssue]) -> list[Path]:
                     InputIssue(str(path), "file", None, f"unsupported file type {path.suffix or '(none)'}; known: {known}", skipped=True)
                 )
         else:
-            issues.append(InputIssue(str(path), "file", None, "no such file or folder", skipped=True))
+            issues.append(InputIssue(str(path), "file", None, _not_a_file(path), skipped=True))
     return files
+
+
+def _not_a_file(path: Path) -> str:
+    """Why ``path``, neither a regular file nor a folder, cannot be read."""
+    if path.is_symlink() and not path.exists():
+        return "a broken symbolic link"
+    if path.exists():
+        return "not a regular file (a pipe, socket or device)"
+    return "no such file or folder"
 
 
 def _unique(name: str, path: Path, taken: set[str]) -> str:
