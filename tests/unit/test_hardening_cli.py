@@ -305,6 +305,34 @@ def test_every_error_path_is_exit_2_with_one_line(tmp_path):
     assert "sk-in-a-file-123456" not in runner.invoke(app, cases["key in config"][0]).output
 
 
+def test_a_run_damaged_past_its_first_line_is_named_not_an_unexpected_error(tmp_path):
+    """A run's samples are read when needed, so a damaged line past the first surfaced from
+    report and gate as "unexpected error: RunDirError", and a score of the wrong type as
+    "unexpected error: AttributeError: 'str' object has no attribute 'get'"."""
+    data = write_jsonl(tmp_path / "data.jsonl", GOOD)
+    run = tmp_path / "run"
+    assert run_eval(data, "-m", "token_f1", "-o", run).exit_code == 0
+    lines = (run / "results.jsonl").read_text(encoding="utf-8").splitlines()
+    damaged, wrong_type = tmp_path / "damaged", tmp_path / "wrong_type"
+    for folder, results in (
+        (damaged, [lines[0], '{"key": "b", "sample": "cut\x01off"}']),
+        (wrong_type, [lines[0], json.dumps({**json.loads(lines[1]), "scores": {"token_f1": "NaN"}})]),
+    ):
+        folder.mkdir()
+        (folder / "run.json").write_text((run / "run.json").read_text())
+        (folder / "results.jsonl").write_text("\n".join(results) + "\n")
+    thresholds = tmp_path / "t.yaml"
+    thresholds.write_text("token_f1: 0.1\n")
+    expected = {
+        damaged: f"{damaged / 'results.jsonl'}, line 2: invalid JSON: Invalid control character at column 28",
+        wrong_type: f"{wrong_type / 'results.jsonl'}, line 2: not a valid sample result: 'scores.token_f1' must be an object, not str",
+    }
+    for folder, message in expected.items():
+        for args in (["report", str(folder)], ["gate", str(folder), "--thresholds", str(thresholds)], ["compare", str(run), str(folder)]):
+            line = _one_line_error(runner.invoke(app, args), message)
+            assert "unexpected" not in line, (args, line)
+
+
 def test_input_errors_end_with_one_error_line_after_the_issues(tmp_path):
     """Input problems list their issues, then end in one ``error:`` line, exit 2."""
     empty = tmp_path / "empty.jsonl"

@@ -1,9 +1,9 @@
 """The ``ragmeter`` Typer application, its global ``--debug`` option, and how commands fail.
 
 Every command is registered with :func:`command`, which gives it the same error handling:
-a known problem (bad input, a bad option) ends in a one-line message and exit code 2; an
-unexpected error also ends in one line and exit 2, with the traceback only under
-``--debug`` (or ``RAGMETER_DEBUG=1``); Ctrl-C ends in exit code 130.
+a known problem (bad input, a bad option, a damaged run directory) ends in a one-line message
+and exit code 2; an unexpected error also ends in one line and exit 2, with the traceback only
+under ``--debug`` (or ``RAGMETER_DEBUG=1``); Ctrl-C ends in exit code 130.
 """
 
 import functools
@@ -15,6 +15,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from ragmeter.cli.console import USAGE_ERROR, console, fail, logs_on_console, say
+from ragmeter.results import RunDirError
 from ragmeter.run.sync import INTERRUPTED
 
 app = typer.Typer(
@@ -70,6 +71,8 @@ def command(name: str, group: typer.Typer | None = None) -> Callable[[F], F]:
             except KeyboardInterrupt:
                 say(("interrupted", "yellow"))
                 raise typer.Exit(INTERRUPTED) from None
+            except RunDirError as exc:  # a run's samples are read when needed: a damaged line surfaces late
+                raise fail(f"cannot read the run: {exc}") from None
             except Exception as exc:  # the last line of defence: no user-facing traceback
                 if _state["debug"]:
                     console.print(traceback.format_exc(), end="")

@@ -132,6 +132,12 @@ def read_json_lines(path: str | Path) -> Iterator[tuple[int, str]]:
                 yield number, line
 
 
+def json_problem(exc: json.JSONDecodeError) -> str:
+    """``invalid JSON: <why> at column <n>`` (Python's "Invalid control character at" loses
+    its own trailing "at")."""
+    return f"invalid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}"
+
+
 def json_object(line: str | bytes) -> dict[str, Any]:
     """One line of a JSON-lines file, which must hold a JSON object.
 
@@ -143,7 +149,7 @@ def json_object(line: str | bytes) -> dict[str, Any]:
     try:
         value = json.loads(line)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"invalid JSON: {exc.msg} at column {exc.colno}") from None
+        raise ValueError(json_problem(exc)) from None
     if not isinstance(value, dict):
         raise ValueError(f"expected a JSON object, got {type(value).__name__}")
     return value

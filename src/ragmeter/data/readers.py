@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from ragmeter.data.files import json_problem
 from ragmeter.data.issues import InputError, InputIssue
 
 #: Fields that hold lists; CSV cells for them are JSON (or Python literal) lists.
@@ -225,7 +226,7 @@ def parse_json_line(name: str, location: str, text: str | bytes) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        return InputIssue(name, location, None, f"invalid JSON: {exc.msg} at column {exc.colno}")
+        return InputIssue(name, location, None, json_problem(exc))
     except RecursionError:
         return InputIssue(name, location, None, TOO_DEEP)
 
@@ -238,7 +239,7 @@ def _rows_of_json(name: str, text: str) -> Rows:
         try:
             value = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise InputError([InputIssue(name, f"line {exc.lineno}", None, f"invalid JSON: {exc.msg} at column {exc.colno}")]) from None
+            raise InputError([InputIssue(name, f"line {exc.lineno}", None, json_problem(exc))]) from None
         except RecursionError:
             raise InputError([InputIssue(name, "file", None, TOO_DEEP)]) from None
         raise InputError([InputIssue(name, "line 1", None, f"expected a JSON list of samples, got {type(value).__name__}")])
@@ -250,7 +251,7 @@ def _rows_of_json(name: str, text: str) -> Rows:
         try:
             item, position = decoder.raw_decode(text, position)
         except json.JSONDecodeError as exc:
-            raise InputError([InputIssue(name, f"line {exc.lineno}", None, f"invalid JSON: {exc.msg} at column {exc.colno}")]) from None
+            raise InputError([InputIssue(name, f"line {exc.lineno}", None, json_problem(exc))]) from None
         except RecursionError:
             # Too deep for the parser: this item is a row issue; the items after it still load.
             end = _end_of_container(text, position)
@@ -354,7 +355,7 @@ def _csv_value(column: str, cell: str) -> Any:
         try:
             value = json.loads(cell)
         except json.JSONDecodeError as exc:
-            raise ValueError(f"invalid JSON object: {exc.msg} at column {exc.colno}") from None
+            raise ValueError(json_problem(exc)) from None
         return value
     # Other columns become metadata; numbers and booleans keep their type.
     try:

@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from ragmeter.data.files import json_problem
 from ragmeter.judges.base import ContextTooLong, FieldValue, JudgeError, LLMJudge, ReplyCutOff, Verdict, check_evidence_sentences
 from ragmeter.judges.greedy import greedy_under_grammar
 from ragmeter.judges.local_model import PACKAGED_MODEL, cpu_kernels, load_backends, packaged_calibration, packaged_model_path, recalibrate
@@ -372,9 +373,7 @@ def grammar_reply(content: str) -> dict[str, Any]:
     try:
         value = json.loads(content, strict=False)
     except json.JSONDecodeError as exc:
-        raise JudgeError(
-            f"the model's reply is not a JSON object (invalid JSON: {exc.msg} at column {exc.colno}): {content[:200]!r}"
-        ) from None
+        raise JudgeError(f"the model's reply is not a JSON object ({json_problem(exc)}): {content[:200]!r}") from None
     if not isinstance(value, dict):
         raise JudgeError(f"the model's reply is not a JSON object (got {type(value).__name__}): {content[:200]!r}")
     return value

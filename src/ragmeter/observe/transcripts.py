@@ -19,7 +19,7 @@ from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
 
-from ragmeter.data.files import read_json_lines
+from ragmeter.data.files import json_problem, read_json_lines
 from ragmeter.data.schema import Sample
 
 
@@ -58,7 +58,7 @@ def _transcripts(path: Path) -> Iterator[tuple[str, Any]]:
             try:
                 yield f"{path}, line {number}", json.loads(line)
             except json.JSONDecodeError as exc:
-                raise TranscriptError(f"{path}, line {number}: invalid JSON: {exc.msg} at column {exc.colno}") from None
+                raise TranscriptError(f"{path}, line {number}: {json_problem(exc)}") from None
     except FileNotFoundError:
         raise TranscriptError(f"{path} not found") from None
     except json.JSONDecodeError as exc:

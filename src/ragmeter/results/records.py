@@ -54,14 +54,37 @@ class SampleResult:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SampleResult:
+        """The record :meth:`to_dict` wrote.
+
+        Raises:
+            KeyError, TypeError, ValueError: A field is missing or of the wrong type (a
+                hand-edited or damaged file); the message names the field.
+        """
         return cls(
             key=data["key"],
             sample=Sample.model_validate(data["sample"]),
             source=data.get("source", ""),
             location=data.get("location", ""),
-            scores={m: Score.from_dict(s) for m, s in data.get("scores", {}).items()},
-            seconds=data.get("seconds", {}),
-            usage={m: Usage.from_dict(u) for m, u in data.get("usage", {}).items()},
+            scores={m: Score.from_dict(s) for m, s in _objects(data, "scores").items()},
+            seconds=_mapping(data, "seconds"),
+            usage={m: Usage.from_dict(u) for m, u in _objects(data, "usage").items()},
             fingerprint=data.get("fingerprint"),
-            configs=data.get("configs") or {},
+            configs=_mapping(data, "configs"),
         )
+
+
+def _mapping(data: dict[str, Any], name: str) -> dict[str, Any]:
+    """The object ``data[name]`` (empty when missing or null)."""
+    value = data.get(name) or {}
+    if not isinstance(value, dict):
+        raise TypeError(f"'{name}' must be an object, not {type(value).__name__}")
+    return value
+
+
+def _objects(data: dict[str, Any], name: str) -> dict[str, dict[str, Any]]:
+    """The object ``data[name]``, each of whose values must be an object too."""
+    value = _mapping(data, name)
+    for key, item in value.items():
+        if not isinstance(item, dict):
+            raise TypeError(f"'{name}.{key}' must be an object, not {type(item).__name__}")
+    return value
