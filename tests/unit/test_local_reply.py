@@ -28,7 +28,7 @@ def test_a_raw_newline_or_tab_inside_a_string_is_taken_as_written():
 @pytest.mark.parametrize(
     ("content", "why"),
     [
-        ('{"question": "cut off', "invalid JSON: Unterminated string starting at at column 14"),
+        ('{"question": "cut off', "invalid JSON: Unterminated string starting at column 14"),
         ('["a list"]', "got list"),
     ],
 )
