@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import random
 import resource
 import shutil
@@ -27,10 +26,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
-from scale import export
+from scale import checkouts, save_report
 
 ROOT = Path(__file__).resolve().parents[1]
 WORDS = [
@@ -106,14 +104,7 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory(prefix="ragmeter-generate-scale-") as tmp:
         work = Path(tmp)
-        head = subprocess.run(
-            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], check=True, capture_output=True, text=True
-        ).stdout.strip()
-        (work / "head").mkdir()
-        sources = {f"HEAD {head}": export("HEAD", work / "head")}
-        for revision in args.compare:
-            (work / revision).mkdir()
-            sources[revision] = export(revision, work / revision)
+        sources = checkouts(work, args.compare)
         for megabytes in sorted(args.megabytes):
             kb = work / f"kb_{megabytes}"
             write_knowledge_base(kb, megabytes)
@@ -129,16 +120,8 @@ def main() -> None:
 
 
 def _write(args: argparse.Namespace, rows: list[dict]) -> None:
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    report = {
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "commit": commit,
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-        "command": "python benchmarks/generate_scale.py " + " ".join(sys.argv[1:]),
-        "results": rows,
-    }
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "generate_scale.json").write_text(json.dumps(report, indent=1) + "\n")
+    report = save_report(args.out, "generate_scale", rows)
+    commit = report["commit"]
     lines = [
         "# `ragmeter generate` on a large knowledge base: everything before the first question",
         "",

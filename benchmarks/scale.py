@@ -52,6 +52,20 @@ def export(revision: str, into: Path) -> Path:
     return into / "src"
 
 
+def checkouts(work: Path, revisions: list[str]) -> dict[str, Path]:
+    """The ``src`` folders to measure, exported into ``work``: the committed HEAD (labelled
+    ``HEAD <hash>``) and each of ``revisions`` (labelled by itself)."""
+    head = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    (work / "head").mkdir()
+    sources = {f"HEAD {head}": export("HEAD", work / "head")}
+    for revision in revisions:
+        (work / revision).mkdir()
+        sources[revision] = export(revision, work / revision)
+    return sources
+
+
 def measure(source: Path, data: Path, out: Path, n: int) -> dict:
     """Run `ragmeter eval` from ``source`` and measure it."""
     shutil.rmtree(out, ignore_errors=True)
@@ -97,14 +111,7 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory(prefix="ragmeter-scale-") as tmp:
         work = Path(tmp)
-        head = subprocess.run(
-            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], check=True, capture_output=True, text=True
-        ).stdout.strip()
-        (work / "head").mkdir()
-        sources = {f"HEAD {head}": export("HEAD", work / "head")}
-        for revision in args.compare:
-            (work / revision).mkdir()
-            sources[revision] = export(revision, work / revision)
+        sources = checkouts(work, args.compare)
         for n in sorted(args.sizes):
             data = work / f"samples_{n}.jsonl"
             write_samples(data, n)
@@ -125,17 +132,25 @@ def main() -> None:
     _write(args, rows)
 
 
-def _write(args: argparse.Namespace, rows: list[dict]) -> None:
+def save_report(out: Path, name: str, rows: list[dict]) -> dict:
+    """Write ``<name>.json`` into ``out``: date, commit, machine, the command that ran (this
+    process's arguments) and ``rows``; returns it, for the Markdown table."""
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     report = {
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "commit": commit,
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-        "command": "python benchmarks/scale.py " + " ".join(sys.argv[1:]),
+        "command": f"python benchmarks/{Path(sys.argv[0]).name} " + " ".join(sys.argv[1:]),
         "results": rows,
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "scale.json").write_text(json.dumps(report, indent=1) + "\n")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.json").write_text(json.dumps(report, indent=1) + "\n")
+    return report
+
+
+def _write(args: argparse.Namespace, rows: list[dict]) -> None:
+    report = save_report(args.out, "scale", rows)
+    commit = report["commit"]
     lines = [
         "# `ragmeter eval` at scale: model-free metrics",
         "",
