@@ -66,6 +66,27 @@ def test_runs_commands_fail_in_one_line(tmp_path):
         assert done.exit_code == 2 and message in done.output and "Traceback" not in done.output, done.output
 
 
+def test_import_names_a_damaged_run_and_stores_the_others_without_any_of_the_damaged_one(tmp_path):
+    """One damaged directory used to end the import there; its damage past the first line
+    surfaces while it is being stored, and nothing of it may stay in the store."""
+    data = write_jsonl(tmp_path / "d.jsonl", [{"id": i, "question": "q", "answer": "x y", "ground_truth": "x"} for i in "abc"])
+    good = tmp_path / "good"
+    assert run_eval(data, "-m", "token_f1", "-o", good, "--no-progress").exit_code == 0
+    damaged = tmp_path / "damaged"
+    damaged.mkdir()
+    (damaged / "run.json").write_text((good / "run.json").read_text())
+    lines = (good / "results.jsonl").read_text().splitlines()
+    (damaged / "results.jsonl").write_text("\n".join([*lines[:2], lines[2][:40]]) + "\n")
+    store = str(tmp_path / "r.db")
+    done = runner.invoke(app, ["runs", "import", str(damaged), str(good), "--store", store])
+    assert done.exit_code == 2 and "Traceback" not in done.output
+    assert f"skipped {damaged}: {damaged / 'results.jsonl'}, line 3: invalid JSON" in done.output
+    assert "Stored run" in done.output and done.output.strip().endswith("1 of 2 run directories could not be read; the others are stored")
+    opened = RunStore.open(store)
+    assert [(r["source"], r["n_samples"]) for r in opened.runs()] == [(str(good), 3)]
+    opened.close()
+
+
 def test_delete_asks_and_keeps_the_run_without_a_yes(tmp_path):
     data = write_jsonl(tmp_path / "d.jsonl", [{"id": "a", "question": "q", "answer": "x y", "ground_truth": "x"}])
     assert run_eval(data, "-m", "token_f1", "-o", tmp_path / "run", "--no-progress", "--store", tmp_path / "r.db").exit_code == 0

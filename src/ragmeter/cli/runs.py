@@ -62,17 +62,21 @@ def import_command(
     store: StoreOption = DEFAULT_STORE,
     tag: Annotated[list[str] | None, typer.Option("--tag", "-t", help="A label for the runs (repeatable).")] = None,
 ) -> None:
-    """Copy existing run directories into the store."""
+    """Copy existing run directories into the store; a directory that cannot be read is
+    named and skipped, the others are stored (exit 2 when any was skipped)."""
     opened = open_store(store)
+    skipped = 0
     try:
         for directory in directories:
-            try:
-                result = Result.load(directory)
+            try:  # the samples are read while they are stored: a damaged line surfaces there
+                save_run(opened, Result.load(directory), directory, tag)
             except RunDirError as exc:
-                raise fail(str(exc)) from None
-            save_run(opened, result, directory, tag)
+                say((f"skipped {directory}: {exc}", "yellow"))
+                skipped += 1
     finally:
         opened.close()
+    if skipped:
+        raise fail(f"{skipped} of {len(directories)} run directories could not be read; the others are stored")
 
 
 @command("list", group=runs)
