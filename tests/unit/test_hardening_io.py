@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 
 import pandas as pd
 import pytest
@@ -14,6 +15,10 @@ from ragmeter import evaluate
 from ragmeter.cli import app
 from ragmeter.data import load_dataset
 from ragmeter.data.schema import Sample
+from ragmeter.decide.labels import read_labels, score
+from ragmeter.decide.probe_files import ProbeFileError, load_probe_file
+from ragmeter.decide.robustness_suite import load_rgb
+from ragmeter.monitor.kb import SnapshotError, read_snapshot
 
 runner = CliRunner()
 
@@ -264,3 +269,39 @@ def test_a_gbk_csv_file_gets_the_hint(tmp_path):
     result = runner.invoke(app, ["eval", str(path), "-m", "token_f1", "-o", str(tmp_path / "run")])
     assert result.exit_code == 2
     assert "GBK" in result.output and "line 2" in result.output
+
+
+DEEP = '{"x": ' * 5000 + "1" + "}" * 5000
+
+
+def test_json_nested_too_deeply_is_a_named_line_in_every_reader_of_user_files(tmp_path):
+    """Python's parser raises RecursionError on such a line; the readers of traces,
+    transcripts, labels, probe files, RGB files and knowledge-base snapshots let it out as an
+    "unexpected error" (eval's own reader already named it)."""
+    deep_lines = tmp_path / "deep.jsonl"
+    deep_lines.write_text(DEEP + "\n", encoding="utf-8")
+    deep_file = tmp_path / "deep.json"
+    deep_file.write_text(DEEP, encoding="utf-8")
+    named = f"{deep_lines}, line 1: invalid JSON: lists and objects nested too deeply to read"
+    for args in (
+        ["traces", "export", str(deep_lines), "-o", str(tmp_path / "o.jsonl")],
+        ["traces", "transcripts", str(deep_lines), "-o", str(tmp_path / "o.jsonl")],
+        ["traces", "import", str(deep_lines), "--store", str(tmp_path / "s.db"), "--no-embed"],
+    ):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2 and named in result.output and "unexpected" not in result.output, (args, result.output)
+    assert read_labels(deep_lines, "label", score).problems == [named]
+    with pytest.raises(ProbeFileError, match=r"deep\.jsonl:1: invalid JSON: lists and objects nested too deeply"):
+        load_probe_file(deep_lines)
+    with pytest.raises(ValueError, match=re.escape(named)):
+        load_rgb(deep_lines)
+    with pytest.raises(SnapshotError, match="nested too deeply"):
+        read_snapshot(deep_file)
+
+
+def test_an_rgb_line_that_is_not_an_object_is_named(tmp_path):
+    """It was "unexpected error: AttributeError: 'list' object has no attribute 'get'"."""
+    path = tmp_path / "rgb.jsonl"
+    path.write_text('["query", "answer"]\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"rgb\.jsonl, line 1: expected a JSON object, got list"):
+        load_rgb(path)

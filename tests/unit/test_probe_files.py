@@ -93,7 +93,7 @@ def test_a_line_separator_inside_a_jsonl_probe_is_text_not_a_line_end(tmp_path):
         ("p.yaml", "id: a\nquestion: q\n", r"p\.yaml:1: expected a list of probes"),
         ("p.yaml", "- just a question\n", r"p\.yaml:1: expected a probe"),
         ("p.yaml", "# nothing yet\n", r"p\.yaml: holds no probe"),
-        ("p.jsonl", '{"id": "a", "question": "q", "forbidden": ["x"]}\n{"id": "b", "question": "q",\n', r"p\.jsonl:2: not valid JSON"),
+        ("p.jsonl", '{"id": "a", "question": "q", "forbidden": ["x"]}\n{"id": "b", "question": "q",\n', r"p\.jsonl:2: invalid JSON"),
         ("p.jsonl", '{"id": "a", "question": "q", "forbidden": "x"}\n', r"p\.jsonl:1: forbidden: expected a list of strings"),
     ],
 )

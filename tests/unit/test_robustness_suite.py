@@ -126,7 +126,7 @@ def test_rgb_files_are_checked_line_and_field(tmp_path):
     with pytest.raises(ValueError, match=r"rgb.jsonl, line 2, field 'answer': expected a non-empty list"):
         load_rgb(path)
     path.write_text("{not json\n", encoding="utf-8")
-    with pytest.raises(ValueError, match=r"line 1: not valid JSON"):
+    with pytest.raises(ValueError, match=r"line 1: invalid JSON"):
         load_rgb(path)
 
 

@@ -132,24 +132,41 @@ def read_json_lines(path: str | Path) -> Iterator[tuple[int, str]]:
                 yield number, line
 
 
+#: What :func:`json_value` says of JSON nested deeper than Python's parser can follow.
+TOO_DEEP = "invalid JSON: lists and objects nested too deeply to read"
+
+
 def json_problem(exc: json.JSONDecodeError) -> str:
     """``invalid JSON: <why> at column <n>`` (Python's "Invalid control character at" loses
     its own trailing "at")."""
     return f"invalid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}"
 
 
+def json_value(text: str | bytes) -> Any:
+    """The JSON value of ``text`` (one line of a JSON-lines file, or a whole file).
+
+    Raises:
+        ValueError: It is not JSON (``invalid JSON: <why> at column <n>``), or it nests
+            lists and objects deeper than the parser can follow (``RecursionError``: a
+            hostile file); the caller adds the file and line.
+    """
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(json_problem(exc)) from None
+    except RecursionError:
+        raise ValueError(TOO_DEEP) from None
+
+
 def json_object(line: str | bytes) -> dict[str, Any]:
     """One line of a JSON-lines file, which must hold a JSON object.
 
     Raises:
-        ValueError: The line is not JSON (``invalid JSON: <why> at column <n>``) or holds
-            something other than an object (``expected a JSON object, got list``); the
-            caller adds the file and line.
+        ValueError: The line is not JSON (:func:`json_value`) or holds something other
+            than an object (``expected a JSON object, got list``); the caller adds the file
+            and line.
     """
-    try:
-        value = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise ValueError(json_problem(exc)) from None
+    value = json_value(line)
     if not isinstance(value, dict):
         raise ValueError(f"expected a JSON object, got {type(value).__name__}")
     return value

@@ -8,12 +8,13 @@ labelled twice (the first label is kept). Nothing is dropped silently.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
+
+from ragmeter.data.files import json_value
 
 V = TypeVar("V")
 
@@ -61,9 +62,9 @@ def read_labels(path: str | Path, field_name: str, parse: Callable[[Any], V]) ->
             continue
         where = f"{path}, line {number}"
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            labels.problems.append(f"{where}: invalid JSON ({exc.msg})")
+            row = json_value(line)
+        except ValueError as exc:
+            labels.problems.append(f"{where}: {exc}")
             continue
         if not isinstance(row, dict) or "id" not in row or field_name not in row:
             labels.problems.append(f'{where}: expected {{"id": ..., "{field_name}": ...}}')

@@ -19,13 +19,13 @@ names the file, the line and the field.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from ragmeter.data.files import json_value
 from ragmeter.decide.redteam import Probe
 
 FIELDS = ("id", "question", "forbidden", "documents", "category", "lang")
@@ -89,9 +89,9 @@ def _jsonl_records(path: Path, text: str) -> list[Record]:
         if not raw.strip() or raw.lstrip().startswith("#"):
             continue
         try:
-            value = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise ProbeFileError(path, number, None, f"not valid JSON: {exc.msg} (column {exc.colno})") from None
+            value = json_value(raw)
+        except ValueError as exc:
+            raise ProbeFileError(path, number, None, str(exc)) from None
         fields = {str(key): number for key in value} if isinstance(value, dict) else {}
         records.append((number, fields, value))
     return records

@@ -25,14 +25,13 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import json
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragmeter.data.files import read_json_lines, write_json, write_text
+from ragmeter.data.files import json_object, read_json_lines, write_json, write_text
 from ragmeter.data.secrets import redact
 from ragmeter.metrics.checks import refusal_phrase
 from ragmeter.report.formatting import format_interval, format_number, format_p, format_signed
@@ -73,9 +72,9 @@ def load_rgb(path: str | Path) -> list[dict[str, Any]]:
     rows = []
     for number, line in read_json_lines(path):
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}, line {number}: not valid JSON ({exc.msg})") from None
+            row = json_object(line)
+        except ValueError as exc:
+            raise ValueError(f"{path}, line {number}: {exc}") from None
         for name, kind in (("query", str), ("answer", list), ("positive", list), ("negative", list)):
             if not isinstance(row.get(name), kind) or not row[name]:
                 raise ValueError(f"{path}, line {number}, field '{name}': expected a non-empty {kind.__name__}")

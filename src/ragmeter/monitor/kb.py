@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ragmeter.data.files import write_json
+from ragmeter.data.files import TOO_DEEP, write_json
 
 
 class SnapshotError(ValueError):
@@ -77,6 +77,8 @@ def read_snapshot(path: str | Path) -> dict[str, str]:
         raise SnapshotError(f"{path} not found") from None
     except json.JSONDecodeError as exc:
         raise SnapshotError(f"{path}, line {exc.lineno}: invalid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise SnapshotError(f"{path}: {TOO_DEEP}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise SnapshotError(f"{path}: cannot read: {exc}") from None
     documents = data.get("documents") if isinstance(data, dict) else None

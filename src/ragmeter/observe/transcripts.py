@@ -19,7 +19,7 @@ from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
 
-from ragmeter.data.files import json_problem, read_json_lines
+from ragmeter.data.files import TOO_DEEP, json_value, read_json_lines
 from ragmeter.data.schema import Sample
 
 
@@ -56,13 +56,15 @@ def _transcripts(path: Path) -> Iterator[tuple[str, Any]]:
             return
         for number, line in read_json_lines(path):
             try:
-                yield f"{path}, line {number}", json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise TranscriptError(f"{path}, line {number}: {json_problem(exc)}") from None
+                yield f"{path}, line {number}", json_value(line)
+            except ValueError as exc:
+                raise TranscriptError(f"{path}, line {number}: {exc}") from None
     except FileNotFoundError:
         raise TranscriptError(f"{path} not found") from None
     except json.JSONDecodeError as exc:
         raise TranscriptError(f"{path}, line {exc.lineno}: invalid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise TranscriptError(f"{path}: {TOO_DEEP}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise TranscriptError(f"{path}: cannot read: {exc}") from None
 
