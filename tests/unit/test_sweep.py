@@ -33,6 +33,20 @@ def test_a_grid_gives_every_combination_last_key_fastest():
         grid_configs({"top_k": []})
 
 
+def test_a_grid_or_list_past_the_limit_is_refused_before_it_is_built(tmp_path):
+    # Eight settings of ten values (YAML aliases make that a short file) filled the memory.
+    grid = {f"s{i}": list(range(10)) for i in range(8)}
+    with pytest.raises(
+        ValueError, match=r"grid: 100,000,000 configurations \(10 x 10 x 10 x 10 x 10 x 10 x 10 x 10\); a sweep runs at most 1,000"
+    ):
+        grid_configs(grid)
+    assert len(grid_configs({"a": list(range(10)), "b": list(range(10)), "c": list(range(10))})) == 1000  # the limit itself runs
+    listed = tmp_path / "listed.yaml"
+    listed.write_text("configs:\n" + "".join(f"  - {{top_k: {i}}}\n" for i in range(1001)))
+    with pytest.raises(ValueError, match=r"listed\.yaml: configs: 1,001 configurations \(listed\)"):
+        load_sweep_file(listed)
+
+
 def test_the_planted_best_wins_and_the_others_are_significantly_worse(testset, tmp_path):
     sweep = run_sweep(sweep_pipeline.answer, grid_configs(GRID), testset, ["token_f1"], out_dir=tmp_path)
     assert sweep.best == "chunk_size=512, top_k=5"

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +54,8 @@ from ragmeter.run.sync import run_sync
 SWEEP_FILE = "sweep.json"
 WORSE = "significantly worse than the best"
 NOT_WORSE = "not significantly worse"
+#: Most configurations a sweep runs (each answers and scores the whole test set).
+MAX_CONFIGURATIONS = 1000
 
 
 @dataclass
@@ -116,12 +119,23 @@ def grid_configs(grid: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
     """Every combination of the grid's values, in order (the last key varies fastest).
 
     Raises:
-        ValueError: A key's values are not a non-empty list.
+        ValueError: A key's values are not a non-empty list, or the grid has more than
+            :data:`MAX_CONFIGURATIONS` combinations (counted before any is built: eight
+            settings of ten values are 10^8, which filled the memory).
     """
     for key, values in grid.items():
         if not isinstance(values, list) or not values:
             raise ValueError(f"grid.{key}: expected a non-empty list of values, got {values!r}")
+    _check_count(math.prod(len(values) for values in grid.values()), "grid", " x ".join(str(len(v)) for v in grid.values()))
     return [dict(zip(grid, combination, strict=True)) for combination in itertools.product(*grid.values())]
+
+
+def _check_count(count: int, where: str, how: str) -> None:
+    if count > MAX_CONFIGURATIONS:
+        raise ValueError(
+            f"{where}: {count:,} configurations ({how}); a sweep runs at most {MAX_CONFIGURATIONS:,}, "
+            "each over the whole test set: narrow it or split it into several sweeps"
+        )
 
 
 def load_sweep_file(path: str | Path) -> tuple[str | None, list[dict[str, Any]]]:
@@ -150,6 +164,10 @@ def load_sweep_file(path: str | Path) -> tuple[str | None, list[dict[str, Any]]]
     configs = data["configs"]
     if not isinstance(configs, list) or not configs or not all(isinstance(c, dict) for c in configs):
         raise ValueError(f"{path}: configs: expected a non-empty list of mappings")
+    try:
+        _check_count(len(configs), "configs", "listed")
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
     return pipeline, configs
 
 
