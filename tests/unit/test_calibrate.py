@@ -156,6 +156,12 @@ def test_calibrate_reports_agreement_the_means_and_every_missing_id():
 def test_calibrate_refuses_too_few_labels_and_measurements():
     with pytest.raises(ValueError, match="at least 2"):
         calibrate(_result([0.5, 0.6]), "faithfulness", {"s0": 1, "nope": 0})
+    # Labels written as "yes"/"no" all fail to parse: the refusal says why, not only how many.
+    issues = [f"h.jsonl, line {n}: 'label' of 's{n}' must be a number in [0, 1], got 'yes'" for n in range(1, 6)]
+    with pytest.raises(
+        ValueError, match=r"at least 2 are needed; 5 label line\(s\) could not be used: h\.jsonl, line 1: .*line 3: [^;]*'yes'$"
+    ):
+        calibrate(_result([0.5, 0.6]), "faithfulness", {"s0": 1}, label_issues=issues)
     result = Result(
         samples=[SampleResult("s0", Sample(id="s0"), "d", "line 1", scores={"latency_ms": Score(120.0)})],
         metrics=[{"id": "latency_ms", "unit": "ms", "higher_is_better": False}],

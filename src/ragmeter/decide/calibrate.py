@@ -216,9 +216,10 @@ def calibrate(
     found = _labelled(result, metric, labels)
     judge, human, n = found.judge, found.human, len(found.judge)
     if n < 2:
+        unusable = f"; {len(label_issues)} label line(s) could not be used: " + "; ".join(label_issues[:3]) if label_issues else ""
         raise ValueError(
             f"only {n} labelled sample(s) have a '{metric}' score ({len(found.not_in_run)} label(s) for samples not in "
-            f"the run, {len(found.unscored_labelled)} for unscored samples): at least 2 are needed"
+            f"the run, {len(found.unscored_labelled)} for unscored samples): at least 2 are needed{unusable}"
         )
     ppi = ppi_mean_ci(found.judge_all, judge, human, confidence)
     classical = classical_mean_ci(human, confidence)
