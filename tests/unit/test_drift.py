@@ -3,6 +3,7 @@ the grown topics it reports, knowledge-base snapshots, and the ``drift kb`` comm
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import numpy as np
@@ -73,6 +74,14 @@ def test_knowledge_base_snapshots_show_added_removed_and_edited_documents(tmp_pa
         read_snapshot(tmp_path / "bad.json")
     with pytest.raises(SnapshotError, match="is not a folder"):
         snapshot(tmp_path / "missing")
+
+
+def test_a_large_file_is_hashed_a_block_at_a_time_to_the_same_sha256(tmp_path):
+    # Read whole, a knowledge base's videos took their size in memory; snapshots written
+    # before must still compare equal.
+    data = bytes(range(256)) * 10_000 + b"tail"  # 2.5 MB: three blocks, the last short
+    (tmp_path / "talk.mp4").write_bytes(data)
+    assert snapshot(tmp_path) == {"talk.mp4": hashlib.sha256(data).hexdigest()}
 
 
 def test_the_drift_kb_command_exits_1_on_change_and_writes_json(tmp_path):

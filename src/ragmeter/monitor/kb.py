@@ -58,10 +58,19 @@ def snapshot(folder: str | Path) -> dict[str, str]:
         relative = path.relative_to(root)
         if path.is_file() and not any(part.startswith(".") for part in relative.parts):
             try:
-                hashes[relative.as_posix()] = hashlib.sha256(path.read_bytes()).hexdigest()
+                hashes[relative.as_posix()] = _sha256(path)
             except OSError as exc:
                 raise SnapshotError(f"{path}: cannot read: {exc.strerror or exc}") from None
     return hashes
+
+
+def _sha256(path: Path) -> str:
+    """The file's SHA-256, read a megabyte at a time (a knowledge base may hold videos)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while block := handle.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def read_snapshot(path: str | Path) -> dict[str, str]:
