@@ -371,7 +371,31 @@ def test_bench_rejects_unknown_sets_and_labels_that_are_not_numbers(tmp_path):
     labelled = tmp_path / "bad.jsonl"
     write_jsonl(labelled, [{"id": "a", "response": "x", "reference": "y", "label": "good"}])
     outcome = runner.invoke(app, ["bench", "--labelled", str(labelled), "--metric", "token_f1"])
-    assert outcome.exit_code == 2 and "line 1" in outcome.output and "'label' must be a number" in outcome.output
+    assert outcome.exit_code == 2 and "0 sample(s) with a usable label, at least 2 are needed" in outcome.output
+    assert "line 1: field 'label' must be a finite number, got 'good'" in outcome.output
+
+
+def test_a_sample_without_a_usable_label_is_left_out_and_named_not_the_end_of_the_bench(tmp_path):
+    rows = [{"id": f"s{i}", "response": "x y", "reference": "x", "label": i % 2} for i in range(4)]
+    rows += [{"id": "none", "response": "x", "reference": "x", "label": None}, {"id": "inf", "response": "x", "reference": "x"}]
+    labelled = tmp_path / "mine.jsonl"
+    labelled.write_text(
+        "".join(json.dumps(r) + "\n" for r in rows[:5]) + '{"id": "inf", "response": "x", "reference": "x", "label": Infinity}\n'
+    )
+    outcome = CliRunner().invoke(app, ["bench", "--labelled", str(labelled), "--metric", "token_f1", "--out", str(tmp_path), "--name", "m"])
+    assert outcome.exit_code == 0, outcome.output
+    named = [
+        f"{labelled}, line 5: field 'label' must be a finite number, got None",
+        f"{labelled}, line 6: field 'label' must be a finite number, got inf",
+    ]
+    assert "2 sample(s) left out, without a usable label:" in outcome.output and all(n in outcome.output for n in named)
+    document = json.loads((tmp_path / "m.json").read_text())
+    assert document["tasks"][0]["n_units"] == 4 and document["settings"]["left_out"] == named
+    markdown = (tmp_path / "m.md").read_text()
+    assert (
+        "2 sample(s) left out, without a usable label:" in markdown
+        and "line 5\\: field 'label' must be a finite number, got None" in markdown
+    )
 
 
 def test_a_stopped_bench_keeps_the_tasks_it_finished(tmp_path, monkeypatch):

@@ -64,6 +64,10 @@ def write(results: list[TaskResult], settings: dict[str, Any], out_dir: Path, na
             f"| {result.task.name} | {result.n_units} ({result.n_unscored}) | {agreement} | {calls} | "
             f"{cost['prompt_tokens']:.0f} | {cost['completion_tokens']:.0f} | {cost['seconds']:.1f} | {result.task.reference} |"
         )
+    left_out = settings.get("left_out") or []
+    if left_out:
+        lines += ["", f"{len(left_out)} sample(s) left out, without a usable label:", ""]
+        lines += [f"- {md_text(line, 300)}" for line in left_out]
     unscored = [r for r in results if r.unscored_reasons]
     if unscored:
         lines += ["", "Unscored units:", ""]

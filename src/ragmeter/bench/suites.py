@@ -24,6 +24,7 @@ The sets (see the data folder's README for their provenance and licences):
 from __future__ import annotations
 
 import csv
+import math
 import random
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -262,31 +263,41 @@ def _relevance_task(name: str, triples: list[tuple[str, str, int]], limit: int |
     return Task(name, "context_relevance", load_dataset(samples), units, "binary", "ROC-AUC target 0.85")
 
 
-def labelled_file(path: Path, metric: str, label_field: str, limit: int | None, seed: int) -> Task:
+def labelled_file(path: Path, metric: str, label_field: str, limit: int | None, seed: int) -> tuple[Task, list[str]]:
     """A user's own labelled samples: any file ``load_dataset`` reads, with a human label
     per sample in ``label_field`` (a column, so it lands in ``metadata``). Labels that are
     all 0 or 1 make a binary task (balanced accuracy, ROC-AUC); others a graded one
     (Pearson, Spearman).
 
+    Returns:
+        The task, and one line for each drawn sample left out because its label is missing
+        or not a finite number (file, line, field and value): one bad row does not end
+        the benchmark.
+
     Raises:
-        ValueError: A sample has no numeric label; the message names it.
+        ValueError: Fewer than two samples have a usable label (the message gives the
+            first unusable ones), or a sample has no id.
     """
     dataset = load_dataset(path)
     chosen = draw(list(dataset.samples), limit, seed)
-    units = []
+    units, usable, left_out = [], [], []
     for loaded in chosen:
         label = loaded.sample.metadata.get(label_field)
         if isinstance(label, bool):
             label = int(label)
-        if not isinstance(label, (int, float)):
-            raise ValueError(f"{loaded.source}, {loaded.location}: field '{label_field}' must be a number, got {label!r}")
+        if not isinstance(label, (int, float)) or not math.isfinite(label):
+            left_out.append(f"{loaded.source}, {loaded.location}: field '{label_field}' must be a finite number, got {label!r}")
+            continue
         units.append({"sample": loaded.key, "label": label, "group": loaded.key, "part": None})
+        usable.append(loaded)
+    if len(units) < 2:
+        raise ValueError(f"{path}: {len(units)} sample(s) with a usable label, at least 2 are needed; " + "; ".join(left_out[:3]))
     kind = "binary" if {u["label"] for u in units} <= {0, 1} else "graded"
-    subset = load_dataset([loaded.sample for loaded in chosen])
-    keys = {loaded.sample.id: loaded.key for loaded in chosen}
+    subset = load_dataset([loaded.sample for loaded in usable])
+    keys = {loaded.sample.id: loaded.key for loaded in usable}
     if any(sample_id is None for sample_id in keys):
         raise ValueError(f"{path}: every sample needs an 'id' to be benchmarked")
-    return Task(f"{path.name}/{metric}", metric, subset, units, kind, f"labels from '{label_field}'")
+    return Task(f"{path.name}/{metric}", metric, subset, units, kind, f"labels from '{label_field}'"), left_out
 
 
 SUITES: dict[str, Callable[[Path, int | None, int], list[Task]]] = {

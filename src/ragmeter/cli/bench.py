@@ -56,9 +56,14 @@ def bench_command(
             if not metric:
                 raise ValueError("--labelled needs --metric")
             resolve_metrics([metric])
-            tasks = [labelled_file(labelled, metric, label_field, limit, seed)]
+            task, left_out = labelled_file(labelled, metric, label_field, limit, seed)
+            tasks = [task]
+            if left_out:
+                say((f"{len(left_out)} sample(s) left out, without a usable label:", "yellow"))
+                for line in left_out[:10]:
+                    say(f"  {line}")
         else:
-            tasks = bench_tasks(suites or list(SUITES), data_dir, limit, seed)
+            tasks, left_out = bench_tasks(suites or list(SUITES), data_dir, limit, seed), []
     except (ValueError, FileNotFoundError, InputError) as exc:
         raise fail(str(exc)) from None
     judges = _judges(settings, tasks)
@@ -69,6 +74,7 @@ def bench_command(
         "seed": seed,
         "data_dir": str(data_dir),
         "command": "ragmeter " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
+        "left_out": left_out,
     }
     results = []
     for task in tasks:
