@@ -508,3 +508,13 @@ def test_compare_command_on_a_missing_run_exits_2(tmp_path):
     result = runner.invoke(app, ["compare", str(dir_a), str(tmp_path / "nope"), "--out", str(tmp_path / "o")])
     assert result.exit_code == 2
     assert "nope" in result.output
+
+
+def test_compare_command_on_runs_that_share_no_sample_exits_2(tmp_path):
+    # It wrote three reports of empty rows and said "0 samples matched by nothing".
+    dir_a = _run_dir(tmp_path, "a", make_result(numbered(3), {"token_f1": [0.1, 0.2, 0.3]}))
+    others = [Sample(id=f"other-{i}", user_input=f"another question {i}") for i in range(3)]
+    dir_b = _run_dir(tmp_path, "b", make_result(others, {"token_f1": [0.1, 0.2, 0.3]}))
+    result = runner.invoke(app, ["compare", str(dir_a), str(dir_b), "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2 and "no sample of one matches a sample of the other (by id or question)" in result.output
+    assert not (tmp_path / "o").exists()

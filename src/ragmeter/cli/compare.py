@@ -29,12 +29,17 @@ def compare_command(
     paired permutation p-value with Holm correction across metrics, and the largest regressions.
 
     Samples are matched by id, else by question; unmatched and duplicate samples are listed.
-    Writes compare.md, compare.json and compare.html to --out. Exit code 0 (a report, not a gate).
+    Writes compare.md, compare.json and compare.html to --out. Exit code 0 (a report, not a
+    gate); 2 when no sample matches.
     """
     try:
         comparison = compare_runs(a, b, alpha=alpha, n_permutations=permutations, seed=seed)
     except (RunDirError, ValueError) as exc:
         raise fail(f"cannot compare {a} and {b}: {exc}") from None
+    if comparison.matching.to_dict()["n_matched"] == 0:  # a report of empty rows said "0 samples matched by nothing"
+        raise fail(
+            f"cannot compare {a} and {b}: no sample of one matches a sample of the other (by id or question): is it the same dataset?"
+        )
     paths = write_comparison(comparison, out)
     console.print(comparison_table(comparison))
     for line in summary_lines(comparison):
