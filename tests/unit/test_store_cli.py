@@ -54,6 +54,7 @@ def test_the_command_line_imports_sqlalchemy_only_when_a_store_is_used():
 
 def test_runs_commands_fail_in_one_line(tmp_path):
     store = str(tmp_path / "r.db")
+    (tmp_path / "notes.txt").write_text("not a database, given as --store by mistake (it was an 'unexpected error')\n")
     empty = runner.invoke(app, ["runs", "list", "--store", store])
     assert empty.exit_code == 0 and "No run is stored." in empty.output
     for args, message in [
@@ -61,6 +62,7 @@ def test_runs_commands_fail_in_one_line(tmp_path):
         (["runs", "delete", "abc", "--store", store, "--yes"], "no stored run has the id 'abc'"),
         (["runs", "import", str(tmp_path), "--store", store], "run.json not found"),
         (["runs", "list", "--store", "mysql://h/db"], "unsupported database 'mysql'"),
+        (["runs", "list", "--store", str(tmp_path / "notes.txt")], "cannot open the store: file is not a database"),
     ]:
         done = runner.invoke(app, args)
         assert done.exit_code == 2 and message in done.output and "Traceback" not in done.output, done.output

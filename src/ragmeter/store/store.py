@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection, Engine, delete, func, insert, select
-from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.exc import DatabaseError, IntegrityError
 
 from ragmeter.data.files import jsonable
 from ragmeter.data.schema import Sample
@@ -54,7 +54,7 @@ class RunStore:
         """
         try:
             return cls(open_engine(store))
-        except OperationalError as exc:
+        except DatabaseError as exc:  # OperationalError (unreachable, unwritable) or a file that is no database
             reason = " ".join(str(exc.orig or exc).split())
             raise StoreError(f"cannot open the store: {reason}") from None
 
