@@ -67,6 +67,8 @@ def export_command(
             bounds.append(utc_time(value) if value is not None else None)
         except ValueError as exc:
             raise fail(f"{option}: {exc}") from None
+    if bounds[0] is not None and bounds[1] is not None and bounds[0] >= bounds[1]:
+        raise fail(f"--since {since} is not before --until {until}: no request can fall between them")
     spans = _stored_spans(store, bounds[0], bounds[1]) if store is not None else _file_spans(files or [], bounds[0], bounds[1])
     exported = spans_to_samples(spans, include_errors=include_errors)
     if exported.skipped:
