@@ -204,6 +204,13 @@ def test_metrics_option_naming_no_metric_is_a_usage_error(tmp_path, spec):
     _one_line_error(result, "names no metric")
 
 
+def test_a_misspelt_metric_is_the_one_line_said_even_when_the_data_has_issues(tmp_path):
+    """The data's issues were listed first, and the misspelt metric only after them."""
+    data = tmp_path / "data.jsonl"
+    data.write_text('{"id": "a", "response": "x", "reference": "x"}\nnot json\n', encoding="utf-8")
+    _one_line_error(run_eval(data, "-m", "tokenf1", "-o", tmp_path / "run"), "unknown metric 'tokenf1'")
+
+
 def test_evaluate_with_an_empty_metric_list_says_so():
     """Defect 13, Python API: metrics=[] is an error that says the list is empty (not a run
     of every metric, not an obscure failure)."""

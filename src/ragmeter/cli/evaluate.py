@@ -92,6 +92,8 @@ def eval_command(
         raise fail(str(exc)) from None
     if tag and store is None:
         raise fail("--tag labels the run in a store: give --store too")
+    if metrics is not None:
+        _named_metrics(metrics)  # a misspelt metric is said before the data's own issues are listed
     dataset = _load(data, strict)
     judges, unavailable = _judges(settings)
     chosen = _choose_metrics(metrics, run_config.metrics if run_config else None, dataset, unavailable)
@@ -211,6 +213,18 @@ def _judges(settings: JudgeConfig) -> tuple[Judges, str | None]:
     return Judges(embedder=BatchingEmbedder(store=store), llm=llm), unavailable
 
 
+def _named_metrics(spec: str) -> tuple[list[str], list[Metric]]:
+    """The names in --metrics ``spec`` (metrics and groups), and the metrics named on their
+    own; a usage error says what is wrong with the spec."""
+    names = [name.strip() for name in spec.split(",") if name.strip()]
+    if not names:
+        raise fail(f"--metrics {spec.strip()!r} names no metric; give names such as token_f1,ndcg@5 (see `ragmeter metrics`)")
+    try:
+        return names, resolve_metrics([name for name in names if name not in METRIC_GROUPS])
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+
+
 def _choose_metrics(spec: str | None, configured: list[Metric] | None, dataset: Dataset, unavailable: str | None) -> list[Metric]:
     """The metrics to run: --metrics, else the config file's, else automatic selection.
 
@@ -220,14 +234,7 @@ def _choose_metrics(spec: str | None, configured: list[Metric] | None, dataset: 
     """
     if spec is None and configured is not None:
         return configured
-    spec = "auto" if spec is None else spec.strip()
-    names = [name.strip() for name in spec.split(",") if name.strip()]
-    if not names:
-        raise fail(f"--metrics {spec!r} names no metric; give names such as token_f1,ndcg@5 (see `ragmeter metrics`)")
-    try:
-        named = resolve_metrics([name for name in names if name not in METRIC_GROUPS])
-    except ValueError as exc:
-        raise fail(str(exc)) from None
+    names, named = _named_metrics("auto" if spec is None else spec)
     chosen: dict[str, Metric] = {}
     for group in dict.fromkeys(name for name in names if name in METRIC_GROUPS):
         for metric in _metric_group(group, dataset, unavailable):
