@@ -166,9 +166,9 @@ def test_an_endpoint_that_redirects_is_not_followed(workdir):
         server.shutdown()
         other.shutdown()
     assert str(failure.value) == (
-        "the endpoint redirected (HTTP 307) to http://127.0.0.1/steal; redirects are not followed: give that address"
+        f"the endpoint redirected (HTTP 307) to http://127.0.0.1:{other.server_port}/steal; redirects are not followed: give that address"
     )
     assert result.exit_code == 0, result.output
     errors = [row["metadata"]["pipeline_error"] for row in _rows(workdir / "r.jsonl")]
-    assert len(errors) == 2 and all("redirected (HTTP 302) to http://127.0.0.1/steal" in error for error in errors)
+    assert len(errors) == 2 and all(f"redirected (HTTP 302) to http://127.0.0.1:{other.server_port}/steal" in error for error in errors)
     assert reached == [] and "secret" not in result.output

@@ -8,11 +8,13 @@ import inspect
 import json
 import logging
 import math
+import threading
 import traceback
+from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import openai
 import pytest
-from json_http import json_server
+from json_http import json_server, send_json
 
 from ragmeter.judges import requests, transport
 from ragmeter.judges.base import ContextTooLong, JudgeError, ReplyCutOff, Verdict
@@ -741,3 +743,45 @@ def test_a_judge_used_in_one_event_loop_closes_in_another():
         (again,) = asyncio.run(judge.verdicts("supported", {"premise": ["B."]}, ["B."], "en"))  # and the judge still works
         assert again.p_yes == 1.0
         asyncio.run(judge.aclose())
+
+
+def test_a_judge_endpoint_that_redirects_is_not_followed():
+    # The openai package follows redirects: the prompts and the key could go to a host the
+    # user never configured. Now a redirect fails the request with where it pointed.
+    reached = []
+
+    class Elsewhere(BaseHTTPRequestHandler):
+        def do_POST(self):
+            reached.append((self.path, self.headers.get("Authorization")))
+            send_json(self, _CHAT_REPLY)
+
+        def log_message(self, *args):
+            pass
+
+    class Redirecting(BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(307)
+            self.send_header("Location", f"http://user:pw@127.0.0.1:{other.server_port}/v1/chat/completions?key=1")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    other, server = HTTPServer(("127.0.0.1", 0), Elsewhere), HTTPServer(("127.0.0.1", 0), Redirecting)
+    for running in (server, other):
+        threading.Thread(target=running.serve_forever, daemon=True).start()
+    try:
+        judge = OpenAIJudge(f"http://127.0.0.1:{server.server_port}/v1", "m", api_key=KEY, verdict_mode="single", max_retries=2)
+        with pytest.raises(JudgeError) as failure:
+            asyncio.run(judge.verdicts("supported", {"premise": ["A."]}, ["A."], "en"))
+        asyncio.run(judge.aclose())
+    finally:
+        server.shutdown()
+        other.shutdown()
+    assert str(failure.value) == (
+        f"the judge endpoint redirected (HTTP 307) to http://127.0.0.1:{other.server_port}/v1/chat/completions; "
+        "redirects are not followed: give that address as the base URL"
+    )
+    assert reached == []

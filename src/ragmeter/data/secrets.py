@@ -88,3 +88,14 @@ def redact(text: str) -> str:
     for pattern, replacement in _PATTERNS:
         text = pattern.sub(replacement, text)
     return text
+
+
+def redirect_target(location: str | None) -> str:
+    """Where a redirect's ``Location`` header points, for an error message: ``" to
+    scheme://host[:port]/path"`` without its user information, query or fragment (they may
+    hold credentials), or ``""`` when it names no host."""
+    target = urlsplit(location or "")
+    if not target.hostname:
+        return ""
+    port = f":{target.port}" if target.port else ""
+    return f" to {target.scheme}://{target.hostname}{port}{target.path}"

@@ -22,7 +22,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ragmeter.data.secrets import redact
+from ragmeter.data.secrets import redact, redirect_target
 from ragmeter.judges import requests
 from ragmeter.judges.base import ContextTooLong, JudgeError
 from ragmeter.judges.metering import Price, Usage, record
@@ -97,7 +97,7 @@ class ChatTransport:
         http_client: Any = None,
     ):
         try:
-            from openai import AsyncOpenAI
+            from openai import AsyncOpenAI, DefaultAsyncHttpxClient
         except ImportError:
             raise JudgeError("the HTTP judge needs the openai package: pip install openai") from None
         self.model = model
@@ -115,7 +115,9 @@ class ChatTransport:
             api_key=api_key or "none",
             max_retries=0,
             timeout=self.timeout,
-            **({"http_client": http_client} if http_client is not None else {}),
+            # The openai package follows redirects: an endpoint could send the prompts (and the
+            # key) to a host the user never configured. A redirect is an error (_classify).
+            http_client=http_client if http_client is not None else DefaultAsyncHttpxClient(follow_redirects=False),
         )
         self._client = self._new_client()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -245,6 +247,11 @@ class ChatTransport:
     def _classify(self, exc, estimate: int, params: Mapping[str, Any]) -> Exception:
         """What an HTTP error status means for this request, as the exception to raise."""
         status = exc.status_code
+        if 300 <= status < 400:
+            where = redirect_target(exc.response.headers.get("location"))
+            return JudgeError(
+                f"the judge endpoint redirected (HTTP {status}){where}; redirects are not followed: give that address as the base URL"
+            )
         text = self._redact(error_text(exc))
         if status in (400, 413, 422) and CONTEXT_ERROR.search(text):
             return ContextTooLong(*context_numbers(text, estimate, self.context_window))

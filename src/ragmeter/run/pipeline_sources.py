@@ -17,13 +17,12 @@ import importlib
 import json
 import sys
 import urllib.error
-import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ragmeter.data.secrets import register_url
+from ragmeter.data.secrets import redirect_target, register_url
 
 #: Longest HTTP reply read, in bytes.
 MAX_REPLY_BYTES = 20_000_000
@@ -108,8 +107,7 @@ def post_json(url: str, payload: dict[str, Any], timeout: float, expected: str) 
             data = reply.read(MAX_REPLY_BYTES + 1)
     except urllib.error.HTTPError as exc:
         if 300 <= exc.code < 400:
-            target = urllib.parse.urlsplit(exc.headers.get("Location") or "")
-            where = f" to {target.scheme}://{target.hostname}{target.path}" if target.hostname else ""
+            where = redirect_target(exc.headers.get("Location"))
             raise RuntimeError(f"the endpoint redirected (HTTP {exc.code}){where}; redirects are not followed: give that address") from None
         raise RuntimeError(f"the endpoint answered HTTP {exc.code}") from None
     if len(data) > MAX_REPLY_BYTES:
