@@ -149,12 +149,14 @@ def test_a_line_separator_inside_a_jsonl_document_is_text_not_a_line_end(tmp_pat
 
 
 def test_unicode_text_from_windows_is_read_and_a_legacy_encoding_is_named(tmp_path):
-    """UTF-16 and UTF-32 documents (Windows' "Unicode" text, with a byte-order mark or, in
-    ASCII, without one) are read; a document in GBK is skipped with the encoding named and how
+    """UTF-16 and UTF-32 documents (Windows' "Unicode" text, with a byte-order mark or without
+    one, in ASCII or Chinese) are read; a document in GBK is skipped with the encoding named and how
     to convert it, a JSON-lines file of documents too (it used to say "UnicodeDecodeError")."""
     (tmp_path / "bom16.txt").write_text("部署冻结期间禁止发布。", encoding="utf-16")
     (tmp_path / "bom32.md").write_text("# Backups\n\nBackups run nightly.", encoding="utf-32")
     (tmp_path / "plain16.txt").write_bytes("Forge CI runs every job on a shared pool.".encode("utf-16-le"))
+    # Chinese in UTF-16 without a mark has few NUL bytes: it was called GBK.
+    (tmp_path / "zh16.md").write_bytes("# 审批\n\n数据库变更必须经过 DBA 审批，通常在两个工作日内完成。".encode("utf-16-be"))
     (tmp_path / "gbk.txt").write_bytes("数据库变更需要审批。".encode("gbk"))
     (tmp_path / "gbk.jsonl").write_bytes(json.dumps({"text": "数据库变更需要审批。"}, ensure_ascii=False).encode("gbk") + b"\n")
     read = ingest([tmp_path])
@@ -163,6 +165,7 @@ def test_unicode_text_from_windows_is_read_and_a_legacy_encoding_is_named(tmp_pa
         "bom16": ("部署冻结期间禁止发布。", "zh"),
         "bom32": ("# Backups\n\nBackups run nightly.", "en"),
         "plain16": ("Forge CI runs every job on a shared pool.", "en"),
+        "zh16": ("# 审批\n\n数据库变更必须经过 DBA 审批，通常在两个工作日内完成。", "zh"),
     }
     messages = {i.source.rsplit("/", 1)[-1]: i.message for i in read.issues}
     assert messages["gbk.txt"] == (

@@ -9,7 +9,6 @@ Problems with a whole source raise :class:`~ragmeter.data.issues.InputError`.
 from __future__ import annotations
 
 import ast
-import codecs
 import csv
 import io
 import json
@@ -18,6 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from ragmeter.data.encodings import decode_text, encoding_hint, unicode_bom
 from ragmeter.data.files import json_problem
 from ragmeter.data.issues import InputError, InputIssue
 
@@ -36,14 +36,6 @@ TEXT_FIELDS = frozenset({"id", "sample_id", "user_input", "question", "response"
 
 SUPPORTED_SUFFIXES = (".jsonl", ".ndjson", ".json", ".csv", ".parquet")
 _BOM = b"\xef\xbb\xbf"
-#: Byte-order marks and their encodings; UTF-32's little-endian mark opens with UTF-16's.
-_BOMS = (
-    (codecs.BOM_UTF8, "utf-8-sig"),
-    (codecs.BOM_UTF32_LE, "utf-32"),
-    (codecs.BOM_UTF32_BE, "utf-32"),
-    (codecs.BOM_UTF16_LE, "utf-16"),
-    (codecs.BOM_UTF16_BE, "utf-16"),
-)
 #: Most levels of nesting a sample's values may have (lists and objects inside each other).
 MAX_DEPTH = 32
 TOO_DEEP = f"nested too deeply: a sample's values may nest lists and objects at most {MAX_DEPTH} levels deep"
@@ -124,68 +116,6 @@ def _decode_lines(data: bytes) -> tuple[list[str], dict[int, str]]:
             bad[number] = invalid_utf8(raw, exc, hint)
             lines.append(raw.decode("utf-8", errors="replace"))
     return lines, bad
-
-
-def unicode_bom(data: bytes) -> str | None:
-    """The encoding whose byte-order mark opens ``data`` ("utf-8-sig", "utf-32", "utf-16";
-    Windows writes UTF-16 with one for "Unicode" text), or ``None``."""
-    for mark, encoding in _BOMS:
-        if data.startswith(mark):
-            return encoding
-    return None
-
-
-def decode_text(data: bytes) -> str:
-    """The text of a whole file: UTF-8, or the encoding its byte-order mark names (a UTF-8
-    mark is dropped).
-
-    Raises:
-        ValueError: It does not decode (the message gives the first bad byte and which
-            encoding the file may be in, :func:`encoding_hint`), or it holds a NUL character:
-            binary data that happens to decode, which no text holds.
-    """
-    encoding = unicode_bom(data) or _utf16_without_bom(data) or "utf-8"
-    try:
-        text = data.decode(encoding)
-    except UnicodeDecodeError as exc:
-        label = encoding.removesuffix("-sig").upper()
-        hint = encoding_hint(data) if label == "UTF-8" else ""  # a byte-order mark's encoding is known: the file is broken
-        raise ValueError(f"invalid {label} (byte 0x{data[exc.start]:02x} at byte {exc.start + 1}){hint}") from None
-    nul = text.find("\x00")
-    if nul >= 0:
-        raise ValueError(f"binary data, not text (a NUL character at character {nul + 1})")
-    return text
-
-
-def _utf16_without_bom(data: bytes) -> str | None:
-    """ "utf-16-le" or "utf-16-be" when ``data`` has no byte-order mark but a NUL byte beside
-    most letters of its start (ASCII text in UTF-16: valid UTF-8 too, full of NULs), the side
-    its NULs fall on telling the byte order; else ``None``."""
-    head = data[:4096]
-    if len(head) < 8 or head.count(0) * 3 < len(head):
-        return None
-    return "utf-16-le" if head[1::2].count(0) > head[0::2].count(0) else "utf-16-be"
-
-
-def encoding_hint(data: bytes) -> str:
-    """What to tell a user whose file is not UTF-8: UTF-16 or UTF-32 when it opens with their
-    byte-order mark or has a NUL byte between most ASCII letters (PowerShell's and Excel's
-    "Unicode" text), else binary data when it holds a NUL byte (no legacy encoding writes one
-    in text: an image or archive saved under a text file's name), else the legacy encoding it
-    decodes in, if a common one fits, and how to convert it."""
-    wide = unicode_bom(data) if unicode_bom(data) in ("utf-16", "utf-32") else _utf16_without_bom(data)
-    if wide:
-        label = wide.upper()
-        return f"; the file is in {label}: convert it to UTF-8, e.g. iconv -f {label} -t UTF-8 in > out"
-    if b"\x00" in data:
-        return "; it holds NUL bytes: binary data, not text"
-    for encoding, label in (("gb18030", "GBK/GB18030"), ("big5", "Big5"), ("shift_jis", "Shift-JIS"), ("cp1252", "Windows-1252")):
-        try:
-            data.decode(encoding)
-        except UnicodeDecodeError:
-            continue
-        return f"; the file may be in {label}: convert it to UTF-8, e.g. iconv -f {encoding.upper()} -t UTF-8 in > out"
-    return "; save the file as UTF-8"
 
 
 def invalid_utf8(raw: bytes, exc: UnicodeDecodeError, hint: str) -> str:

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragmeter.data.encodings import decode_text, encoding_hint
 from ragmeter.data.files import json_object, read_json_lines
 from ragmeter.data.issues import InputIssue
-from ragmeter.data.readers import decode_text, encoding_hint
 from ragmeter.data.text import detect_language
 
 #: File suffixes read, by kind.

@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from ragmeter.data.readers import decode_text
+from ragmeter.data.encodings import decode_text
 from ragmeter.judges.config import JudgeConfig, prompt_files
 from ragmeter.judges.prompts import PromptBook
 from ragmeter.metrics.base import Metric

@@ -1,0 +1,100 @@
+"""Which text encoding a file's bytes are in: UTF-8, the encoding a byte-order mark names,
+UTF-16 without a mark, or, for a file that does not decode, the legacy encoding to name in
+the error (GBK, Big5, Shift-JIS, Windows-1252) and the command that converts it."""
+
+from __future__ import annotations
+
+import codecs
+import re
+
+from ragmeter.data.text import HAN
+
+#: Byte-order marks and their encodings; UTF-32's little-endian mark opens with UTF-16's.
+_BOMS = (
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+#: Chinese characters, CJK punctuation and full-width forms (UTF-16 text without a mark).
+_CJK = re.compile(f"[{HAN}\u3000-\u303f\uff00-\uffef]")
+
+
+def unicode_bom(data: bytes) -> str | None:
+    """The encoding whose byte-order mark opens ``data`` ("utf-8-sig", "utf-32", "utf-16";
+    Windows writes UTF-16 with one for "Unicode" text), or ``None``."""
+    for mark, encoding in _BOMS:
+        if data.startswith(mark):
+            return encoding
+    return None
+
+
+def decode_text(data: bytes) -> str:
+    """The text of a whole file: UTF-8, or the encoding its byte-order mark names (a UTF-8
+    mark is dropped).
+
+    Raises:
+        ValueError: It does not decode (the message gives the first bad byte and which
+            encoding the file may be in, :func:`encoding_hint`), or it holds a NUL character:
+            binary data that happens to decode, which no text holds.
+    """
+    encoding = unicode_bom(data) or _utf16_without_bom(data) or "utf-8"
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        label = encoding.removesuffix("-sig").upper()
+        hint = encoding_hint(data) if label == "UTF-8" else ""  # a byte-order mark's encoding is known: the file is broken
+        raise ValueError(f"invalid {label} (byte 0x{data[exc.start]:02x} at byte {exc.start + 1}){hint}") from None
+    nul = text.find("\x00")
+    if nul >= 0:
+        raise ValueError(f"binary data, not text (a NUL character at character {nul + 1})")
+    return text
+
+
+def _utf16_without_bom(data: bytes) -> str | None:
+    """ "utf-16-le" or "utf-16-be" when ``data`` has no byte-order mark but its start is
+    UTF-16 all the same; else ``None``. ASCII text in UTF-16 has a NUL byte beside most
+    letters (and is valid UTF-8 too), the side its NULs fall on telling the byte order.
+    Chinese text in UTF-16 has few NULs: it is taken as UTF-16 when its start is not UTF-8
+    and reads, in one byte order, as at least 95% Chinese characters, Chinese punctuation and
+    ASCII, a third of it Chinese (GBK bytes read so are about half in that range)."""
+    head = data[:4096]
+    if len(head) < 8:
+        return None
+    if head.count(0) * 3 >= len(head):
+        return "utf-16-le" if head[1::2].count(0) > head[0::2].count(0) else "utf-16-be"
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
+        return None  # UTF-8 as far as it goes (a character may be cut at the end)
+    except UnicodeDecodeError:
+        pass
+    even = head[: len(head) // 2 * 2]
+    for encoding in ("utf-16-le", "utf-16-be"):
+        text = even.decode(encoding, errors="replace")
+        chinese = len(_CJK.findall(text))
+        usual = chinese + sum(1 for c in text if " " <= c <= "~" or c in "\n\r\t")
+        if usual >= 0.95 * len(text) and chinese * 3 >= len(text):
+            return encoding
+    return None
+
+
+def encoding_hint(data: bytes) -> str:
+    """What to tell a user whose file is not UTF-8: UTF-16 or UTF-32 when it opens with their
+    byte-order mark or has a NUL byte between most ASCII letters (PowerShell's and Excel's
+    "Unicode" text), else binary data when it holds a NUL byte (no legacy encoding writes one
+    in text: an image or archive saved under a text file's name), else the legacy encoding it
+    decodes in, if a common one fits, and how to convert it."""
+    wide = unicode_bom(data) if unicode_bom(data) in ("utf-16", "utf-32") else _utf16_without_bom(data)
+    if wide:
+        label = wide.upper()
+        return f"; the file is in {label}: convert it to UTF-8, e.g. iconv -f {label} -t UTF-8 in > out"
+    if b"\x00" in data:
+        return "; it holds NUL bytes: binary data, not text"
+    for encoding, label in (("gb18030", "GBK/GB18030"), ("big5", "Big5"), ("shift_jis", "Shift-JIS"), ("cp1252", "Windows-1252")):
+        try:
+            data.decode(encoding)
+        except UnicodeDecodeError:
+            continue
+        return f"; the file may be in {label}: convert it to UTF-8, e.g. iconv -f {encoding.upper()} -t UTF-8 in > out"
+    return "; save the file as UTF-8"
