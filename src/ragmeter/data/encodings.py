@@ -31,8 +31,8 @@ def unicode_bom(data: bytes) -> str | None:
 
 
 def decode_text(data: bytes) -> str:
-    """The text of a whole file: UTF-8, or the encoding its byte-order mark names (a UTF-8
-    mark is dropped).
+    """The text of a whole file: UTF-8, the encoding its byte-order mark names (a UTF-8 mark
+    is dropped), or UTF-16 without a mark when its start reads as such (:func:`_utf16_without_bom`).
 
     Raises:
         ValueError: It does not decode (the message gives the first bad byte and which
