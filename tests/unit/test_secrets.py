@@ -7,7 +7,7 @@ import base64
 import pytest
 
 from ragmeter.data import secrets
-from ragmeter.data.secrets import redact, register_url
+from ragmeter.data.secrets import redact, redirect_target, register_url
 
 
 @pytest.mark.parametrize(
@@ -42,3 +42,18 @@ def test_a_urls_user_information_is_masked_in_base64_too(monkeypatch):
     token = base64.b64encode(b"bob:pa55word").decode()
     echoed = f"server said: bad request (authorization {token}) for pa55word"
     assert redact(echoed) == "server said: bad request (authorization ***) for ***"
+
+
+@pytest.mark.parametrize(
+    ("location", "said"),
+    [
+        ("http://user:pw@elsewhere.example:8443/v1/chat?key=sk-1#frag", " to http://elsewhere.example:8443/v1/chat"),
+        ("https://elsewhere.example/v1", " to https://elsewhere.example/v1"),
+        ("/v2/chat/completions?token=abc", " to /v2/chat/completions on the same server"),
+        ("http://host:notaport/x", ""),  # urlsplit's port raises: no address is better than a crash
+        ("", ""),
+        (None, ""),
+    ],
+)
+def test_a_redirect_is_said_without_the_credentials_its_address_may_carry(location, said):
+    assert redirect_target(location) == said

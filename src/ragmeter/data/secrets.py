@@ -93,9 +93,12 @@ def redact(text: str) -> str:
 def redirect_target(location: str | None) -> str:
     """Where a redirect's ``Location`` header points, for an error message: ``" to
     scheme://host[:port]/path"`` without its user information, query or fragment (they may
-    hold credentials), or ``""`` when it names no host."""
-    target = urlsplit(location or "")
-    if not target.hostname:
+    hold credentials), ``" to /path on the same server"`` for a relative one, or ``""``."""
+    try:
+        target = urlsplit(location or "")
+        port = f":{target.port}" if target.port else ""
+    except ValueError:  # a port that is no number, a bracketed host that is no address
         return ""
-    port = f":{target.port}" if target.port else ""
-    return f" to {target.scheme}://{target.hostname}{port}{target.path}"
+    if target.hostname:
+        return f" to {target.scheme}://{target.hostname}{port}{target.path}"
+    return f" to {target.path} on the same server" if target.path else ""

@@ -131,6 +131,7 @@ def grid_configs(grid: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
 
 
 def _check_count(count: int, where: str, how: str) -> None:
+    """A usage error when ``count`` configurations (from ``where``, counted ``how``) are too many."""
     if count > MAX_CONFIGURATIONS:
         raise ValueError(
             f"{where}: {count:,} configurations ({how}); a sweep runs at most {MAX_CONFIGURATIONS:,}, "
