@@ -9,6 +9,7 @@ import os
 
 import pytest
 
+from ragmeter.generate import documents
 from ragmeter.generate.chunking import check_chunking, chunk_document
 from ragmeter.generate.documents import Document, html_text, ingest
 
@@ -192,4 +193,19 @@ def test_binary_files_broken_links_and_pipes_in_a_folder_are_named_and_skipped(t
         ("pipe.txt", "not a regular file (a pipe, socket or device)", True),
         ("image.md", "invalid UTF-8 (byte 0xff at byte 12); it holds NUL bytes: binary data, not text", True),
         ("record.txt", "binary data, not text (a NUL character at character 5)", True),
+    ]
+
+
+def test_a_text_file_past_the_size_limit_is_named_and_skipped_and_json_lines_are_not_limited(tmp_path, monkeypatch):
+    """A text file is read whole: a multi-gigabyte log saved as .txt filled the memory."""
+    monkeypatch.setattr(documents, "MAX_TEXT_BYTES", 10**6)
+    (tmp_path / "huge.txt").write_text("The Forge pipeline runs every job. " * 36_000, encoding="utf-8")  # 1.26 MB
+    (tmp_path / "small.md").write_text("# Backups\n\nBackups run nightly.", encoding="utf-8")
+    (tmp_path / "docs.jsonl").write_text(
+        "\n".join(json.dumps({"text": f"Document {n} about backups."}) for n in range(60)), encoding="utf-8"
+    )
+    read = ingest([tmp_path])
+    assert len(read.documents) == 61 and "small" in {d.id for d in read.documents}
+    assert [(i.source.rsplit("/", 1)[-1], i.message) for i in read.issues] == [
+        ("huge.txt", "1.3 MB, more than the 1 MB a text document may have: it is read whole; split it")
     ]

@@ -27,6 +27,10 @@ from ragmeter.data.text import detect_language
 
 #: File suffixes read, by kind.
 SUFFIXES = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".html": "html", ".htm": "html", ".pdf": "pdf", ".jsonl": "jsonl"}
+#: Largest Markdown, text or HTML file read (it is read whole; JSON lines are read a line at a
+#: time). 256 MB is about 250,000 chunks, roughly an hour of embedding and linking on 2 cores; a
+#: multi-gigabyte log saved as .txt is refused instead of filling the memory.
+MAX_TEXT_BYTES = 256 * 10**6
 #: Fields of a JSON-lines document that may hold its text, tried in this order.
 TEXT_FIELDS = ("text", "content", "passage", "body", "page_content")
 _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
@@ -142,6 +146,11 @@ def _read(path: Path, issues: list[InputIssue]) -> Iterable[Document]:
         yield from _json_lines(path, issues)
         return
     title = None
+    size = path.stat().st_size
+    if kind != "pdf" and size > MAX_TEXT_BYTES:  # a PDF's size is mostly images; its text is read page by page
+        message = f"{size / 1e6:,.1f} MB, more than the {MAX_TEXT_BYTES / 1e6:g} MB a text document may have: it is read whole; split it"
+        issues.append(InputIssue(str(path), "file", None, message, skipped=True))
+        return
     if kind == "pdf":
         text = pdf_text(path)
     elif kind == "html":
