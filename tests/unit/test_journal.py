@@ -83,6 +83,19 @@ def test_a_later_record_replaces_an_earlier_one_and_is_reused_only_when_unchange
     assert journal.reusable(records, "s9", "fp-s9", "m", "cfg") is None
 
 
+def test_lines_that_are_no_record_are_passed_over_and_their_pairs_computed_again(tmp_path):
+    # A line nested past the parser's depth raised RecursionError, and a score or usage that is
+    # no object raised AttributeError: either ended the resumed run.
+    bad_score, bad_usage = record("s1"), record("s2")
+    bad_score["score"], bad_usage["usage"] = "NaN", [1]
+    lines = ["[" * 100_000, json.dumps(["s0", "m"]), json.dumps(bad_score), json.dumps(bad_usage), json.dumps(record("s3"))]
+    (tmp_path / JOURNAL_FILE).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    journal = Journal(tmp_path)
+    records = journal.read()
+    assert set(records) == {("s1", "m"), ("s2", "m"), ("s3", "m")}
+    assert [journal.reusable(records, key, f"fp-{key}", "m", "cfg") is None for key in ("s1", "s2", "s3")] == [True, True, False]
+
+
 def test_a_torn_line_of_a_single_byte_is_closed_too(tmp_path):
     (tmp_path / JOURNAL_FILE).write_bytes(b"{")
     journal = Journal(tmp_path)

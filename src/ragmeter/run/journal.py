@@ -16,12 +16,11 @@ before a run reads the journal, so a killed driver loses nothing either.
 from __future__ import annotations
 
 import errno
-import json
 import os
 from pathlib import Path
 from typing import IO, Any
 
-from ragmeter.data.files import json_line, read_json_lines
+from ragmeter.data.files import json_line, json_value, read_json_lines
 from ragmeter.judges.metering import Usage
 from ragmeter.metrics.base import Score
 
@@ -51,8 +50,8 @@ def fold_shards(directory: Path) -> int:
         for path in shards:
             for _, line in read_json_lines(path):
                 try:
-                    record = json.loads(line)
-                except json.JSONDecodeError:
+                    record = json_value(line)
+                except ValueError:
                     continue  # a line torn by a kill
                 if isinstance(record, dict):
                     journal.append(record)
@@ -99,10 +98,10 @@ class Journal:
         _refuse_link(self.path)
         for _, line in read_json_lines(self.path):
             try:
-                record = json.loads(line)
+                record = json_value(line)
                 records[(record["sample"], record["metric"])] = record
-            except (json.JSONDecodeError, KeyError, TypeError):
-                continue  # a line torn by a kill
+            except (ValueError, KeyError, TypeError):
+                continue  # a line torn by a kill, or not a record
         return records
 
     def reusable(
@@ -114,9 +113,10 @@ class Journal:
             return None
         try:
             score = Score.from_dict(record["score"])
-        except (KeyError, TypeError, ValueError):
+            usage = Usage.from_dict(record.get("usage") or {})
+        except (KeyError, TypeError, ValueError, AttributeError):  # AttributeError: a field that is no object
             return None  # a record this version cannot read is recomputed
-        return None if score.failed else (score, record.get("seconds", 0.0), Usage.from_dict(record.get("usage", {})))
+        return None if score.failed else (score, record.get("seconds", 0.0), usage)
 
     def append(self, record: dict[str, Any]) -> None:
         """Write one record (see :func:`make_record`) and hand it to the operating system at once."""
