@@ -145,6 +145,18 @@ def test_a_killed_run_resumes_from_its_journal_without_asking_the_judge_again(tm
     assert second.kept() == first.kept() and second.summary()["resumed"] == first.summary()["attempted"] == 4
 
 
+def test_a_journalled_question_whose_usage_is_damaged_is_written_again_not_the_end_of_the_run(tmp_path):
+    out = tmp_path / "out"
+    _generate(tmp_path, _judge(), size=4, out=out, mix={"single_fact": 1.0}, styles={"plain": 1.0})
+    lines = [json.loads(line) for line in (out / "journal.jsonl").read_text().splitlines()]
+    lines[0]["usage"] = [1]  # Usage.from_dict raised AttributeError on it, ending the resumed run
+    (out / "journal.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    second_judge = _judge()
+    options = GenerateOptions(size=4, chunk_size=200, chunk_overlap=0, mix={"single_fact": 1.0}, styles={"plain": 1.0})
+    second = asyncio.run(agenerate([tmp_path / "kb"], second_judge, BatchingEmbedder(FixedVectors({})), options, out))
+    assert second.summary()["resumed"] == 3 and second_judge.count("generate") >= 1
+
+
 def test_graph_links_chunks_that_share_key_phrases_and_not_across_languages():
     chunks = [
         Chunk("a#1", "a", "The deployment freeze blocks production deployment in December.", "en"),

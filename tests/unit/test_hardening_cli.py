@@ -332,7 +332,7 @@ def test_a_run_damaged_past_its_first_line_is_named_not_an_unexpected_error(tmp_
     thresholds.write_text("token_f1: 0.1\n")
     expected = {
         damaged: f"{damaged / 'results.jsonl'}, line 2: invalid JSON: Invalid control character at column 28",
-        wrong_type: f"{wrong_type / 'results.jsonl'}, line 2: not a valid sample result: 'scores.token_f1' must be an object, not str",
+        wrong_type: f"{wrong_type / 'results.jsonl'}, line 2: not a valid sample result: 'scores.token_f1': a score must be an object, not str",
     }
     for folder, message in expected.items():
         for args in (["report", str(folder)], ["gate", str(folder), "--thresholds", str(thresholds)], ["compare", str(run), str(folder)]):

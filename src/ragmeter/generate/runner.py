@@ -309,11 +309,12 @@ def _resumed(
         if not record or record.get("fingerprint") != slot.fingerprint(graph, identity) or record.get("status") not in ("kept", "rejected"):
             continue
         sample = record.get("generated")
-        if not isinstance(sample, dict):
-            continue
-        found[slot.id] = Outcome(
-            slot, record["status"], sample, record.get("reason"), record.get("detail"), Usage.from_dict(record.get("usage") or {}), True
-        )
+        try:
+            usage = Usage.from_dict(record.get("usage") or {})
+        except TypeError:
+            continue  # a damaged record: the slot is written again
+        if isinstance(sample, dict):
+            found[slot.id] = Outcome(slot, record["status"], sample, record.get("reason"), record.get("detail"), usage, True)
     return found
 
 

@@ -60,6 +60,13 @@ class Usage:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Usage:
+        """The usage :meth:`to_dict` wrote (unknown keys are ignored).
+
+        Raises:
+            TypeError: ``data`` is not an object (a damaged file).
+        """
+        if not isinstance(data, dict):
+            raise TypeError(f"a usage must be an object, not {type(data).__name__}")
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
 

@@ -87,6 +87,13 @@ class Score:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Score:
+        """The score :meth:`to_dict` wrote.
+
+        Raises:
+            TypeError, ValueError: ``data`` is not an object, or not a valid score (a damaged file).
+        """
+        if not isinstance(data, dict):
+            raise TypeError(f"a score must be an object, not {type(data).__name__}")
         return cls(
             value=data.get("value"),
             explanation=data.get("explanation") or "",

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from ragmeter.data.schema import Sample
 from ragmeter.judges.metering import Usage
 from ragmeter.metrics.base import Score
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -65,9 +68,9 @@ class SampleResult:
             sample=Sample.model_validate(data["sample"]),
             source=data.get("source", ""),
             location=data.get("location", ""),
-            scores={m: Score.from_dict(s) for m, s in _objects(data, "scores").items()},
+            scores=_each(data, "scores", Score.from_dict),
             seconds=_mapping(data, "seconds"),
-            usage={m: Usage.from_dict(u) for m, u in _objects(data, "usage").items()},
+            usage=_each(data, "usage", Usage.from_dict),
             fingerprint=data.get("fingerprint"),
             configs=_mapping(data, "configs"),
         )
@@ -81,10 +84,12 @@ def _mapping(data: dict[str, Any], name: str) -> dict[str, Any]:
     return value
 
 
-def _objects(data: dict[str, Any], name: str) -> dict[str, dict[str, Any]]:
-    """The object ``data[name]``, each of whose values must be an object too."""
-    value = _mapping(data, name)
-    for key, item in value.items():
-        if not isinstance(item, dict):
-            raise TypeError(f"'{name}.{key}' must be an object, not {type(item).__name__}")
-    return value
+def _each(data: dict[str, Any], name: str, build: Callable[[Any], T]) -> dict[str, T]:
+    """``build`` applied to each value of the object ``data[name]``; an error names the entry."""
+    built = {}
+    for key, item in _mapping(data, name).items():
+        try:
+            built[key] = build(item)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"'{name}.{key}': {exc}") from None
+    return built

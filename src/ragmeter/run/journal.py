@@ -114,7 +114,7 @@ class Journal:
         try:
             score = Score.from_dict(record["score"])
             usage = Usage.from_dict(record.get("usage") or {})
-        except (KeyError, TypeError, ValueError, AttributeError):  # AttributeError: a field that is no object
+        except (KeyError, TypeError, ValueError):
             return None  # a record this version cannot read is recomputed
         return None if score.failed else (score, record.get("seconds", 0.0), usage)
 
