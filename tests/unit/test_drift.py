@@ -72,6 +72,9 @@ def test_knowledge_base_snapshots_show_added_removed_and_edited_documents(tmp_pa
     (tmp_path / "bad.json").write_text('{"documents": [1]}')
     with pytest.raises(SnapshotError, match=r"bad\.json: expected an object with 'documents'"):
         read_snapshot(tmp_path / "bad.json")
+    (tmp_path / "cut.json").write_text('{\n "documents": {\n  "a.md": \n}\n}')  # a whole file: the line is named
+    with pytest.raises(SnapshotError, match=r"cut\.json: invalid JSON: Expecting value at line 4, column 1$"):
+        read_snapshot(tmp_path / "cut.json")
     with pytest.raises(SnapshotError, match="is not a folder"):
         snapshot(tmp_path / "missing")
 

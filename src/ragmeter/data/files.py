@@ -137,9 +137,10 @@ TOO_DEEP = "invalid JSON: lists and objects nested too deeply to read"
 
 
 def json_problem(exc: json.JSONDecodeError) -> str:
-    """``invalid JSON: <why> at column <n>`` (Python's "Invalid control character at" loses
-    its own trailing "at")."""
-    return f"invalid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}"
+    """``invalid JSON: <why> at column <n>``, or ``at line <l>, column <n>`` past a text's first
+    line (a whole file). Python's "Invalid control character at" loses its own trailing "at"."""
+    line = f"line {exc.lineno}, " if exc.lineno > 1 else ""
+    return f"invalid JSON: {exc.msg.removesuffix(' at')} at {line}column {exc.colno}"
 
 
 def json_value(text: str | bytes) -> Any:

@@ -7,12 +7,11 @@ kept as JSON; comparing a new snapshot with the baseline gives the three lists.
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ragmeter.data.files import TOO_DEEP, write_json
+from ragmeter.data.files import json_value, write_json
 
 
 class SnapshotError(ValueError):
@@ -81,15 +80,15 @@ def read_snapshot(path: str | Path) -> dict[str, str]:
     """
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise SnapshotError(f"{path} not found") from None
-    except json.JSONDecodeError as exc:
-        raise SnapshotError(f"{path}, line {exc.lineno}: invalid JSON: {exc.msg}") from None
-    except RecursionError:
-        raise SnapshotError(f"{path}: {TOO_DEEP}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise SnapshotError(f"{path}: cannot read: {exc}") from None
+    try:
+        data = json_value(text)
+    except ValueError as exc:
+        raise SnapshotError(f"{path}: {exc}") from None
     documents = data.get("documents") if isinstance(data, dict) else None
     if not isinstance(documents, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in documents.items()):
         raise SnapshotError(f"{path}: expected an object with 'documents' mapping each path to its SHA-256")

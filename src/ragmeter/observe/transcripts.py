@@ -19,7 +19,7 @@ from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
 
-from ragmeter.data.files import TOO_DEEP, json_value, read_json_lines
+from ragmeter.data.files import json_value, read_json_lines
 from ragmeter.data.schema import Sample
 
 
@@ -49,7 +49,11 @@ def _transcripts(path: Path) -> Iterator[tuple[str, Any]]:
     """``(location, parsed transcript)`` for each transcript of the file."""
     try:
         if path.suffix.lower() == ".json":
-            data = json.loads(path.read_text(encoding="utf-8"))
+            text = path.read_text(encoding="utf-8")
+            try:
+                data = json_value(text)
+            except ValueError as exc:
+                raise TranscriptError(f"{path}: {exc}") from None
             items = data if isinstance(data, list) and data and not _is_message(data[0]) else [data]
             for index, item in enumerate(items):
                 yield f"{path}, transcript {index + 1}", item
@@ -61,10 +65,6 @@ def _transcripts(path: Path) -> Iterator[tuple[str, Any]]:
                 raise TranscriptError(f"{path}, line {number}: {exc}") from None
     except FileNotFoundError:
         raise TranscriptError(f"{path} not found") from None
-    except json.JSONDecodeError as exc:
-        raise TranscriptError(f"{path}, line {exc.lineno}: invalid JSON: {exc.msg}") from None
-    except RecursionError:
-        raise TranscriptError(f"{path}: {TOO_DEEP}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise TranscriptError(f"{path}: cannot read: {exc}") from None
 
