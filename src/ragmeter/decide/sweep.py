@@ -165,10 +165,7 @@ def load_sweep_file(path: str | Path) -> tuple[str | None, list[dict[str, Any]]]
     configs = data["configs"]
     if not isinstance(configs, list) or not configs or not all(isinstance(c, dict) for c in configs):
         raise ValueError(f"{path}: configs: expected a non-empty list of mappings")
-    try:
-        _check_count(len(configs), "configs", "listed")
-    except ValueError as exc:
-        raise ValueError(f"{path}: {exc}") from None
+    _check_count(len(configs), f"{path}: configs", "listed")
     return pipeline, configs
 
 

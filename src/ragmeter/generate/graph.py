@@ -143,7 +143,7 @@ def _strongest_candidates(
     langs = _codes([c.lang for c in chunks])
     sections = _codes([(c.document, c.headings) for c in chunks])
     texts = _codes([c.text for c in chunks])
-    numbers = np.array([int(c.id.rsplit("#", 1)[1]) if c.id.rsplit("#", 1)[-1].isdigit() else -2 for c in chunks])
+    numbers = np.array([_number(c.id) for c in chunks])
     vocabulary: dict[str, int] = {}
     rows = [[vocabulary.setdefault(p, len(vocabulary)) for p in chunk_phrases] for chunk_phrases in phrases]
     indptr = np.cumsum([0] + [len(r) for r in rows])
@@ -159,11 +159,17 @@ def _strongest_candidates(
         overlapping = (sections[here, None] == sections[None, :]) & (np.abs(numbers[here, None] - numbers[None, :]) == 1)
         allowed = (langs[here, None] == langs[None, :]) & ~overlapping & (cosine < SAME_TEXT) & (texts[here, None] != texts[None, :])
         candidate = allowed & ((cosine >= SIMILAR) | (shared >= SHARED_PHRASES))
-        strength = np.where(candidate, np.round(cosine, 6) + 0.1 * shared, -np.inf)
+        strength = np.round(cosine, 6) + 0.1 * shared
         for offset, row in enumerate(strength):
             found = np.flatnonzero(candidate[offset])
             strongest = found[np.argsort(-row[found], kind="stable")[:per_chunk]]
             yield start + offset, [(int(b), float(cosine[offset, b])) for b in strongest]
+
+
+def _number(chunk_id: str) -> int:
+    """The ``n`` of a ``doc#n`` chunk id (-2, never a neighbour's, for an id without one)."""
+    tail = chunk_id.rsplit("#", 1)[-1]
+    return int(tail) if tail.isdigit() else -2
 
 
 def _codes(values: Sequence[Hashable]) -> np.ndarray:
