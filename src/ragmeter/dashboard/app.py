@@ -27,6 +27,7 @@ except ImportError as missing:  # the extra is not installed
 
 from ragmeter.dashboard.drift_panels import CachedEncoder, query_drift_panel, read_kb_report
 from ragmeter.dashboard.queries import monitored_metrics, trace_detail, trace_page
+from ragmeter.data.files import unicode_text
 from ragmeter.decide.compare import compare_results
 from ragmeter.judges.embeddings import Encoder
 from ragmeter.monitor.ledger import day_chart, decision_counts, run_chart
@@ -51,7 +52,14 @@ def _templates() -> jinja2.Environment:
 
 
 def _page(template: str, **values: Any) -> HTMLResponse:
-    return HTMLResponse(_templates().get_template(template).render(**values), headers={"Content-Security-Policy": CSP})
+    return _html(_templates().get_template(template).render(**values), {"Content-Security-Policy": CSP})
+
+
+def _html(text: str, headers: dict[str, str] | None = None) -> HTMLResponse:
+    """A page of ``text``; half a surrogate pair (a stored tag that was no UTF-8) is replaced,
+    since the page is sent as UTF-8. The run and comparison reports carry their own policy
+    in a meta tag, which pins their one inline script, so they get no header."""
+    return HTMLResponse(unicode_text(text), headers=headers)
 
 
 def create_app(store: RunStore, token: str | None = None, *, kb_report: Path | None = None, encoder: Encoder | None = None) -> FastAPI:
@@ -79,13 +87,13 @@ def create_app(store: RunStore, token: str | None = None, *, kb_report: Path | N
     @app.get("/runs/{run_id}", response_class=HTMLResponse)
     def run_report(run_id: str) -> HTMLResponse:
         result = _load(store, run_id)
-        return HTMLResponse(render_html(build_summary(result), result))
+        return _html(render_html(build_summary(result), result))
 
     @app.get("/compare", response_class=HTMLResponse)
     def compare(a: str = Query(..., max_length=64), b: str = Query(..., max_length=64)) -> HTMLResponse:
         first, second = _load(store, a), _load(store, b)
         comparison = compare_results(first, second, label_a=store.resolve(a), label_b=store.resolve(b))
-        return HTMLResponse(compare_report.render_html(comparison.to_dict()))
+        return _html(compare_report.render_html(comparison.to_dict()))
 
     @app.get("/trends/{metric_id}", response_class=HTMLResponse)
     def trend(metric_id: str, baseline: int = Query(5, ge=1, le=1000)) -> HTMLResponse:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -44,20 +45,29 @@ _FILE_MODE = _default_mode()
 def jsonable(value: Any) -> Any:
     """``value`` with every non-finite float (NaN, infinities) replaced by ``None``, tuples as
     lists, objects JSON does not know as their ``str`` (what strict JSON can hold), and the
-    run's registered secrets masked (:mod:`ragmeter.data.secrets`)."""
+    run's registered secrets masked (:mod:`ragmeter.data.secrets`), and each half of a
+    surrogate pair (:func:`unicode_text`) replaced, in keys too."""
     if isinstance(value, str):
-        return mask_registered(value)
+        return mask_registered(unicode_text(value))
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
+        return {unicode_text(str(k)): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [jsonable(v) for v in value]
     if value is None or isinstance(value, (int, bool)):
         return value
     if hasattr(value, "item") and callable(value.item):  # numpy scalars
         return jsonable(value.item())
-    return mask_registered(str(value))
+    return mask_registered(unicode_text(str(value)))
+
+
+def unicode_text(text: str) -> str:
+    """``text`` with each half of a surrogate pair replaced by U+FFFD, the replacement
+    character: no UTF-8 file can hold one. Readers refuse them (:func:`unpaired_surrogate`),
+    but a traced application's strings, and file names or arguments that are not UTF-8
+    (which Python holds as such halves), still reach what ragmeter writes."""
+    return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
 
 
 def json_text(value: Any, indent: int | None = 1) -> str:
@@ -104,7 +114,7 @@ def atomic_writer(path: str | Path) -> Iterator[IO[str]]:
 def write_text(path: str | Path, text: str) -> Path:
     """Write ``text`` to ``path`` atomically (see :func:`atomic_writer`); return the path."""
     with atomic_writer(path) as handle:
-        handle.write(mask_registered(text))
+        handle.write(mask_registered(unicode_text(text)))
     return Path(path)
 
 
@@ -134,6 +144,8 @@ def read_json_lines(path: str | Path) -> Iterator[tuple[int, str]]:
 
 #: What :func:`json_value` says of JSON nested deeper than Python's parser can follow.
 TOO_DEEP = "invalid JSON: lists and objects nested too deeply to read"
+#: What :func:`json_value` says of an integer too long to convert (Python's digit limit).
+TOO_LONG_NUMBER = "invalid JSON: a number with more digits than can be read"
 
 
 def json_problem(exc: json.JSONDecodeError) -> str:
@@ -147,16 +159,53 @@ def json_value(text: str | bytes) -> Any:
     """The JSON value of ``text`` (one line of a JSON-lines file, or a whole file).
 
     Raises:
-        ValueError: It is not JSON (``invalid JSON: <why> at column <n>``), or it nests
-            lists and objects deeper than the parser can follow (``RecursionError``: a
-            hostile file); the caller adds the file and line.
+        ValueError: It is not JSON (``invalid JSON: <why> at column <n>``), nests lists
+            and objects deeper than the parser can follow (``RecursionError``: a hostile
+            file), writes a number of more digits than Python converts, or escapes half of
+            a surrogate pair (:func:`unpaired_surrogate`); the caller adds the file and line.
     """
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ValueError(json_problem(exc)) from None
     except RecursionError:
         raise ValueError(TOO_DEEP) from None
+    except ValueError:  # Python's limit on the digits of an integer
+        raise ValueError(TOO_LONG_NUMBER) from None
+    problem = unpaired_surrogate(text, value)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def unpaired_surrogate(text: str | bytes, value: Any) -> str | None:
+    """Why ``value``, parsed from ``text``, is no Unicode text: a string escapes half of a
+    surrogate pair (``"\\ud800"`` alone), which JSON's grammar allows but no UTF-8 file can
+    hold, so writing it back would fail. ``None`` when every string is Unicode. Only the
+    value of a text that holds such an escape is walked."""
+    raw = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+    if not _SURROGATE_ESCAPE.search(raw):
+        return None
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        strings: Iterable[Any] = ()
+        if isinstance(item, str):
+            strings = (item,)
+        elif isinstance(item, dict):
+            strings = item.keys()
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        for string in strings:
+            found = _SURROGATE.search(string) if isinstance(string, str) else None
+            if found:
+                return f"invalid JSON: \\u{ord(found.group()):04x} is half of a surrogate pair, not a Unicode character"
+    return None
 
 
 def json_object(line: str | bytes) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter.data.encodings import decode_text, encoding_hint, unicode_bom
-from ragmeter.data.files import json_problem
+from ragmeter.data.files import TOO_LONG_NUMBER, json_problem, unpaired_surrogate
 from ragmeter.data.issues import InputError, InputIssue
 
 #: Fields that hold lists; CSV cells for them are JSON (or Python literal) lists.
@@ -154,11 +154,15 @@ def _rows_of_jsonl(path: Path) -> Rows:
 def parse_json_line(name: str, location: str, text: str | bytes) -> Any:
     """The record on one JSON line, or the :class:`InputIssue` that says why it is not one."""
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except json.JSONDecodeError as exc:
         return InputIssue(name, location, None, json_problem(exc))
     except RecursionError:
         return InputIssue(name, location, None, TOO_DEEP)
+    except ValueError:  # Python's limit on the digits of an integer
+        return InputIssue(name, location, None, TOO_LONG_NUMBER)
+    surrogate = unpaired_surrogate(text, value)
+    return value if surrogate is None else InputIssue(name, location, None, surrogate)
 
 
 def _rows_of_json(name: str, text: str) -> Rows:
@@ -172,22 +176,29 @@ def _rows_of_json(name: str, text: str) -> Rows:
             raise InputError([InputIssue(name, f"line {exc.lineno}", None, json_problem(exc))]) from None
         except RecursionError:
             raise InputError([InputIssue(name, "file", None, TOO_DEEP)]) from None
+        except ValueError:
+            raise InputError([InputIssue(name, "file", None, TOO_LONG_NUMBER)]) from None
         raise InputError([InputIssue(name, "line 1", None, f"expected a JSON list of samples, got {type(value).__name__}")])
     position = _skip_space(text, position + 1)
     if position < len(text) and text[position] == "]":
         raise InputError([InputIssue(name, "file", None, "the JSON list is empty")])
     while position < len(text):
-        line = text.count("\n", 0, position) + 1
+        line, start = text.count("\n", 0, position) + 1, position
         try:
             item, position = decoder.raw_decode(text, position)
         except json.JSONDecodeError as exc:
             raise InputError([InputIssue(name, f"line {exc.lineno}", None, json_problem(exc))]) from None
-        except RecursionError:
-            # Too deep for the parser: this item is a row issue; the items after it still load.
+        except (RecursionError, ValueError) as exc:
+            # Too deep for the parser, or a number too long: this item is a row issue; the items after it still load.
             end = _end_of_container(text, position)
             if end is None:
                 raise InputError([InputIssue(name, "end of file", None, "invalid JSON: the list is not closed with ']'")]) from None
-            item, position = InputIssue(name, f"line {line}", None, TOO_DEEP), end
+            problem = TOO_DEEP if isinstance(exc, RecursionError) else TOO_LONG_NUMBER
+            item, position = InputIssue(name, f"line {line}", None, problem), end
+        else:
+            surrogate = unpaired_surrogate(text[start:position], item)
+            if surrogate is not None:
+                item = InputIssue(name, f"line {line}", None, surrogate)
         yield f"line {line}", item, None
         position = _skip_space(text, position)
         if position < len(text) and text[position] == ",":
