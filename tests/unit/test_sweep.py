@@ -95,6 +95,35 @@ def test_sweep_options_are_checked(testset):
         run_sweep(sweep_pipeline.answer, grid_configs(GRID), testset, ["token_f1"], quality="rougeL")
 
 
+def _by_variant(config, sample):
+    """Answers the sample's reference when ``variant`` is "a/b", something else otherwise."""
+    return {"contexts": [sample.reference], "answer": sample.reference if config["variant"] == "a/b" else "red"}
+
+
+def test_configurations_whose_folder_names_collide_each_keep_their_run(testset, tmp_path):
+    long = "x" * 90
+    configs = [{"variant": "a/b"}, {"variant": "a:b"}, {"variant": "A/B"}, {"variant": long + "1"}, {"variant": long + "2"}]
+    sweep = run_sweep(_by_variant, configs, testset, ["token_f1"], out_dir=tmp_path)
+    folders = [point.folder for point in sweep.points]
+    assert len(set(folders)) == 5 and len({f.casefold() for f in folders}) == 5
+    assert all(f.startswith("variant=a_b_") for f in folders[:2]) and folders[2].startswith("variant=A_B_")
+    for point in sweep.points:
+        answers = {json.loads(line)["sample"]["response"] for line in (tmp_path / point.folder / "results.jsonl").open(encoding="utf-8")}
+        assert answers == ({s["reference"] for s in testset} if point.name == "variant=a/b" else {"red"})
+    assert sweep.best == "variant=a/b"
+    document = json.loads((tmp_path / "sweep.json").read_text(encoding="utf-8"))
+    assert [p["folder"] for p in document["points"]] == folders
+    assert f"| `{folders[0]}` |" in (tmp_path / "sweep.md").read_text(encoding="utf-8")
+    # The same names give the same folders again: a resumed sweep finds its runs.
+    again = run_sweep(_by_variant, configs, testset, ["token_f1"], out_dir=tmp_path)
+    assert [point.folder for point in again.points] == folders
+
+
+def test_two_configurations_of_one_name_are_refused(testset):
+    with pytest.raises(ValueError, match="configurations 1 and 2 are both named 'top_k=1'"):
+        run_sweep(sweep_pipeline.answer, [{"top_k": 1}, {"top_k": "1"}], testset, ["token_f1"])
+
+
 def test_sweep_files_and_pipeline_names_give_clear_errors(tmp_path):
     path = tmp_path / "sweep.yaml"
     path.write_text("pipeline: sweep_pipeline:answer\nconfigs:\n  - {top_k: 1}\n  - {top_k: 5}\n", encoding="utf-8")

@@ -27,8 +27,10 @@ How a run goes:
 
 from __future__ import annotations
 
+import hashlib
 import re
-from collections.abc import Callable, Iterable
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -154,6 +156,20 @@ def _names(pipeline_a: Pipeline, pipeline_b: Pipeline, names: tuple[str, str] | 
 def _folder(name: str) -> str:
     """A folder name for a side: characters unsafe in file names replaced."""
     return re.sub(r"[^A-Za-z0-9_.@=-]+", "_", name).strip("_.")[:80] or "side"
+
+
+def distinct_folders(names: Sequence[str]) -> list[str]:
+    """A folder name per name in ``names`` (see :func:`_folder`), distinct even when two names
+    differ only in characters unsafe in file names, in letter case, or past the 80th
+    character: each name whose folder another name shares gets the first 8 hex digits of its
+    SHA-256 appended, so the same names give the same folders on every run (a resumed sweep
+    finds its journals) and no run overwrites another."""
+    bases = [_folder(name) for name in names]
+    shared = Counter(base.casefold() for base in bases)
+    return [
+        base if shared[base.casefold()] == 1 else f"{base[:71]}_{hashlib.sha256(name.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+        for base, name in zip(bases, names, strict=True)
+    ]
 
 
 def _with_pipeline_errors(result: Result, run: PipelineRun, failed: list[LoadedSample], order: list[str]) -> Result:

@@ -39,7 +39,7 @@ import yaml
 
 from ragmeter.data.files import write_json
 from ragmeter.decide.compare import compare_results
-from ragmeter.decide.experiment import _as_dataset, _folder, _score_arm
+from ragmeter.decide.experiment import _as_dataset, _score_arm, distinct_folders
 from ragmeter.judges import Judges
 from ragmeter.metrics import Metric, Needs
 from ragmeter.report.sweep import write_sweep_report
@@ -70,6 +70,8 @@ class SweepPoint:
         latency_ms: Mean latency per question.
         cost_usd: Mean cost per question (``None`` when the pipeline reports none).
         errors: Questions whose pipeline call failed.
+        folder: Its run directory's name inside the sweep's output directory (``None``
+            without one); see :func:`~ragmeter.decide.experiment.distinct_folders`.
         pareto: On the Pareto front of quality against latency and cost.
         versus_best: The paired comparison with the best configuration (``None`` for the best).
     """
@@ -81,11 +83,12 @@ class SweepPoint:
     latency_ms: float | None
     cost_usd: float | None
     errors: int
+    folder: str | None = None
     pareto: bool = False
     versus_best: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        keys = ("name", "config", "quality", "latency_ms", "cost_usd", "errors", "pareto", "versus_best")
+        keys = ("name", "config", "quality", "latency_ms", "cost_usd", "errors", "folder", "pareto", "versus_best")
         return {key: getattr(self, key) for key in keys}
 
 
@@ -204,7 +207,7 @@ def _mean(values: Iterable[Any]) -> float | None:
     return sum(numbers) / len(numbers) if numbers else None
 
 
-def _point(pipeline: ConfiguredPipeline, result: Result, quality_metric: str, errors: int) -> SweepPoint:
+def _point(pipeline: ConfiguredPipeline, result: Result, quality_metric: str, errors: int, folder: str | None) -> SweepPoint:
     answered = [s for s in result.samples if "pipeline_error" not in s.sample.metadata]
     return SweepPoint(
         pipeline.name,
@@ -214,7 +217,18 @@ def _point(pipeline: ConfiguredPipeline, result: Result, quality_metric: str, er
         _mean(s.sample.metadata.get("latency_ms") for s in answered),
         _mean(s.sample.metadata.get("cost_usd") for s in answered),
         errors,
+        folder,
     )
+
+
+def _check_names(names: list[str]) -> None:
+    """A usage error when two configurations have the same name (``k=1`` for both ``1`` and
+    ``"1"``): the comparisons with the best and the report tell configurations by name."""
+    first: dict[str, int] = {}
+    for number, name in enumerate(names, 1):
+        if name in first:
+            raise ValueError(f"configurations {first[name]} and {number} are both named {name!r}: give each configuration distinct values")
+        first[name] = number
 
 
 def _versus_best(points: list[SweepPoint], best: SweepPoint, quality_metric: str, alpha: float) -> None:
@@ -266,7 +280,8 @@ async def arun_sweep(
         pipeline_concurrency: Questions in flight per configuration.
         concurrency: (sample, metric) pairs scored at once.
         timeout: Seconds a pipeline may take per question.
-        out_dir: With it, each configuration's run directory goes to ``out_dir/<name>`` and
+        out_dir: With it, each configuration's run directory goes to ``out_dir/<name>`` (unsafe
+            characters replaced; see :attr:`SweepPoint.folder`) and
             the sweep to ``out_dir/sweep.json`` and ``out_dir/sweep.md``.
         alpha: Family-wise significance level (Holm across the comparisons with the best).
         executor: Where each configuration's pairs are scored, e.g. a
@@ -280,25 +295,27 @@ async def arun_sweep(
     """
     chosen = resolve_metrics(metrics)
     quality_metric = _checked_options(chosen, quality, configs, alpha)
+    pipelines = [ConfiguredPipeline(lambda c: functools.partial(pipeline, c), config) for config in configs]
+    _check_names([configured.name for configured in pipelines])
     dataset = _as_dataset(testset)
     judges = judges or Judges()
     owns_llm = judges.llm is None and any(m.needs == Needs.LLM for m in chosen)
     if owns_llm:
         judges.llm = default_llm_judge()
     root = Path(out_dir) if out_dir is not None else None
+    folders = distinct_folders([configured.name for configured in pipelines])
     points = []
     try:
-        for config in configs:
-            configured = ConfiguredPipeline(lambda c: functools.partial(pipeline, c), config)
+        for configured, folder_name in zip(pipelines, folders, strict=True):
             run = await run_pipeline(
                 configured, dataset, name=configured.name, concurrency=pipeline_concurrency, timeout=timeout, with_sample=True
             )
             answered = [s for s in run.dataset if s.key not in run.errors]
-            folder = root / _folder(configured.name) if root is not None else None
+            folder = root / folder_name if root is not None else None
             arm = await _score_arm(
                 configured, run, answered, folder, chosen, judges, [s.key for s in dataset], concurrency, False, executor
             )
-            points.append(_point(configured, arm.result, quality_metric, len(run.errors)))
+            points.append(_point(configured, arm.result, quality_metric, len(run.errors), folder_name if folder else None))
     finally:
         if owns_llm and judges.llm is not None:
             await judges.llm.aclose()

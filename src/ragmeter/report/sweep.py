@@ -48,8 +48,11 @@ def write_sweep_report(document: dict[str, Any], directory: str | Path) -> Path:
         f"(paired bootstrap 95% interval of the difference, paired permutation test, Holm across the comparisons, "
         f"alpha {document['alpha']}).",
         "",
-        "| configuration | quality | latency ms | cost | Pareto | vs best | 95% CI | p (Holm) | verdict |",
-        "|---|---:|---:|---:|---|---:|---|---:|---|",
-        *("| " + " | ".join([md_code(row[0]), *row[1:]]) + " |" for row in sweep_rows(document)),
+        "| configuration | quality | latency ms | cost | Pareto | vs best | 95% CI | p (Holm) | verdict | run directory |",
+        "|---|---:|---:|---:|---|---:|---|---:|---|---|",
+        *(
+            "| " + " | ".join([md_code(row[0]), *row[1:], md_code(point["folder"]) if point.get("folder") else ""]) + " |"
+            for row, point in zip(sweep_rows(document), document["points"], strict=True)
+        ),
     ]
     return write_text(Path(directory) / SWEEP_MD, "\n".join(lines) + "\n")
