@@ -7,6 +7,7 @@ control code from the data, and puts no markup from the data into report.html.""
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 from collections import Counter
 from html.parser import HTMLParser
@@ -18,9 +19,10 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from ragmeter.cli import app
-from ragmeter.cli.console import _CONTROL  # what the console shows as escapes
 
 runner = CliRunner()
+# What the console shows as escapes, but the line breaks between its own lines.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 METRICS = "exact_match,token_f1,nonllm_context_recall,ndcg@3,retrieval_recall"
 TEXT_FIELDS = ("user_input", "response", "reference")

@@ -9,7 +9,6 @@ retries, warnings) are printed the same way (:func:`logs_on_console`).
 """
 
 import logging
-import re
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -20,6 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ragmeter.data.secrets import redact
+from ragmeter.data.text import visible_controls
 
 USAGE_ERROR = 2
 
@@ -28,13 +28,12 @@ console = Console(stderr=True, soft_wrap=True, markup=False, highlight=False, em
 #: Listings a user may pipe (stdout).
 stdout = Console(markup=False, highlight=False, emoji=False)
 
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-
 
 def clean(value: Any) -> str:
-    """``value`` as text with control characters (and bidirectional overrides) shown as
-    escapes, so that it cannot drive the terminal, and credentials masked."""
-    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), redact(str(value)))
+    """``value`` as text with control characters, line breaks and bidirectional overrides
+    shown as escapes (:func:`~ragmeter.data.text.visible_controls`), so that it cannot drive
+    the terminal or print a line of its own, and credentials masked."""
+    return visible_controls(redact(str(value)))
 
 
 def styled(*parts: Any) -> Text:

@@ -24,6 +24,10 @@ _LETTER = re.compile(r"[^\W\d_]", re.UNICODE)
 _CJK_END = re.compile(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]$")
 _CJK_START = re.compile(r"^[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]")
 
+# Characters that can drive a terminal or reorder a line: C0 controls but tab, DEL and the C1
+# controls, the line and paragraph separators, bidirectional embeddings, overrides and isolates.
+_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
 # A sentence ends after Chinese end punctuation, or after . ! ? followed by a space, or at
 # a line break. Decimal numbers ("3.5") and common abbreviations are not sentence ends.
 _ABBREVIATIONS = ("e.g.", "i.e.", "etc.", "vs.", "mr.", "mrs.", "dr.", "fig.", "approx.")
@@ -164,3 +168,11 @@ def join_text(a: str, b: str) -> str:
     if not b:
         return a
     return a + ("" if _CJK_END.search(a) and _CJK_START.search(b) else " ") + b
+
+
+def visible_controls(text: str) -> str:
+    """``text`` with each character that could move the cursor, change colours, start a
+    hyperlink, break the line or reverse its direction shown as its Python escape (``\\x1b``,
+    ``\\n``, ``\\u202e``), so text from the data stays one inert line in a terminal or a
+    CI log."""
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ragmeter.data.text import visible_controls
 from ragmeter.metrics.base import FAMILIES
 from ragmeter.report.formatting import format_number
 from ragmeter.report.judge import judge_line, judge_warnings
@@ -18,7 +19,9 @@ _PUNCTUATION = re.compile(r"([\\`*_{}\[\]()#+\-.!~:])")
 
 
 def _flatten(text: Any, limit: int) -> str:
-    value = " ".join(str(text).split())
+    """``text`` on one line (whitespace collapsed, other controls as escapes: a report printed
+    in a CI log cannot drive the terminal), cut to ``limit`` characters."""
+    value = visible_controls(" ".join(str(text).split()))
     return value if len(value) <= limit else value[: limit - 1] + "…"
 
 

@@ -1,0 +1,70 @@
+"""Control characters from the data (ANSI colours, a clear screen, an OSC 8 hyperlink, a
+bidirectional override, a line break) never reach a terminal raw: not in report.md,
+compare.md or sweep.md, which CI logs print, and not on the console, where a line break in a
+configuration's name printed a line of its own that looked like the tool's."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from ragmeter.cli import app
+from ragmeter.data.text import visible_controls
+from ragmeter.report.markdown import md_code, md_text
+
+runner = CliRunner()
+
+HOSTILE_ID = "ansi-\x1b[31mRED\x1b[0m"
+HOSTILE_QUESTION = "Q \x1b]8;;http://evil\x1b\\click\x1b]8;;\x1b\\ \x1b[2J abc\u202etxt.exe \x9b1m"
+RAW = ("\x1b", "\u202e", "\x9b")
+
+
+def test_visible_controls_escapes_what_drives_a_terminal_and_keeps_text():
+    assert visible_controls("a\x1b[2Jb\nc\u202ed\x9b") == "a\\x1b[2Jb\\nc\\u202ed\\x9b"
+    assert visible_controls("中文 tab\tok é") == "中文 tab\tok é"
+    for text in (md_text(HOSTILE_QUESTION), md_code(HOSTILE_QUESTION), md_code(HOSTILE_ID)):
+        assert not any(raw in text for raw in RAW), text
+    assert md_code(HOSTILE_ID) == "`ansi-\\x1b[31mRED\\x1b[0m`"
+
+
+def _write(path, rows):
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+
+
+def test_report_and_compare_markdown_hold_no_raw_control(tmp_path):
+    rows = [
+        {"id": HOSTILE_ID, "user_input": HOSTILE_QUESTION, "response": "a", "reference": "b"},
+        {"id": "plain", "user_input": "q", "response": "b", "reference": "b"},
+    ]
+    _write(tmp_path / "a.jsonl", rows)
+    _write(tmp_path / "b.jsonl", [{**row, "response": "b"} for row in rows])
+    for name in ("a", "b"):
+        result = runner.invoke(app, ["eval", str(tmp_path / f"{name}.jsonl"), "-m", "token_f1", "-o", str(tmp_path / name)])
+        assert result.exit_code == 0, result.output
+    result = runner.invoke(app, ["compare", str(tmp_path / "a"), str(tmp_path / "b"), "-o", str(tmp_path / "cmp")])
+    assert result.exit_code == 0, result.output
+    report = (tmp_path / "a" / "report.md").read_text(encoding="utf-8")
+    assert "ansi-\\x1b[31mRED" in report  # the sample is listed, its escape visible
+    for path in (tmp_path / "a" / "report.md", tmp_path / "cmp" / "compare.md"):
+        text = path.read_text(encoding="utf-8")
+        assert not any(raw in text for raw in RAW), path
+
+
+def test_a_line_break_in_a_configuration_prints_no_line_of_its_own(tmp_path):
+    _write(tmp_path / "q.jsonl", [{"id": f"q{i}", "user_input": "q", "reference": "w1 w2 w3 w4"} for i in range(3)])
+    fake = "error: FAKE LINE from the grid"
+    (tmp_path / "sweep.yaml").write_text(
+        "pipeline: sweep_pipeline:answer\nconfigs:\n"
+        f"  - {{chunk_size: 512, top_k: 5, note: {json.dumps('a' + chr(10) + fake + chr(27) + '[2J')}}}\n"
+        "  - {chunk_size: 256, top_k: 1}\n",
+        encoding="utf-8",
+    )
+    result = runner.invoke(
+        app, ["sweep", str(tmp_path / "q.jsonl"), "--grid", str(tmp_path / "sweep.yaml"), "-m", "token_f1", "-o", str(tmp_path / "out")]
+    )
+    assert result.exit_code == 0, result.output
+    assert not any(line.startswith(fake) for line in result.output.splitlines()), result.output
+    assert f"\\n{fake}\\x1b[2J" in result.output and "\x1b" not in result.output
+    sweep_md = (tmp_path / "out" / "sweep.md").read_text(encoding="utf-8")
+    assert f"a {fake}\\x1b[2J" in sweep_md and "\x1b" not in sweep_md  # one line: the break is a space
