@@ -12,6 +12,8 @@ kept in a cookie).
 
 from __future__ import annotations
 
+import html
+import re
 import secrets
 from functools import lru_cache
 from pathlib import Path
@@ -57,9 +59,21 @@ def _page(template: str, **values: Any) -> HTMLResponse:
 
 def _html(text: str, headers: dict[str, str] | None = None) -> HTMLResponse:
     """A page of ``text``; half a surrogate pair (a stored tag that was no UTF-8) is replaced,
-    since the page is sent as UTF-8. The run and comparison reports carry their own policy
-    in a meta tag, which pins their one inline script, so they get no header."""
+    since the page is sent as UTF-8."""
     return HTMLResponse(unicode_text(text), headers=headers)
+
+
+# The policy a report page states in its head, before any data (data's quotes are entities,
+# so no data can write this tag).
+_META_CSP = re.compile(r'<meta http-equiv="Content-Security-Policy" content="([^"]*)">')
+
+
+def _report(page: str) -> HTMLResponse:
+    """A run or comparison report (see :mod:`ragmeter.report.html`) served with its own
+    policy, which pins the hash of its one inline script, as the Content-Security-Policy
+    header too; the dashboard's own policy when the page states none."""
+    found = _META_CSP.search(page)
+    return _html(page, {"Content-Security-Policy": html.unescape(found.group(1)) if found else CSP})
 
 
 def create_app(store: RunStore, token: str | None = None, *, kb_report: Path | None = None, encoder: Encoder | None = None) -> FastAPI:
@@ -87,13 +101,13 @@ def create_app(store: RunStore, token: str | None = None, *, kb_report: Path | N
     @app.get("/runs/{run_id}", response_class=HTMLResponse)
     def run_report(run_id: str) -> HTMLResponse:
         result = _load(store, run_id)
-        return _html(render_html(build_summary(result), result))
+        return _report(render_html(build_summary(result), result))
 
     @app.get("/compare", response_class=HTMLResponse)
     def compare(a: str = Query(..., max_length=64), b: str = Query(..., max_length=64)) -> HTMLResponse:
         first, second = _load(store, a), _load(store, b)
         comparison = compare_results(first, second, label_a=store.resolve(a), label_b=store.resolve(b))
-        return _html(compare_report.render_html(comparison.to_dict()))
+        return _report(compare_report.render_html(comparison.to_dict()))
 
     @app.get("/trends/{metric_id}", response_class=HTMLResponse)
     def trend(metric_id: str, baseline: int = Query(5, ge=1, le=1000)) -> HTMLResponse:
