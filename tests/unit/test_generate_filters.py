@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
 import numpy as np
 import pytest
@@ -106,6 +107,31 @@ def test_a_reference_the_judges_own_answer_does_not_support_is_rejected():
     )
     assert verdict.checks["judge_answer"] == "Two approvals."
     assert verdict.checks["reference_agrees_with_judge_answer"] == 0.2
+
+
+def test_a_bridge_question_is_answered_by_the_judge_as_its_bridge_question():
+    # Asked through the description, the judge names the bridge itself ("the code owners"),
+    # which supports no reference: ClapNQ q0014 and q0020 of the read of 2026-12-04.
+    bridge_question = "How many approvals does a merge request of the code owners' paths need?"
+    described = "How many approvals does a merge request of the people who must approve changes to their paths need?"
+    notes = {
+        "method": "bridge", "bridge": "code owners", "bridge_question": bridge_question,
+        "description": "the people who must approve changes to their paths", "described_in": "mr#2", "answered_in": "mr#1",
+    }  # fmt: skip
+    draft = dataclasses.replace(_draft("multi_hop", question=described, chunks=(1, 0)), composition=notes)
+
+    def own(fields):
+        return {"answer": "Two approvals." if fields["question"] == bridge_question else "The code owners."}
+
+    def supported(premise, statement):
+        return 0.2 if premise.startswith("Question:") and "Two" not in premise else 0.9
+
+    judge = _judge(supported=supported)
+    judge.generated["testset_answer"] = own
+    verdict = _check(draft, judge)
+    assert verdict.reason != "reference_disagrees" and verdict.checks["judge_answer"] == "Two approvals."
+    assert [c.shared["question"] for c in judge.calls if c.task == "testset_answer"] == [bridge_question]
+    assert judge.calls[0].items == [described]  # the other checks read the question as written
 
 
 def test_the_judges_own_answer_is_asked_in_the_questions_language():
@@ -281,6 +307,23 @@ def test_a_rewrite_that_drops_a_name_is_rejected_without_asking_the_judge():
         "'How many approvals does a merge request need after the 2024 Forge upgrade?'"
     )
     assert judge.calls == []
+
+
+def test_a_rewrite_that_drops_the_word_an_unanswerable_question_was_given_is_rejected_without_the_judge():
+    # zh q0013 of the read of 2026-12-04: "销售经理可以宣布临时冻结的原因是什么？" became, colloquially,
+    # a question the knowledge base answers.
+    judge = _judge()
+    slot = Slot("q0013", "unanswerable", "colloquial", None, (0,), "zh")
+    original = "销售经理可以宣布临时冻结的原因是什么？"
+    notes = {"method": "swap", "swapped_for": "销售经理", "absent_from_knowledge_base": ["销售"]}
+    draft = Draft(slot, "临时冻结的原因是什么？", original, NO_ANSWER["zh"], ("发布经理可以宣布临时冻结。",), ("freeze#1",), notes)
+    verdict = _check(draft, judge)
+    assert (verdict.kept, verdict.reason) == (False, "rewrite_drops_names") and "'销售'" in verdict.detail
+    assert judge.calls == []
+    kept_word = Draft(
+        slot, "销售经理能宣布临时冻结吗，为啥？", original, NO_ANSWER["zh"], draft.contexts, draft.context_ids, draft.composition
+    )
+    assert _check(kept_word, _judge(answerable=lambda premise, q: 0.1)).reason != "rewrite_drops_names"
 
 
 def test_a_rewrite_that_keeps_the_names_and_a_misspelling_go_on_to_the_judge():

@@ -7,7 +7,8 @@ Checks, in this order (cheapest first, but for the model-free checks after the j
   "上下文"...): a user of the system never saw it.
 - ``rewrite_drops_names`` (no model, :func:`~ragmeter.generate.wording.dropped_names`; the persona, colloquial and
   web-search styles): the question's rewrite in its style leaves out a number or a name that
-  the question as written holds, so it no longer asks the same thing. "If a job takes longer
+  the question as written holds, or the word an unanswerable question was given that the
+  knowledge base lacks ("销售经理" of zh q0013, read on 2026-12-04), so it no longer asks the same thing. "If a job takes longer
   than 180 minutes, what happens to it?" became the keywords "job duration consequences"; a
   ClapNQ question on how many years after a named game another was released became keywords
   naming neither game nor year, and was kept (the filter's judge checks read it beside its
@@ -45,6 +46,10 @@ Checks, in this order (cheapest first, but for the model-free checks after the j
   reference taken from the wrong sentence of the right chunk, on the question's subject, which
   ``reference_does_not_answer`` lets through (``benchmarks/results/generate_review.md``, the
   read of 2026-11-27 and its check on new questions). The judge's answer is kept in the checks.
+  A question composed through a bridge phrase is answered as its bridge question, which names
+  the phrase: asked through the description, the judge answered with the phrase itself and
+  rejected right references (ClapNQ q0014, q0020 of the read of 2026-12-04); the description is
+  the bridge checks' to judge.
 - ``bridge_description_unsupported`` (a multi-hop question composed through a bridge phrase,
   :mod:`ragmeter.generate.compose`): the judge does not find "<phrase> is <description>"
   supported by the chunk the description was written from: the question names its subject
@@ -107,9 +112,7 @@ are named in ``metadata.dropped_context_ids``):
   rule applied to a case, or of a why ("total", "longest", "before", "if", "would", "why", a
   yes/no question; "总共", "最长", "如果", "为什么", "吗"...), as "What is the maximum size of a
   cache for a project?" and "Forge 命令行工具用于执行什么？" (both kept as reasoning in the
-  runs of 2026-11-27). Of the eight questions kept as reasoning in the runs stored on the
-  developer's machine, it relabels seven: six lookups, and one that ``source_leak`` now
-  rejects first; it leaves the eighth, which applies a condition ("如果…").
+  runs of 2026-11-27).
   ``metadata.checks.no_words_of_type`` names the type asked for; its reference contexts are
   the chunk its reference is stated in (:func:`~ragmeter.generate.spans.stated_span` for a
   reasoning question) or copied from, when there is one, or else the one chunk that holds
@@ -132,14 +135,7 @@ from ragmeter.generate.bridges import bridge_statement
 from ragmeter.generate.graph import KnowledgeGraph
 from ragmeter.generate.spans import copied_span, covering_span, number_elsewhere, stated_span
 from ragmeter.generate.synthesize import Draft, SynthesisError, reply_text
-from ragmeter.generate.wording import (
-    dropped_names,
-    example_leak,
-    example_phrase,
-    lacks_type_words,
-    leak,
-    restates,
-)
+from ragmeter.generate.wording import dropped_names, example_leak, example_phrase, lacks_type_words, leak, restates
 from ragmeter.judges.base import ANSWERABLE_LINE, JudgeError, LLMJudge
 
 #: P(yes) at or above which a verdict counts as yes.
@@ -220,7 +216,8 @@ async def check(draft: Draft, graph: KnowledgeGraph, vectors: np.ndarray, judge:
         return Verdict(
             False, "reference_does_not_answer", f"the judge finds the reference does not answer the question (P={p:.2f})", checks
         )
-    rejected = await _check_own_answer(asked, draft.reference, premise, lang, judge, checks)
+    own_asked = (draft.composition or {}).get("bridge_question", asked)  # a bridge question: asked naming its phrase
+    rejected = await _check_own_answer(own_asked, draft.reference, premise, lang, judge, checks)
     if rejected is not None:
         return rejected
     return await _check_type(draft, asked, graph, judge, checks)
@@ -236,7 +233,8 @@ def _check_wording(draft: Draft, graph: KnowledgeGraph) -> Verdict | None:
             where = "reference" if text == draft.reference else "question"
             return Verdict(False, "source_leak", f"the {where} points at its source: {found!r}")
     if draft.question != draft.original and draft.slot.style != "misspelled":  # misspellings are made in code
-        lost = dropped_names(draft.original, draft.question)
+        absent = (draft.composition or {}).get("absent_from_knowledge_base", ())  # what makes it unanswerable
+        lost = dropped_names(draft.original, draft.question) + [w for w in absent if w.lower() not in draft.question.lower()]
         if lost:
             listed = ", ".join(repr(name) for name in lost)
             detail = f"the {draft.slot.style} rewrite {draft.question!r} leaves out {listed} of the question as written: {draft.original!r}"
