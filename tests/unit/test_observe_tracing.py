@@ -176,6 +176,21 @@ def test_a_bad_trace_file_names_the_file_line_and_key(tmp_path):
         list(read_spans(tmp_path / "missing.jsonl"))
 
 
+def test_read_spans_given_a_list_notes_each_bad_line_there_and_reads_on(tmp_path):
+    good = SpanRecord(trace_id="t", span_id="s", name="n", started_at="2026-01-01T00:00:00+00:00").to_dict()
+    path = tmp_path / "t.jsonl"
+    lines = [json.dumps({**good, "attributes": "x"}), json.dumps(good), "", json.dumps({**good, "span_id": "s2"})[:30]]
+    path.write_text("\n".join(lines))
+    issues: list = []
+    assert [s.span_id for s in read_spans(path, issues)] == ["s"]
+    assert [str(i) for i in issues] == [
+        f"{path}, line 1: not a valid span: 'attributes' must be an object",
+        f"{path}, line 4: invalid JSON: Unterminated string starting at column 30",
+    ]
+    with pytest.raises(TraceFileError, match="not found"):
+        list(read_spans(tmp_path / "missing.jsonl", issues))
+
+
 def test_span_record_round_trips_through_json():
     record = SpanRecord(trace_id="t", span_id="s", name="n", started_at="x", question="q", cost_usd=0.1, attributes={"a": [1]})
     record.contexts = [observe.RetrievedContext("text", "id1", 0.3), observe.RetrievedContext("other")]

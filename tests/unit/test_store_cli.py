@@ -218,6 +218,48 @@ def test_traces_and_transcripts_commands_name_the_bad_line(tmp_path):
     assert runner.invoke(app, ["traces", "transcripts", str(bad), "--tools", ","]).exit_code == 2
 
 
+def test_trace_lines_that_are_no_span_are_named_and_skipped(tmp_path):
+    """A kill leaves the trace file's last line short; an application started again appends
+    after it. Export and import refused the whole file at the first such line (exit 2, nothing
+    exported or stored): each is now named, with the count, and the rest is read."""
+    traces = _day_traces(tmp_path / "traces.jsonl")
+    lines = traces.read_bytes().splitlines(keepends=True)
+    later = observe.SpanRecord(trace_id="e" * 32, span_id="e" * 16, name="rag", started_at="2026-11-04T10:00:00.000+00:00", question="café?")  # fmt: skip
+    later_line = json.dumps(later.to_dict(), ensure_ascii=False).encode("utf-8")
+    torn = later_line[: later_line.index("é".encode()) + 1]  # cut inside the é: not even UTF-8
+    wrong_types = json.dumps({**later.to_dict(), "span_id": "d" * 16, "attributes": ["not", "an", "object"]}).encode()
+    # line 3: the first request's last span torn, then the restarted application's next line on it
+    traces.write_bytes(b"".join([*lines[:2], lines[2][:40], *lines[2:], wrong_types + b"\n", torn]))
+    out = tmp_path / "samples.jsonl"
+    exported = runner.invoke(app, ["traces", "export", str(traces), "-o", str(out)])
+    assert exported.exit_code == 0, exported.output
+    assert _questions(out) == ["q1?", "q3?"]
+    for done in (exported, runner.invoke(app, ["traces", "import", str(traces), "--store", str(tmp_path / "r.db"), "--no-embed"])):
+        assert "3 line(s) skipped, not a valid span:" in done.output, done.output
+        assert f"{traces}, line 3: invalid JSON: " in done.output
+        assert f"{traces}, line 7: not a valid span: 'attributes' must be an object" in done.output
+        assert f"{traces}, line 8: invalid UTF-8 (byte 0xc3 at column {len(torn)})" in done.output
+        assert "Traceback" not in done.output and "unexpected" not in done.output
+    assert "traces.jsonl: 5 span(s) stored" in done.output and done.exit_code == 0
+    opened = RunStore.open(str(tmp_path / "r.db"))
+    assert opened.count("spans") == 5
+    opened.close()
+
+
+def test_a_trace_file_without_one_valid_span_is_an_error(tmp_path):
+    """Skipping bad lines must not turn a file of nothing but bad lines into a silent success."""
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"trace_id": "t", "span_id": "s", "name": "n", "started_at": "2026-11-01", "kind": 3}\n{"trace_id": "t", "sp')
+    exported = runner.invoke(app, ["traces", "export", str(bad), "-o", str(tmp_path / "s.jsonl")])
+    stored = runner.invoke(app, ["traces", "import", str(bad), "--store", str(tmp_path / "r.db"), "--no-embed"])
+    for done, what in ((exported, "nothing to export"), (stored, "nothing stored")):
+        assert done.exit_code == 2, done.output
+        assert f"error: no line of {bad} is a valid span: {what}" in done.output
+        assert f"{bad}, line 1: not a valid span: 'kind' must be a string" in done.output
+        assert f"{bad}, line 2: invalid JSON: Unterminated string" in done.output
+    assert not (tmp_path / "s.jsonl").exists()
+
+
 def test_transcripts_become_a_samples_file(tmp_path):
     call = {"id": "c1", "type": "function", "function": {"name": "grep", "arguments": '{"pattern": "vCPU"}'}}
     messages = [

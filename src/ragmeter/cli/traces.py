@@ -11,8 +11,10 @@ import typer
 
 from ragmeter.cli.app import command, group
 from ragmeter.cli.console import fail, say
+from ragmeter.cli.issues import print_issues
 from ragmeter.cli.runs import DEFAULT_STORE, StoreOption, open_store
 from ragmeter.data.files import write_json_lines
+from ragmeter.data.issues import InputIssue
 from ragmeter.data.schema import Sample
 from ragmeter.observe import SpanRecord, TraceFileError, TranscriptError, read_spans, read_transcripts, spans_to_samples
 from ragmeter.observe.export import traces_between, utc_time
@@ -58,7 +60,8 @@ def export_command(
     include_errors: Annotated[bool, typer.Option(help="Keep requests that ended with an exception.")] = False,
 ) -> None:
     """Join each traced request's spans into one sample (question, retrieved contexts, response,
-    latency, tokens, cost), from trace files or from a store."""
+    latency, tokens, cost), from trace files or from a store. A line of a file that is no valid
+    span (the short last line a killed application can leave) is named and skipped."""
     if bool(files) == (store is not None):
         raise fail("give trace files or --store, one of the two")
     bounds = []
@@ -77,16 +80,29 @@ def export_command(
 
 
 def _file_spans(files: list[Path], since: str | None, until: str | None) -> list[SpanRecord]:
-    """The spans of the trace files whose request started in [since, until)."""
+    """The spans of the trace files whose request started in [since, until); lines that are no
+    valid span are named and skipped (an error when no line is one)."""
     spans: list[SpanRecord] = []
+    issues: list[InputIssue] = []
     try:
         for path in files:
-            spans += list(read_spans(path))
-        return traces_between(spans, since, until) if since is not None or until is not None else spans
+            spans += read_spans(path, issues)
     except TraceFileError as exc:
         raise fail(str(exc)) from None
+    _say_skipped(issues)
+    if issues and not spans:
+        raise fail(f"no line of {', '.join(map(str, files))} is a valid span: nothing to export")
+    try:
+        return traces_between(spans, since, until) if since is not None or until is not None else spans
     except ValueError as exc:
         raise fail(f"{', '.join(map(str, files))}: {exc}") from None
+
+
+def _say_skipped(issues: list[InputIssue]) -> None:
+    """Name the lines of trace files that were skipped (not a valid span), with their count."""
+    if issues:
+        say((f"{len(issues)} line(s) skipped, not a valid span:", "yellow"))
+        print_issues(issues, written=False)
 
 
 def _stored_spans(store: str, since: str | None, until: str | None) -> list[SpanRecord]:
@@ -127,20 +143,27 @@ def import_command(
     embed: EmbedOption = True,
 ) -> None:
     """Copy traced spans into the store (spans stored already are skipped), with the vectors of
-    their questions."""
+    their questions. A line that is no valid span (the short last line a killed application can
+    leave) is named and skipped."""
     opened = open_store(store)
+    read, skipped = 0, 0
     try:
         for path in files:
             trace_ids: list[str] = []
+            issues: list[InputIssue] = []
             try:
-                added, present = opened.add_spans(_noting(read_spans(path), trace_ids))
+                added, present = opened.add_spans(_noting(read_spans(path, issues), trace_ids))
             except TraceFileError as exc:
                 raise fail(str(exc)) from None
+            _say_skipped(issues)
             say(f"{path}: {added} span(s) stored" + (f", {present} were stored already" if present else ""))
-            if embed:
+            read, skipped = read + len(trace_ids), skipped + len(issues)
+            if embed and trace_ids:
                 _embed(opened, trace_ids)
     finally:
         opened.close()
+    if skipped and not read:
+        raise fail(f"no line of {', '.join(map(str, files))} is a valid span: nothing stored")
 
 
 def _noting(records: Iterator[SpanRecord], trace_ids: list[str]) -> Iterator[SpanRecord]:

@@ -10,7 +10,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ragmeter.data.files import json_object, read_json_lines
+from ragmeter.data.files import json_object
+from ragmeter.data.issues import InputIssue
+from ragmeter.data.readers import invalid_utf8
 from ragmeter.data.schema import Sample
 from ragmeter.observe.record import SpanRecord
 
@@ -19,29 +21,56 @@ class TraceFileError(ValueError):
     """A trace file that cannot be read; the message names the file and the line."""
 
 
-def read_spans(path: str | Path) -> Iterator[SpanRecord]:
+def read_spans(path: str | Path, issues: list[InputIssue] | None = None) -> Iterator[SpanRecord]:
     """The spans of a JSON-lines trace file, in file order.
 
+    Args:
+        path: The trace file.
+        issues: Where to note each line that is not a valid span (not UTF-8 or JSON, like the
+            short last line a killed application can leave, or an object that is no span) as
+            an :class:`~ragmeter.data.issues.InputIssue`, the line skipped and the rest read.
+            Without it, the first such line raises.
+
     Raises:
-        TraceFileError: The file is missing, or a line is not a valid span (the message names
-            the file, the line and the key).
+        TraceFileError: The file is missing or cannot be read, or (without ``issues``) a line
+            is not a valid span (the message names the file, the line and the key).
     """
     path = Path(path)
     try:
-        for number, line in read_json_lines(path):
-            try:
-                data = json_object(line)
-            except ValueError as exc:
-                raise TraceFileError(f"{path}, line {number}: {exc}") from None
-            try:
-                span = SpanRecord.from_dict(data)
-            except ValueError as exc:
-                raise TraceFileError(f"{path}, line {number}: not a valid span: {exc}") from None
-            yield span
+        with path.open("rb") as handle:
+            for number, raw in enumerate(handle, start=1):  # a binary file splits on b"\n" only
+                if not raw.strip():
+                    continue
+                try:
+                    span = _span_of(raw)
+                except ValueError as exc:
+                    if issues is None:
+                        raise TraceFileError(f"{path}, line {number}: {exc}") from None
+                    issues.append(InputIssue(str(path), f"line {number}", None, str(exc)))
+                    continue
+                yield span
     except FileNotFoundError:
         raise TraceFileError(f"{path} not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise TraceFileError(f"{path}: cannot read: {exc}") from None
+
+
+def _span_of(raw: bytes) -> SpanRecord:
+    """The span on one line of a trace file.
+
+    Raises:
+        ValueError: The line is not UTF-8, not a JSON object, or not a valid span (the message
+            says why; the caller adds the file and line).
+    """
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(invalid_utf8(raw, exc, "")) from None
+    data = json_object(text.removesuffix("\n"))  # without its "\n", an error at the end is at a column, not "line 2"
+    try:
+        return SpanRecord.from_dict(data)
+    except ValueError as exc:
+        raise ValueError(f"not a valid span: {exc}") from None
 
 
 def utc_time(text: str) -> str:

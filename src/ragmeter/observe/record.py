@@ -96,6 +96,10 @@ class SpanRecord:
         for key in ("question", "response", "model", "error", "parent_id"):
             if data.get(key) is not None and not isinstance(data[key], str):
                 raise ValueError(f"'{key}' must be a string")
+        if not isinstance(data.get("kind", ""), str):
+            raise ValueError("'kind' must be a string")
+        if not isinstance(data.get("attributes", {}), dict):
+            raise ValueError("'attributes' must be an object")
         for key in ("latency_ms", "prompt_tokens", "completion_tokens", "cost_usd"):
             value = data.get(key)
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
