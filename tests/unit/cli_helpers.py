@@ -24,6 +24,18 @@ def run_eval(*args: Any) -> Result:
     return runner.invoke(app, ["eval", *map(str, args)])
 
 
+def one_line_error(result: Result, *fragments: str) -> str:
+    """Exit 2, the whole output one line ``error: ...`` holding each fragment, no traceback;
+    that line."""
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
+    return lines[0]
+
+
 def strict_json(text: str) -> Any:
     """``text`` parsed as standard JSON: ``NaN``, ``Infinity`` and ``-Infinity`` are refused."""
 

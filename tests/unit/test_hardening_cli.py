@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 import pytest
-from cli_helpers import run_eval, write_jsonl
+from cli_helpers import one_line_error, run_eval, write_jsonl
 from typer.testing import CliRunner
 
 from ragmeter import evaluate
@@ -27,17 +27,6 @@ GOOD = [
     {"id": "a", "user_input": "How long?", "response": "Sixty minutes.", "reference": "Sixty minutes."},
     {"id": "b", "user_input": "Who approves?", "response": "The DBA.", "reference": "The DBA approves."},
 ]
-
-
-def _one_line_error(result, *fragments):
-    """Exit 2, the whole output one line ``error: ...`` holding each fragment, no traceback."""
-    assert result.exit_code == 2, result.output
-    assert "Traceback" not in result.output
-    lines = result.output.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
-    for fragment in fragments:
-        assert fragment in lines[0], (fragment, lines[0])
-    return lines[0]
 
 
 # ---- defect 3: data is never console markup or control codes --------------------------
@@ -125,7 +114,7 @@ def test_a_second_run_on_a_locked_out_is_refused_naming_the_holder(tmp_path):
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         result = run_eval(data, "-m", "token_f1", "-o", out)
-        _one_line_error(result, f"pid {holder.pid}", "in use by another ragmeter run")
+        one_line_error(result, f"pid {holder.pid}", "in use by another ragmeter run")
         assert not (out / "results.jsonl").exists()
     finally:
         holder.kill()
@@ -142,7 +131,7 @@ def test_out_that_is_a_file_is_a_one_line_error(tmp_path):
     data = write_jsonl(tmp_path / "data.jsonl", GOOD)
     existing = tmp_path / "a-file"
     existing.write_text("keep me")
-    _one_line_error(run_eval(data, "-m", "token_f1", "-o", existing), str(existing), "is a file")
+    one_line_error(run_eval(data, "-m", "token_f1", "-o", existing), str(existing), "is a file")
     assert existing.read_text() == "keep me"
 
 
@@ -151,7 +140,7 @@ def test_out_under_a_file_is_a_one_line_error(tmp_path):
     data = write_jsonl(tmp_path / "data.jsonl", GOOD)
     existing = tmp_path / "a-file"
     existing.write_text("keep me")
-    _one_line_error(run_eval(data, "-m", "token_f1", "-o", existing / "run"), "cannot be created")
+    one_line_error(run_eval(data, "-m", "token_f1", "-o", existing / "run"), "cannot be created")
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root may write into any directory, so an unwritable --out cannot be made")
@@ -162,8 +151,8 @@ def test_out_that_is_not_writable_is_a_one_line_error(tmp_path):
     locked_dir.mkdir()
     os.chmod(locked_dir, 0o500)
     try:
-        _one_line_error(run_eval(data, "-m", "token_f1", "-o", locked_dir), "not writable")
-        _one_line_error(run_eval(data, "-m", "token_f1", "-o", locked_dir / "run"), "cannot be created")
+        one_line_error(run_eval(data, "-m", "token_f1", "-o", locked_dir), "not writable")
+        one_line_error(run_eval(data, "-m", "token_f1", "-o", locked_dir / "run"), "cannot be created")
     finally:
         os.chmod(locked_dir, 0o700)
 
@@ -188,7 +177,7 @@ def test_config_values_of_the_wrong_type_are_one_line_errors_naming_the_key(tmp_
     path = tmp_path / "config.yaml"
     path.write_text(config)
     result = run_eval(write_jsonl(tmp_path / "data.jsonl", GOOD), "-m", "token_f1", "-o", tmp_path / "run", "--config", path)
-    line = _one_line_error(result, str(path), key)
+    line = one_line_error(result, str(path), key)
     assert f"{key}:" in line
     assert not (tmp_path / "run").exists()
 
@@ -201,14 +190,14 @@ def test_metrics_option_naming_no_metric_is_a_usage_error(tmp_path, spec):
     """Defect 13: -m ',,,' (or only commas and spaces, or nothing) names no metric: exit 2 with a message
     that says so (never the automatic choice, which could start the local judge)."""
     result = run_eval(write_jsonl(tmp_path / "data.jsonl", GOOD), "-m", spec, "-o", tmp_path / "run")
-    _one_line_error(result, "names no metric")
+    one_line_error(result, "names no metric")
 
 
 def test_a_misspelt_metric_is_the_one_line_said_even_when_the_data_has_issues(tmp_path):
     """The data's issues were listed first, and the misspelt metric only after them."""
     data = tmp_path / "data.jsonl"
     data.write_text('{"id": "a", "response": "x", "reference": "x"}\nnot json\n', encoding="utf-8")
-    _one_line_error(run_eval(data, "-m", "tokenf1", "-o", tmp_path / "run"), "unknown metric 'tokenf1'")
+    one_line_error(run_eval(data, "-m", "tokenf1", "-o", tmp_path / "run"), "unknown metric 'tokenf1'")
 
 
 def test_evaluate_with_an_empty_metric_list_says_so():
@@ -306,7 +295,7 @@ def test_every_error_path_is_exit_2_with_one_line(tmp_path):
     for name, (args, fragment) in cases.items():
         result = runner.invoke(app, args)
         try:
-            _one_line_error(result, fragment)
+            one_line_error(result, fragment)
         except AssertionError as failure:
             raise AssertionError(f"{name}: {failure}") from None
     assert "sk-in-a-file-123456" not in runner.invoke(app, cases["key in config"][0]).output
@@ -336,7 +325,7 @@ def test_a_run_damaged_past_its_first_line_is_named_not_an_unexpected_error(tmp_
     }
     for folder, message in expected.items():
         for args in (["report", str(folder)], ["gate", str(folder), "--thresholds", str(thresholds)], ["compare", str(run), str(folder)]):
-            line = _one_line_error(runner.invoke(app, args), message)
+            line = one_line_error(runner.invoke(app, args), message)
             assert "unexpected" not in line, (args, line)
 
 
@@ -367,7 +356,7 @@ def test_an_unexpected_error_is_one_line_without_debug(tmp_path, failing_report)
     run = tmp_path / "run"
     assert run_eval(write_jsonl(tmp_path / "data.jsonl", GOOD), "-m", "token_f1", "-o", run).exit_code == 0
     result = runner.invoke(app, ["report", str(run)])
-    _one_line_error(result, "unexpected error: RuntimeError: unexpected failure inside the renderer", "--debug")
+    one_line_error(result, "unexpected error: RuntimeError: unexpected failure inside the renderer", "--debug")
 
 
 def test_debug_shows_the_traceback(tmp_path, failing_report):
@@ -385,7 +374,7 @@ def test_debug_does_not_outlive_its_invocation(tmp_path, failing_report):
     run = tmp_path / "run"
     assert run_eval(write_jsonl(tmp_path / "data.jsonl", GOOD), "-m", "token_f1", "-o", run).exit_code == 0
     assert "Traceback" in runner.invoke(app, ["--debug", "report", str(run)]).output
-    _one_line_error(runner.invoke(app, ["report", str(run)]), "unexpected error: RuntimeError", "--debug")
+    one_line_error(runner.invoke(app, ["report", str(run)]), "unexpected error: RuntimeError", "--debug")
 
 
 def test_ragmeter_debug_in_the_environment_shows_the_traceback(tmp_path, failing_report, monkeypatch):

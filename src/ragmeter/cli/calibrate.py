@@ -9,6 +9,7 @@ from ragmeter.cli.app import command
 from ragmeter.cli.console import console, fail, say, table
 from ragmeter.decide.calibrate import calibrate_run, default_out
 from ragmeter.report.calibration import summary_rows, write_report
+from ragmeter.run.outdir import OutputDirError
 
 
 @command("calibrate")
@@ -32,7 +33,10 @@ def calibrate_command(
         raise fail(str(exc.args[0] if exc.args else exc)) from None
     except (ValueError, OSError) as exc:
         raise fail(str(exc)) from None
-    json_path, md_path = write_report(report, out or default_out(run_dir, metric))
+    try:
+        json_path, md_path = write_report(report, out or default_out(run_dir, metric))
+    except OutputDirError as exc:
+        raise fail(str(exc)) from None
     title = f"{metric}: {report.n_used} labelled of {report.n_scored} scored samples"
     console.print(table(title, ["measure", ("value", "right")], summary_rows(report.to_dict())))
     for warning in report.warnings:

@@ -12,6 +12,7 @@ from ragmeter.decide.compare import A_BETTER, B_BETTER, NO_DIFFERENCE, NOT_COMPA
 from ragmeter.report.compare import write_comparison
 from ragmeter.report.formatting import format_interval, format_number, format_p, format_signed
 from ragmeter.results import RunDirError
+from ragmeter.run.outdir import OutputDirError
 
 
 @command("compare")
@@ -40,7 +41,10 @@ def compare_command(
         raise fail(
             f"cannot compare {a} and {b}: no sample of one matches a sample of the other (by id or question): is it the same dataset?"
         )
-    paths = write_comparison(comparison, out)
+    try:
+        paths = write_comparison(comparison, out)
+    except OutputDirError as exc:
+        raise fail(str(exc)) from None
     console.print(comparison_table(comparison))
     for line in summary_lines(comparison):
         say(line)

@@ -15,6 +15,7 @@ from ragmeter.decide.pairs import load_side, match_samples, read_preferences
 from ragmeter.judges import JudgeError
 from ragmeter.report.pairwise import summary_rows, write_report
 from ragmeter.results import RunDirError
+from ragmeter.run.outdir import OutputDirError, prepare
 
 
 @command("pairwise")
@@ -55,6 +56,10 @@ def pairwise_command(
         say(f"  {problem}")
     if not pairs:
         raise fail(f"no question has a response on both sides ({a}, {b}); matched by {matching['by']}")
+    try:
+        prepare(out)  # a bad --out is said before the judge is built and called, not after them
+    except OutputDirError as exc:
+        raise fail(str(exc)) from None
     try:
         llm = settings.build()
     except JudgeError as exc:

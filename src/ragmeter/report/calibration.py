@@ -11,6 +11,7 @@ from typing import Any, Protocol
 from ragmeter.data.files import write_json, write_text
 from ragmeter.report.formatting import format_estimate, format_interval, format_number
 from ragmeter.report.markdown import md_code, md_text
+from ragmeter.run.outdir import prepare
 
 JSON_FILE = "calibration.json"
 MARKDOWN_FILE = "calibration.md"
@@ -91,8 +92,12 @@ def render_markdown(document: dict[str, Any]) -> str:
 
 
 def write_report(report: HasDocument, out_dir: str | Path) -> tuple[Path, Path]:
-    """Write ``calibration.json`` and ``calibration.md`` into ``out_dir``; return their paths."""
-    directory = Path(out_dir)
-    directory.mkdir(parents=True, exist_ok=True)
+    """Write ``calibration.json`` and ``calibration.md`` into ``out_dir`` (created when
+    missing); return their paths.
+
+    Raises:
+        OutputDirError: ``out_dir`` is a file, lies under one, or cannot be created or written.
+    """
+    directory = prepare(out_dir)
     document = report.to_dict()
     return write_json(directory / JSON_FILE, document), write_text(directory / MARKDOWN_FILE, render_markdown(document))

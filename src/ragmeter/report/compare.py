@@ -14,6 +14,7 @@ from ragmeter.data.files import write_json, write_text
 from ragmeter.report.formatting import format_interval, format_number, format_p, format_signed
 from ragmeter.report.html import environment
 from ragmeter.report.markdown import md_code, md_text
+from ragmeter.run.outdir import prepare
 
 COMPARE_MD = "compare.md"
 COMPARE_JSON = "compare.json"
@@ -177,9 +178,13 @@ def _forest(m: dict[str, Any]) -> dict[str, str] | None:
 
 
 def write_comparison(comparison: HasDocument, directory: str | Path) -> list[Path]:
-    """Write ``compare.md``, ``compare.json`` and ``compare.html`` into ``directory``."""
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
+    """Write ``compare.md``, ``compare.json`` and ``compare.html`` into ``directory`` (created
+    when missing).
+
+    Raises:
+        OutputDirError: ``directory`` is a file, lies under one, or cannot be created or written.
+    """
+    directory = prepare(directory)
     document = comparison.to_dict()
     return [
         write_text(directory / COMPARE_MD, render_markdown(document)),

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 from ragmeter.data.files import write_json, write_text
 from ragmeter.report.formatting import format_percent
 from ragmeter.report.markdown import md_code, md_text
+from ragmeter.run.outdir import prepare
 
 JSON_FILE = "pairwise.json"
 MARKDOWN_FILE = "pairwise.md"
@@ -94,8 +95,12 @@ def _leftovers(m: dict[str, Any]) -> list[str]:
 
 
 def write_report(report: HasDocument, out_dir: str | Path) -> tuple[Path, Path]:
-    """Write ``pairwise.json`` and ``pairwise.md`` into ``out_dir``; return their paths."""
-    directory = Path(out_dir)
-    directory.mkdir(parents=True, exist_ok=True)
+    """Write ``pairwise.json`` and ``pairwise.md`` into ``out_dir`` (created when missing);
+    return their paths.
+
+    Raises:
+        OutputDirError: ``out_dir`` is a file, lies under one, or cannot be created or written.
+    """
+    directory = prepare(out_dir)
     document = report.to_dict()
     return write_json(directory / JSON_FILE, document), write_text(directory / MARKDOWN_FILE, render_markdown(document))

@@ -45,17 +45,17 @@ def prepare(directory: str | Path, option: str = "--out") -> Path:
 
     Raises:
         OutputDirError: It is an existing file, lies under a file, cannot be created, or is
-            not writable.
+            not writable (the message names it, and the file in its way).
     """
     path = Path(directory)
     if path.exists() and not path.is_dir():
-        raise OutputDirError(f"{option} {path} is a file, not a directory: choose a directory for the run's files")
+        raise OutputDirError(f"{option} {path} is a file, not a directory")
     try:
         path.mkdir(parents=True, exist_ok=True)
-    except FileExistsError:
-        raise OutputDirError(f"{option} {path} cannot be created: a part of the path is a file") from None
     except OSError as exc:
-        raise OutputDirError(f"{option} {path} cannot be created: {exc.strerror or exc}") from None
+        blocking = next((p for p in reversed([path, *path.parents]) if p.exists() and not p.is_dir()), None)
+        reason = f"{blocking} is a file, not a directory" if blocking is not None else exc.strerror or str(exc)
+        raise OutputDirError(f"{option} {path} cannot be created: {reason}") from None
     if not os.access(path, os.W_OK | os.X_OK):
         raise OutputDirError(f"{option} {path} is not writable: choose another directory or fix its permissions")
     return path

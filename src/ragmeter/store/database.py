@@ -14,6 +14,8 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
+from ragmeter.run.outdir import OutputDirError, prepare
+
 #: Where the migrations live (the Alembic script directory).
 MIGRATIONS = Path(__file__).parent / "migrations"
 
@@ -30,11 +32,15 @@ def resolve_url(store: str) -> str:
 
     Raises:
         StoreError: The URL is malformed, names an unsupported database, or needs a driver
-            that is not installed (the message names the extra to install).
+            that is not installed (the message names the extra to install); or the file's
+            folder is a file, lies under one, or cannot be created or written.
     """
     if "://" not in store:
         path = Path(store).expanduser()
-        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            prepare(path.parent, f"--store {store}: the folder")
+        except OutputDirError as exc:
+            raise StoreError(str(exc)) from None
         return f"sqlite:///{path.resolve()}"
     try:
         url = make_url(store)
