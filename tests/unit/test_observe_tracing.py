@@ -13,6 +13,7 @@ import ragmeter
 from ragmeter import observe
 from ragmeter.observe import MemorySink, SpanRecord, TraceFileError, read_spans, spans_to_samples
 from ragmeter.observe.otel import openinference_attributes
+from ragmeter.observe.sinks import JsonlSink
 
 
 @pytest.fixture
@@ -189,6 +190,20 @@ def test_read_spans_given_a_list_notes_each_bad_line_there_and_reads_on(tmp_path
     ]
     with pytest.raises(TraceFileError, match="not found"):
         list(read_spans(tmp_path / "missing.jsonl", issues))
+
+
+def test_a_sink_opened_after_a_kill_starts_a_new_line_and_loses_no_span(tmp_path):
+    path = tmp_path / "t.jsonl"
+    first = SpanRecord(trace_id="t", span_id="s1", name="n", started_at="2026-01-01T00:00:00+00:00")
+    path.write_text(json.dumps(first.to_dict()) + "\n" + json.dumps({**first.to_dict(), "span_id": "s2"})[:40])  # killed mid-line
+    sink = JsonlSink(path)
+    sink(SpanRecord(trace_id="t", span_id="s3", name="n", started_at="2026-01-01T00:00:01+00:00"))
+    sink.close()
+    issues: list = []
+    assert [s.span_id for s in read_spans(path, issues)] == ["s1", "s3"]
+    assert [i.location for i in issues] == ["line 2"]
+    JsonlSink(path).close()  # a file that ends its last line gets no empty one
+    assert path.read_bytes().endswith(b"}\n") and b"\n\n" not in path.read_bytes()
 
 
 def test_span_record_round_trips_through_json():

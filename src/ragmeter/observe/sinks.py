@@ -25,7 +25,8 @@ class JsonlSink:
 
     Each line is written with a single ``write`` on a file opened for appending, so lines from
     several threads or processes never interleave and a kill leaves at most the last line
-    short (the reader names it). A link at the path is not followed.
+    short (the reader names it and reads on); the next sink on the file starts a new line
+    after it, so its first span is not lost with it. A link at the path is not followed.
 
     Args:
         path: The file; created (with its directory) when missing.
@@ -34,9 +35,12 @@ class JsonlSink:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
         self._descriptor = os.open(self.path, flags, 0o644)
         self._lock = threading.Lock()
+        size = os.fstat(self._descriptor).st_size
+        if size and os.pread(self._descriptor, 1, size - 1) != b"\n":  # a line a kill cut short
+            os.write(self._descriptor, b"\n")
 
     def __call__(self, record: SpanRecord) -> None:
         data = json_line(record.to_dict()).encode("utf-8")
