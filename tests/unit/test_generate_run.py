@@ -17,7 +17,8 @@ from ragmeter.generate import GenerateOptions, agenerate, write_outputs
 from ragmeter.generate import graph as graph_module
 from ragmeter.generate.chunking import Chunk
 from ragmeter.generate.graph import KnowledgeGraph, Link, build_graph, key_phrases
-from ragmeter.generate.plan import TYPES, allocate, parse_mix, plan, reads_as_list
+from ragmeter.generate.plan import TYPES, Slot, allocate, parse_mix, plan, reads_as_list
+from ragmeter.generate.runner import Outcome, _drop_near_duplicates
 from ragmeter.generate.synthesize import NO_ANSWER, misspell
 from ragmeter.judges.base import JudgeError
 from ragmeter.judges.dry_run import stand_in
@@ -350,3 +351,28 @@ def test_cli_without_a_usable_judge_says_what_is_missing(tmp_path):
     result = runner.invoke(app, ["generate", str(_kb(tmp_path)), "--judge", "openai", "--out", str(tmp_path / "o")])
     assert result.exit_code == 2
     assert "generate needs an LLM judge" in result.output and "--judge-base-url" in result.output
+
+
+def test_two_descriptions_of_one_subject_asking_the_same_bridge_question_are_near_duplicates():
+    """ClapNQ, 2026-12-04: "What is the person who takes the Big Three to a movie's reaction...?"
+    and "What is the person who makes Jack's favorite lasagna's reaction...?" were both kept:
+    one question ("What is Rebecca's reaction...?") under two descriptions."""
+
+    def composed(slot_id, question, bridge_question):
+        slot = Slot(slot_id, "multi_hop", "plain", None, (0, 1), "en")
+        sample = {"user_input": question, "metadata": {"composition": {"bridge_question": bridge_question}}}
+        return Outcome(slot, "kept", sample)
+
+    outcomes = {
+        "q1": composed("q1", "What is the reaction of the person who cooks the lasagna?", "What is Rebecca's reaction?"),
+        "q2": composed("q2", "What is the reaction of the person who takes the children to a movie?", "What is Rebecca's reaction?"),
+        "q3": composed("q3", "What does the person who convinces Randall say?", "What does Beth say?"),
+    }
+    slots = [o.slot for o in outcomes.values()]
+    asyncio.run(_drop_near_duplicates(slots, outcomes, BatchingEmbedder(FixedVectors({}))))
+    assert [(i, o.status, o.reason) for i, o in outcomes.items()] == [
+        ("q1", "kept", None),
+        ("q2", "rejected", "near_duplicate"),
+        ("q3", "kept", None),
+    ]
+    assert outcomes["q2"].detail == "near-duplicate of q1 (cosine 1.00)"

@@ -82,7 +82,7 @@ Checks, in this order (cheapest first, but for the model-free checks after the j
   not 0.5); then its self-containment, as above, every word of it counting (it asks for what
   its chunk does not say).
 - ``near_duplicate`` (:func:`near_duplicates`, once all questions are written): a kept
-  question whose embedding is at least :data:`DUPLICATE` close to an earlier kept one.
+  question whose embedding (a composed one's bridge question's) is at least :data:`DUPLICATE` close to an earlier kept one.
 
 A question that passes may be relabelled (:attr:`Verdict.relabel`) by the type check
 (:func:`~ragmeter.generate.spans.copied_span`, no model), and is then kept as a ``single_fact`` question (its sample's

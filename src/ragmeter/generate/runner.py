@@ -322,7 +322,10 @@ async def _drop_near_duplicates(slots: list[Slot], outcomes: dict[str, Outcome],
     kept = [s.id for s in slots if outcomes[s.id].status == "kept" and outcomes[s.id].sample is not None]
     if len(kept) < 2:
         return
-    vectors = await embedder.embed([outcomes[i].sample["user_input"] for i in kept])  # type: ignore[index]
+    samples = [outcomes[i].sample or {} for i in kept]
+    # A composed question is compared as its bridge question, which names its subject: two
+    # descriptions of one person asked the same question (ClapNQ, 2026-12-04).
+    vectors = await embedder.embed([s["metadata"].get("composition", {}).get("bridge_question") or s["user_input"] for s in samples])
     for sample_id, (earlier, cosine) in near_duplicates(kept, vectors).items():
         old = outcomes[sample_id]
         detail = f"near-duplicate of {earlier} (cosine {cosine:.2f})"
