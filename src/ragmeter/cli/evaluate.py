@@ -222,7 +222,7 @@ def _named_metrics(spec: str) -> tuple[list[str], list[Metric]]:
     try:
         return names, resolve_metrics([name for name in names if name not in METRIC_GROUPS])
     except ValueError as exc:
-        raise fail(str(exc)) from None
+        raise fail(f"--metrics: {exc}") from None
 
 
 def _choose_metrics(spec: str | None, configured: list[Metric] | None, dataset: Dataset, unavailable: str | None) -> list[Metric]:

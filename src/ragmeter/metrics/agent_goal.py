@@ -70,6 +70,7 @@ class GoalAccuracyLLM(LLMMetric):
 
     def __post_init__(self) -> None:
         check_threshold(self.name, self.threshold)
+        super().__post_init__()
 
     async def judge(self, sample: Sample, judges, lang: str) -> Score:
         messages = sample.metadata.get(CONVERSATION)

@@ -11,9 +11,13 @@ import dataclasses
 import hashlib
 import json
 import math
+import reprlib
+import types
+import typing
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from enum import Enum
+from functools import cache
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ragmeter.data.schema import Sample
@@ -42,6 +46,22 @@ FAMILIES: dict[str, str] = {
     "agents": "Agents and conversations: tool calls, goals, contexts used across turns",
     "efficiency": "Efficiency: latency, tokens and cost",
 }
+
+
+def finite_number(value: object) -> float | None:
+    """``value`` as a float when it is a finite number, else ``None``.
+
+    Args:
+        value: Anything; an int or a float counts, a bool does not, nor an integer too
+            large for a float (``10**400``, which ``math.isfinite`` cannot even take).
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 @dataclass(frozen=True)
@@ -125,6 +145,22 @@ class Metric(ABC):
     unit: ClassVar[str | None] = None
     higher_is_better: ClassVar[bool] = True
 
+    def __post_init__(self) -> None:
+        """Check each parameter whose field is a ``float``, ``int``, ``bool`` or ``str`` (or
+        one of them or ``None``) against that type: a float must be a finite number (an int
+        will do), an int an integer, a bool true or false, a str text; a bool is no number.
+
+        A metric's own ``__post_init__`` checks ranges and other fields, then calls this, so
+        that its more precise message comes first.
+
+        Raises:
+            ValueError: ``<metric>: <parameter> must be <what>, got <value>``.
+        """
+        for parameter, (kind, optional) in _parameter_types(type(self)).items():
+            value = getattr(self, parameter)
+            if not (value is None and optional) and not _fits(value, kind):
+                raise ValueError(f"{self.name}: {parameter} must be {_KINDS[kind]}, got {reprlib.repr(value)}")
+
     @property
     def id(self) -> str:
         """Name plus the cut-off for rank metrics (``ndcg@5``): the column name in results."""
@@ -171,3 +207,35 @@ class Metric(ABC):
             "description": self.description,
             "config": self.config(),
         }
+
+
+#: The parameter types :meth:`Metric.__post_init__` checks, and what a value of each must be.
+_KINDS: dict[type, str] = {float: "a finite number", int: "an integer", bool: "true or false", str: "text"}
+
+
+@cache
+def _parameter_types(cls: type[Metric]) -> dict[str, tuple[type, bool]]:
+    """The parameters of metric class ``cls`` that :data:`_KINDS` names a check for, each with
+    its type and whether ``None`` is allowed (``int | None``). A class whose annotations do not
+    resolve (one defined inside a function) checks its own parameters."""
+    try:
+        hints = typing.get_type_hints(cls)
+    except NameError:
+        return {}
+    found = {}
+    for f in dataclasses.fields(cls):
+        hint = hints[f.name]
+        args = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
+        kinds = [a for a in args if a is not type(None)]
+        if len(kinds) == 1 and kinds[0] in _KINDS:
+            found[f.name] = (kinds[0], len(kinds) < len(args))
+    return found
+
+
+def _fits(value: object, kind: type) -> bool:
+    """Whether ``value`` is a ``kind`` as :meth:`Metric.__post_init__` means it."""
+    if kind is float:
+        return finite_number(value) is not None
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, kind)

@@ -24,7 +24,7 @@ from ragmeter.judges.windowing import item_verdicts, premise_verdicts
 from ragmeter.metrics import ranking
 from ragmeter.metrics.base import Score
 from ragmeter.metrics.claims import string_list
-from ragmeter.metrics.coverage import check_counting, check_word_coverage, claim_details, claim_share, with_word_coverage
+from ragmeter.metrics.coverage import check_counting, claim_details, claim_share, with_word_coverage
 from ragmeter.metrics.details import context_entries
 from ragmeter.metrics.llm import ClaimCheckingMetric, LLMMetric, blank, check_threshold, chunks_of, clip
 from ragmeter.metrics.registry import register
@@ -58,6 +58,7 @@ class _UsefulPrecision(LLMMetric):
 
     def __post_init__(self) -> None:
         check_threshold(self.name, self.threshold)
+        super().__post_init__()
 
     async def judge(self, sample: Sample, judges, lang: str) -> Score:
         answer = sample.get(self.answer_field)
@@ -149,9 +150,8 @@ class ContextRecall(ClaimCheckingMetric):
     word_coverage: bool = True
 
     def __post_init__(self) -> None:
-        super().__post_init__()
         check_counting(self.name, self.counting)
-        check_word_coverage(self.name, self.word_coverage)
+        super().__post_init__()
 
     async def judge(self, sample: Sample, judges, lang: str) -> Score:
         claims = await self.claims_in(sample.reference or "", "reference", sample.user_input, judges, lang)
@@ -212,6 +212,7 @@ class ContextRelevance(LLMMetric):
 
     def __post_init__(self) -> None:
         check_threshold(self.name, self.threshold)
+        super().__post_init__()
 
     async def judge(self, sample: Sample, judges, lang: str) -> Score:
         if blank(sample.user_input):

@@ -36,14 +36,15 @@ from __future__ import annotations
 
 import asyncio
 import math
+import reprlib
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ragmeter.data.schema import Sample
-from ragmeter.metrics.base import Score
-from ragmeter.metrics.coverage import check_counting, check_word_coverage, claim_details, claim_share, with_word_coverage
+from ragmeter.metrics.base import Score, finite_number
+from ragmeter.metrics.coverage import check_counting, claim_details, claim_share, with_word_coverage
 from ragmeter.metrics.llm import ClaimCheckingMetric, blank, clip
 from ragmeter.metrics.registry import register
 
@@ -58,8 +59,8 @@ def f_beta(precision: float, recall: float, beta: float = 1.0) -> float:
 
 
 def _check_beta(name: str, beta: float) -> None:
-    if isinstance(beta, bool) or not isinstance(beta, (int, float)) or not math.isfinite(beta) or beta <= 0:
-        raise ValueError(f"{name}: beta must be a positive number, got {beta!r}")
+    if finite_number(beta) is None or beta <= 0:
+        raise ValueError(f"{name}: beta must be a positive number, got {reprlib.repr(beta)}")
 
 
 def _summary(counts: dict[str, Any]) -> str:
@@ -91,10 +92,9 @@ class _ClaimAgreement(ClaimCheckingMetric):
     word_coverage: bool = False
 
     def __post_init__(self) -> None:
-        super().__post_init__()
         check_counting(self.name, self.counting)
         _check_beta(self.name, self.beta)
-        check_word_coverage(self.name, self.word_coverage)
+        super().__post_init__()
 
     async def _counts(self, sample: Sample, judges, lang: str, precision: bool, recall: bool) -> dict[str, Any] | Score:
         """Claims, verdicts and counts for the sides asked for, or why the sample cannot be scored."""
@@ -155,17 +155,14 @@ class AnswerCorrectness(_ClaimAgreement):
     weights: tuple[float, float] = (0.75, 0.25)
 
     def __post_init__(self) -> None:
-        super().__post_init__()
         weights = tuple(self.weights) if isinstance(self.weights, (list, tuple)) else ()
-        if (
-            len(weights) != 2
-            or not all(isinstance(w, (int, float)) and not isinstance(w, bool) and math.isfinite(w) and w >= 0 for w in weights)
-            or not math.isclose(sum(weights), 1.0, abs_tol=1e-9)
-        ):
+        numbers = [finite_number(w) for w in weights]
+        if len(numbers) != 2 or not all(w is not None and w >= 0 for w in numbers) or not math.isclose(sum(weights), 1.0, abs_tol=1e-9):
             raise ValueError(
-                f"{self.name}: weights must be two non-negative numbers summing to 1 (F-beta, similarity), got {self.weights!r}"
+                f"{self.name}: weights must be two non-negative numbers summing to 1 (F-beta, similarity), got {reprlib.repr(self.weights)}"
             )
-        object.__setattr__(self, "weights", tuple(float(w) for w in weights))
+        object.__setattr__(self, "weights", tuple(numbers))
+        super().__post_init__()
 
     async def judge(self, sample: Sample, judges, lang: str) -> Score:
         counts = await self._counts(sample, judges, lang, precision=True, recall=True)

@@ -36,12 +36,6 @@ def check_counting(name: str, counting: str) -> None:
         raise ValueError(f"{name}: counting must be one of {', '.join(COUNTINGS)}, got {counting!r}")
 
 
-def check_word_coverage(name: str, value: object) -> None:
-    """A metric's ``word_coverage`` parameter must be true or false."""
-    if not isinstance(value, bool):
-        raise ValueError(f"{name}: word_coverage must be true or false, got {value!r}")
-
-
 def claim_share(check: ClaimCheck, counting: str) -> float:
     """Share of ``check``'s claims that hold: expected under each claim's probability (its
     combined one when ``check`` has them, else the judge's p(yes)), or of those decided yes."""

@@ -12,7 +12,7 @@ Metrics that split a text into claims and check each against a premise derive fr
 
 from __future__ import annotations
 
-import math
+import reprlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ragmeter.data.schema import Sample
 from ragmeter.data.secrets import redact
 from ragmeter.judges.base import JudgeError, Verdict
-from ragmeter.metrics.base import Metric, Needs, Score
+from ragmeter.metrics.base import Metric, Needs, Score, finite_number
 from ragmeter.metrics.claims import CLAIM_MODES, claims_of, language_of
 from ragmeter.metrics.details import item_entries
 from ragmeter.metrics.evidence import supported
@@ -37,8 +37,8 @@ def check_threshold(name: str, threshold: float, parameter: str = "threshold") -
         threshold: The value given.
         parameter: The metric's parameter that holds it.
     """
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not math.isfinite(threshold) or not 0 < threshold <= 1:
-        raise ValueError(f"{name}: {parameter} must be a number in (0, 1], got {threshold!r}")
+    if finite_number(threshold) is None or not 0 < threshold <= 1:
+        raise ValueError(f"{name}: {parameter} must be a number in (0, 1], got {reprlib.repr(threshold)}")
 
 
 def check_claims_mode(name: str, mode: str) -> None:
@@ -135,6 +135,7 @@ class ClaimCheckingMetric(LLMMetric):
     def __post_init__(self) -> None:
         check_threshold(self.name, self.threshold)
         check_claims_mode(self.name, self.claims)
+        super().__post_init__()
 
     async def claims_in(self, text: str, what: str, question: str | None, judges: Judges, lang: str) -> list[str] | Score:
         """The claims of ``text`` (the ``what``: "response", "reference"), or the unscored

@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import reprlib
 from typing import Any
 
 from ragmeter.metrics.base import FAMILIES, Metric
 
 _REGISTRY: dict[str, type[Metric]] = {}
+
+#: Most digits a cut-off after ``@`` may have (Python refuses to convert past about 4300).
+_CUTOFF_DIGITS = 9
 
 
 def register(cls: type[Metric]) -> type[Metric]:
@@ -52,8 +56,12 @@ def create_metric(spec: str, **params: Any) -> Metric:
     if cutoff:
         if "k" not in {f.name for f in dataclasses.fields(cls)}:
             raise ValueError(f"metric '{name}' takes no @k cut-off")
-        if not cutoff.isdigit() or int(cutoff) < 1:
-            raise ValueError(f"the cut-off in '{spec}' must be a positive integer")
+        # isascii: str.isdigit also takes superscripts ('²'), which int() refuses.
+        if not (cutoff.isascii() and cutoff.isdigit() and len(cutoff) <= _CUTOFF_DIGITS) or int(cutoff) < 1:
+            raise ValueError(
+                f"metric '{name}': the cut-off after @ must be a positive integer of at most {_CUTOFF_DIGITS} digits,"
+                f" got {reprlib.repr(cutoff)}"
+            )
         params["k"] = int(cutoff)
     try:
         return cls(**params)

@@ -8,6 +8,7 @@ With ``@k`` (``ndcg@5``) only the first ``k`` retrieved ids count.
 
 from __future__ import annotations
 
+import reprlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +17,7 @@ from rapidfuzz.distance import Levenshtein
 from ragmeter.data.schema import Sample
 from ragmeter.data.text import normalize
 from ragmeter.metrics import ranking
-from ragmeter.metrics.base import Metric, Score
+from ragmeter.metrics.base import Metric, Score, finite_number
 from ragmeter.metrics.registry import register
 
 _IDS = ("retrieved_context_ids", "reference_context_ids")
@@ -52,7 +53,8 @@ class _IdMetric(Metric):
 
     def __post_init__(self) -> None:
         if self.k is not None and (isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1):
-            raise ValueError(f"{self.name}: the cut-off k must be a positive integer, got {self.k!r}")
+            raise ValueError(f"{self.name}: the cut-off k must be a positive integer, got {reprlib.repr(self.k)}")
+        super().__post_init__()
 
     async def score(self, sample: Sample, judges) -> Score:
         judged = _judged_ids(sample, self.k)
@@ -200,9 +202,29 @@ def _similarity_matrix(retrieved: list[str], references: list[str]) -> list[list
     return [[string_similarity(r, g) for g in references] for r in retrieved]
 
 
+@dataclass(frozen=True)
+class _StringMatchMetric(Metric):
+    """Base of the metrics that match retrieved contexts to reference contexts by string
+    similarity.
+
+    Parameters:
+        threshold: A retrieved context matches a reference context when their normalised
+            Levenshtein similarity reaches it (in [0, 1]).
+    """
+
+    family = "retrieval"
+    required = ("retrieved_contexts", "reference_contexts")
+    threshold: float = 0.5
+
+    def __post_init__(self) -> None:
+        if finite_number(self.threshold) is None or not 0 <= self.threshold <= 1:
+            raise ValueError(f"{self.name}: threshold must be a number in [0, 1], got {reprlib.repr(self.threshold)}")
+        super().__post_init__()
+
+
 @register
 @dataclass(frozen=True)
-class NonLLMContextPrecision(Metric):
+class NonLLMContextPrecision(_StringMatchMetric):
     """Rank-aware precision of retrieved contexts judged by string similarity to the
     reference contexts, no model involved.
 
@@ -213,9 +235,6 @@ class NonLLMContextPrecision(Metric):
     """
 
     name = "nonllm_context_precision"
-    family = "retrieval"
-    required = ("retrieved_contexts", "reference_contexts")
-    threshold: float = 0.5
 
     async def score(self, sample: Sample, judges) -> Score:
         retrieved, references = sample.retrieved_contexts or [], sample.reference_contexts or []
@@ -235,14 +254,11 @@ class NonLLMContextPrecision(Metric):
 
 @register
 @dataclass(frozen=True)
-class NonLLMContextRecall(Metric):
+class NonLLMContextRecall(_StringMatchMetric):
     """Share of reference contexts that some retrieved context matches by string similarity
     (normalised Levenshtein similarity at least ``threshold``), no model involved."""
 
     name = "nonllm_context_recall"
-    family = "retrieval"
-    required = ("retrieved_contexts", "reference_contexts")
-    threshold: float = 0.5
 
     async def score(self, sample: Sample, judges) -> Score:
         retrieved, references = sample.retrieved_contexts or [], sample.reference_contexts or []

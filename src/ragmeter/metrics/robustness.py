@@ -146,6 +146,7 @@ class NegativeRejection(LLMMetric):
     def __post_init__(self) -> None:
         check_threshold(self.name, self.threshold)
         check_threshold(self.name, self.answered, "answered")
+        super().__post_init__()
 
     async def judge(self, sample: Sample, judges, lang: str) -> Score:
         if blank(sample.user_input):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import reprlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,6 +78,7 @@ class AspectCritic(LLMMetric):
             raise ValueError(f"{self.name}: definition must be text, got {type(self.definition).__name__}")
         if not self.definition.strip() and self.aspect not in ASPECTS:
             raise ValueError(f"{self.name}: aspect '{self.aspect}' needs a definition (built-in aspects: {', '.join(ASPECTS)})")
+        super().__post_init__()
 
     @property
     def id(self) -> str:
@@ -120,9 +122,9 @@ def _rubric(value: Any, name: str) -> dict[int, str]:
         raise ValueError(f"{name}: rubric must be a mapping of grades 1-5 to descriptions, got {type(value).__name__}")
     out: dict[int, str] = {}
     for key, text in value.items():
-        if isinstance(key, bool) or not (isinstance(key, int) or (isinstance(key, str) and key.strip().isdigit())):
-            raise ValueError(f"{name}: rubric grades must be 1 to 5, got {key!r}")
-        grade = int(key)
+        grade = int(key) if isinstance(key, str) and key.strip() in GRADES else key
+        if isinstance(grade, bool) or not isinstance(grade, int) or not 1 <= grade <= 5:
+            raise ValueError(f"{name}: rubric grades must be 1 to 5, got {reprlib.repr(key)}")
         if not isinstance(text, str) or not text.strip():
             raise ValueError(f"{name}: rubric grade {grade} needs a description")
         out[grade] = text.strip()
@@ -170,6 +172,7 @@ class RubricScore(LLMMetric):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "rubric", _rubric(self.rubric, self.name))
+        super().__post_init__()
 
     def rubric_for(self, lang: str) -> dict[int, str]:
         """The rubric shown to the judge: the default one in the sample's language."""

@@ -1,0 +1,148 @@
+"""Hostile parameters refused at startup, never a silent 0 or 1 nor a Python error per sample:
+metric parameters from --config and -m (defect 11)."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import typing
+from dataclasses import dataclass
+
+import pytest
+from cli_helpers import run_eval, write_jsonl
+
+from ragmeter.metrics import Metric, Score, create_metric, metric_classes
+
+CONTEXTS = [
+    {"id": "a", "user_input": "q", "retrieved_contexts": ["the cat sat"], "reference_contexts": ["the cat sat on"]},
+    {"id": "b", "user_input": "q2", "retrieved_contexts": ["the cat sat on"], "reference_contexts": ["the cat sat on"]},
+]
+
+
+def _one_line_error(result, *fragments):
+    """Exit 2, the whole output one line ``error: ...`` holding each fragment, no traceback."""
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
+    return lines[0]
+
+
+# ---- defect 11: metric parameters ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("entry", "expected"),
+    [
+        (
+            '{name: nonllm_context_recall, threshold: "<b>x</b>"}',
+            "nonllm_context_recall: threshold must be a number in [0, 1], got '<b>x</b>'",
+        ),
+        ("{name: nonllm_context_recall, threshold: 5}", "nonllm_context_recall: threshold must be a number in [0, 1], got 5"),
+        ("{name: nonllm_context_recall, threshold: -3}", "nonllm_context_recall: threshold must be a number in [0, 1], got -3"),
+        ("{name: nonllm_context_recall, threshold: .nan}", "nonllm_context_recall: threshold must be a number in [0, 1], got nan"),
+        ("{name: nonllm_context_precision, threshold: true}", "nonllm_context_precision: threshold must be a number in [0, 1], got True"),
+        ("{name: tool_call_accuracy, strict_order: 'no'}", "tool_call_accuracy: strict_order must be true or false, got 'no'"),
+        ("{name: faithfulness, combine_evidence: 1}", "faithfulness: combine_evidence must be true or false, got 1"),
+        (f"{{name: faithfulness, threshold: {10**400}}}", "faithfulness: threshold must be a number in (0, 1], got 1000"),
+        (f"{{name: answer_correctness, beta: {10**400}}}", "answer_correctness: beta must be a positive number, got 1000"),
+        (f"{{name: answer_correctness, weights: [{10**400}, 0]}}", "answer_correctness: weights must be two non-negative numbers"),
+        ("{name: rubric_score, rubric: {'²': a}}", "rubric_score: rubric grades must be 1 to 5, got '²'"),
+    ],
+)
+def test_a_bad_metric_parameter_in_the_config_is_refused_at_startup(tmp_path, entry, expected):
+    """Each was a run: a string threshold failed every sample with a TypeError as its reason,
+    5 / -3 / NaN / true scored every sample 0 or 1, strict_order 'no' counted as true, and an
+    integer past the largest float was an OverflowError. Now: one line naming the file, the entry
+    and the parameter, and no run."""
+    config = tmp_path / "c.yaml"
+    config.write_text(f"metrics:\n  - {entry}\n", encoding="utf-8")
+    data = write_jsonl(tmp_path / "rc.jsonl", CONTEXTS)
+    line = _one_line_error(run_eval(data, "--config", config, "-o", tmp_path / "run"), f"{config}, metrics[0]: {expected}")
+    assert len(line) < 300, line
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_similarity_threshold_is_a_number_in_0_1_both_ends_included():
+    """[0, 1] is the range of the similarity (0: every context matches)."""
+    assert create_metric("nonllm_context_recall", threshold=0).config() == {"threshold": 0}
+    assert create_metric("nonllm_context_precision", threshold=1).config() == {"threshold": 1}
+    with pytest.raises(ValueError, match=r"^nonllm_context_precision: threshold must be a number in \[0, 1\], got 1.01$"):
+        create_metric("nonllm_context_precision", threshold=1.01)
+
+
+def _parameters(kind: type) -> list[tuple[str, str]]:
+    """(metric, parameter) for every registered metric's parameter declared ``kind``."""
+    found = []
+    for name, cls in metric_classes().items():
+        hints = typing.get_type_hints(cls)
+        found += [(name, f.name) for f in dataclasses.fields(cls) if hints[f.name] is kind]
+    return found
+
+
+@pytest.mark.parametrize(("metric", "parameter"), _parameters(float))
+@pytest.mark.parametrize("bad", ["0.5", True, float("nan"), float("inf"), -float("inf"), 10**400, None, [0.5]])
+def test_every_number_parameter_of_every_metric_refuses_what_is_no_finite_number(metric, parameter, bad):
+    with pytest.raises(ValueError, match=f"^{metric}: {parameter} must be "):
+        create_metric(metric, **{parameter: bad})
+
+
+@pytest.mark.parametrize(("metric", "parameter"), _parameters(bool))
+@pytest.mark.parametrize("bad", ["yes", "false", 1, 0, None])
+def test_every_switch_of_every_metric_takes_only_true_or_false(metric, parameter, bad):
+    with pytest.raises(ValueError, match=f"^{metric}: {parameter} must be true or false, got "):
+        create_metric(metric, **{parameter: bad})
+
+
+@dataclass(frozen=True)
+class _Custom(Metric):
+    """A metric of the user's own: its parameters are checked by their annotations too."""
+
+    name = "custom"
+    family = "criteria"
+    weight: float = 1.0
+    label: str = "x"
+    limit: int | None = None
+    strict: bool = False
+
+    async def score(self, sample, judges):
+        return Score(self.weight)
+
+
+@pytest.mark.parametrize(
+    ("parameters", "expected"),
+    [
+        ({"weight": 10**400}, "custom: weight must be a finite number, got 1000"),
+        ({"weight": "1"}, "custom: weight must be a finite number, got '1'"),
+        ({"label": 5}, "custom: label must be text, got 5"),
+        ({"limit": 2.0}, "custom: limit must be an integer, got 2.0"),
+        ({"limit": True}, "custom: limit must be an integer, got True"),
+        ({"strict": "no"}, "custom: strict must be true or false, got 'no'"),
+    ],
+)
+def test_a_metric_of_ones_own_has_its_parameters_checked_by_their_types(parameters, expected):
+    assert _Custom(weight=2, limit=None).config() == {"weight": 2, "label": "x", "limit": None, "strict": False}
+    with pytest.raises(ValueError, match=f"^{re.escape(expected)}"):
+        _Custom(**parameters)
+
+
+@pytest.mark.parametrize("cutoff", ["²", "٣", "9" * 5000, "1" * 10, "0", "-1", "5x"])
+def test_a_cutoff_that_is_no_small_positive_integer_is_a_usage_error_naming_metrics(tmp_path, cutoff):
+    """'hit_rate@²' passed str.isdigit and was int()'s "invalid literal"; 5000 digits were
+    Python's digit-limit message; neither named -m or the metric."""
+    data = write_jsonl(tmp_path / "rc.jsonl", CONTEXTS)
+    line = _one_line_error(
+        run_eval(data, "-m", f"hit_rate@{cutoff}", "-o", tmp_path / "run"),
+        "--metrics: metric 'hit_rate': the cut-off after @ must be a positive integer of at most 9 digits, got '",
+    )
+    assert "int()" not in line and "limit" not in line and len(line) < 200, line
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_cutoff_has_at_most_nine_digits():
+    assert create_metric("hit_rate@000000005").id == "hit_rate@5"
+    assert create_metric("ndcg@999999999").id == "ndcg@999999999"
+    with pytest.raises(ValueError, match="at most 9 digits, got '1000000000'"):
+        create_metric("ndcg@1000000000")
