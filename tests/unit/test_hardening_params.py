@@ -1,5 +1,5 @@
 """Hostile parameters refused at startup, never a silent 0 or 1 nor a Python error per sample:
-metric parameters from --config and -m (defect 11)."""
+metric parameters from --config and -m (defect 11), prices from --prices (12)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import pytest
 from cli_helpers import run_eval, write_jsonl
 
+from ragmeter.judges.metering import PriceTable
 from ragmeter.metrics import Metric, Score, create_metric, metric_classes
 
 CONTEXTS = [
@@ -146,3 +147,78 @@ def test_a_cutoff_has_at_most_nine_digits():
     assert create_metric("ndcg@999999999").id == "ndcg@999999999"
     with pytest.raises(ValueError, match="at most 9 digits, got '1000000000'"):
         create_metric("ndcg@1000000000")
+
+
+# ---- defect 12: prices -------------------------------------------------------------------
+
+DRY_RUN = ("--judge", "openai", "--judge-base-url", "http://127.0.0.1:9/v1", "--judge-model", "gpt-4o-mini", "--dry-run")
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "expected"),
+    [
+        (
+            "nan.json",
+            '{"gpt-4o-mini": {"input_per_million": NaN, "output_per_million": 0.6}}',
+            "input_per_million must be a finite number >= 0",
+        ),
+        (
+            "inf.json",
+            '{"gpt-4o-mini": {"input_per_million": 0.15, "output_per_million": 1e400}}',
+            "output_per_million must be a finite number >= 0",
+        ),
+        (
+            "negative.json",
+            '{"gpt-4o-mini": {"input_per_million": -5, "output_per_million": 0.6}}',
+            "input_per_million must be a finite number >= 0",
+        ),
+        ("text.json", '{"gpt-4o-mini": {"input_per_million": "inf", "output_per_million": 0.6}}', "got 'inf'"),
+        (
+            "bool.yaml",
+            "gpt-4o-mini: {input_per_million: true, output_per_million: 0.6}\n",
+            "input_per_million must be a finite number >= 0",
+        ),
+        ("huge.yaml", f"gpt-4o-mini: {{input_per_million: {10**400}, output_per_million: 0.6}}\n", "got 1000"),
+        ("intkey.yaml", "123: {input_per_million: 1, output_per_million: 1}\n", "the model name 123 must be text"),
+        ("entry.yaml", "gpt-4o-mini: 5\n", "model 'gpt-4o-mini' needs a mapping with input_per_million and output_per_million"),
+        ("broken.yaml", "gpt-4o-mini: [\n", "cannot read the price table"),
+    ],
+)
+def test_a_price_that_is_no_finite_number_at_least_0_is_refused_naming_file_model_and_field(tmp_path, name, text, expected):
+    """NaN, inf and negative prices gave $nan, $inf and $-0.0094 in the estimate; an integer model
+    name in YAML was "unexpected error: AttributeError", a broken YAML file a ParserError."""
+    prices = tmp_path / name
+    prices.write_text(text, encoding="utf-8")
+    data = write_jsonl(tmp_path / "rc.jsonl", CONTEXTS)
+    line = _one_line_error(
+        run_eval(data, "-m", "faithfulness", *DRY_RUN, "--prices", prices, "-o", tmp_path / "run"), f"{prices}: ", expected
+    )
+    assert "unexpected" not in line and len(line) < 300, line
+    if name not in ("intkey.yaml", "entry.yaml", "broken.yaml"):
+        assert "model 'gpt-4o-mini'" in line
+
+
+def test_a_price_file_that_is_missing_is_named(tmp_path):
+    data = write_jsonl(tmp_path / "rc.jsonl", CONTEXTS)
+    missing = tmp_path / "nope.json"
+    _one_line_error(
+        run_eval(data, "-m", "faithfulness", *DRY_RUN, "--prices", missing, "-o", tmp_path / "run"),
+        f"{missing}: cannot read the price table",
+    )
+
+
+def test_prices_of_zero_and_in_text_are_read(tmp_path):
+    """Free models cost 0 (never -0); numeric text still reads as before; a NaN is refused."""
+    prices = tmp_path / "p.yaml"
+    prices.write_text(
+        "local: {input_per_million: -0.0, output_per_million: 0}\nquoted: {input_per_million: '0.15', output_per_million: '0.6'}\n"
+    )
+    table = PriceTable(prices)
+    assert (table.price("local").input_per_million, table.price("quoted").output_per_million) == (0.0, 0.6)
+    assert str(table.price("local").cost(1000, 1000)) == "0.0"
+    prices.write_text("local: {input_per_million: .nan, output_per_million: 0}\n")
+    with pytest.raises(
+        ValueError,
+        match=r"p.yaml: model 'local': input_per_million must be a finite number >= 0 \(US dollars per million tokens\), got nan$",
+    ):
+        PriceTable(prices)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import contextvars
 import json
+import math
+import reprlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields
@@ -17,6 +19,11 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
+
+from ragmeter.data.files import json_value
+
+#: The fields of a model's entry in a price table, in US dollars per million tokens.
+_PRICE_FIELDS = ("input_per_million", "output_per_million")
 
 
 @dataclass
@@ -132,25 +139,62 @@ def _packaged_prices() -> dict[str, Price]:
 
 
 def _read_prices(path: Path) -> dict[str, Price]:
-    text = path.read_text(encoding="utf-8")
-    if path.suffix.lower() in (".yaml", ".yml"):
-        import yaml
+    """The prices in the JSON or YAML file at ``path`` (by its suffix).
 
-        data = yaml.safe_load(text)
-    else:
-        data = json.loads(text)
+    Raises:
+        ValueError: The file cannot be read or parsed, or an entry is invalid; the message
+            names the file.
+    """
+    import yaml
+
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = yaml.safe_load(text) if path.suffix.lower() in (".yaml", ".yml") else json_value(text)
+    except (OSError, ValueError, yaml.YAMLError) as exc:
+        raise ValueError(f"{path}: cannot read the price table: {exc}") from None
     return _parse_prices(data, str(path))
 
 
 def _parse_prices(data: Any, source: str) -> dict[str, Price]:
+    """The prices in ``data``, a mapping of model names to their :data:`_PRICE_FIELDS`; names
+    starting with ``_`` are comments.
+
+    Args:
+        data: The parsed file.
+        source: The file, for the errors.
+
+    Raises:
+        ValueError: ``data`` is no mapping, a model name is no text, or a price is missing,
+            not a number, not finite or negative; the message names the model and the field.
+    """
     if not isinstance(data, dict):
         raise ValueError(f"{source}: expected a mapping of model names to prices")
     prices = {}
     for model, entry in data.items():
+        if not isinstance(model, str):
+            raise ValueError(f"{source}: the model name {reprlib.repr(model)} must be text (in YAML, put it in quotes)")
         if model.startswith("_"):
             continue
-        try:
-            prices[model] = Price(float(entry["input_per_million"]), float(entry["output_per_million"]))
-        except (KeyError, TypeError, ValueError):
-            raise ValueError(f"{source}: model '{model}' needs numeric input_per_million and output_per_million") from None
+        if not isinstance(entry, dict):
+            raise ValueError(f"{source}: model '{model}' needs a mapping with {' and '.join(_PRICE_FIELDS)}")
+        prices[model] = Price(*(_price(entry, name, f"{source}: model '{model}'") for name in _PRICE_FIELDS))
     return prices
+
+
+def _price(entry: dict[Any, Any], name: str, where: str) -> float:
+    """The price ``name`` of a model's ``entry``: a finite number >= 0, in US dollars per
+    million tokens (numeric text such as ``"0.15"`` is read too); ``where`` names the model.
+
+    Raises:
+        ValueError: The price is missing, not a number, not finite or negative.
+    """
+    if name not in entry:
+        raise ValueError(f"{where} needs {name}")
+    value = entry[name]
+    try:
+        price = math.nan if isinstance(value, bool) else float(value)
+    except (TypeError, ValueError, OverflowError):
+        price = math.nan
+    if not math.isfinite(price) or price < 0:
+        raise ValueError(f"{where}: {name} must be a finite number >= 0 (US dollars per million tokens), got {reprlib.repr(value)}")
+    return abs(price)  # -0.0 is shown as 0
