@@ -1,9 +1,11 @@
 """Hostile parameters refused at startup, never a silent 0 or 1 nor a Python error per sample:
-metric parameters from --config and -m (defect 11), prices from --prices (12)."""
+metric parameters from --config and -m (defect 11), prices from --prices (12), and the
+efficiency numbers in a sample's metadata (13)."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import typing
 from dataclasses import dataclass
@@ -222,3 +224,41 @@ def test_prices_of_zero_and_in_text_are_read(tmp_path):
         match=r"p.yaml: model 'local': input_per_million must be a finite number >= 0 \(US dollars per million tokens\), got nan$",
     ):
         PriceTable(prices)
+
+
+# ---- defect 13: latency, tokens and cost in metadata -----------------------------------
+
+
+def _efficiency(tmp_path, metadata: dict) -> dict:
+    """The latency_ms, total_tokens and cost_usd scores ``ragmeter eval`` gives one sample with ``metadata``."""
+    data = write_jsonl(tmp_path / "m.jsonl", [{"id": "s", "user_input": "q", "response": "a", "reference": "a", "metadata": metadata}])
+    result = run_eval(data, "-m", "latency_ms,total_tokens,cost_usd", "-o", tmp_path / "run")
+    assert result.exit_code == 0, result.output
+    (row,) = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text(encoding="utf-8").splitlines()]
+    return row["scores"]
+
+
+def test_an_integer_too_large_for_a_float_in_metadata_is_named_not_a_failure(tmp_path):
+    """10**400 written as digits was "error: OverflowError: int too large to convert to float",
+    counted as failed; 1e400 (read as inf) already had this reason."""
+    huge = 10**400
+    scores = _efficiency(tmp_path, {"latency_ms": huge, "tokens": huge, "cost_usd": huge})
+    for metric, field in [("latency_ms", "metadata.latency_ms"), ("total_tokens", "metadata.tokens"), ("cost_usd", "metadata.cost_usd")]:
+        score = scores[metric]
+        assert score["value"] is None and score["failed"] is False, score
+        assert score["reason"].startswith(f"{field} must be a non-negative number, got 1000"), score
+        assert len(score["reason"]) < 120, score["reason"]
+
+
+def test_token_parts_whose_sum_is_past_the_largest_float_are_named(tmp_path):
+    score = _efficiency(tmp_path, {"latency_ms": 1, "tokens": {"prompt": 1e308, "completion": 1e308}, "cost_usd": 0})["total_tokens"]
+    assert score["value"] is None and score["failed"] is False, score
+    assert score["reason"] == "metadata.tokens (prompt + completion) must be a non-negative number, got inf"
+
+
+def test_minus_zero_in_metadata_is_shown_as_zero(tmp_path):
+    """-0.0 was "-0 ms", "-0 tokens" and "$-0.000000"."""
+    scores = _efficiency(tmp_path, {"latency_ms": -0.0, "tokens": -0.0, "cost_usd": -0.0})
+    shown = {metric: (score["value"], score["explanation"]) for metric, score in scores.items()}
+    assert shown == {"latency_ms": (0.0, "0 ms"), "total_tokens": (0.0, "0 tokens"), "cost_usd": (0.0, "$0.000000")}
+    assert re.search(r"\| \$?-0", (tmp_path / "run" / "report.md").read_text(encoding="utf-8")) is None  # a summary column showed -0

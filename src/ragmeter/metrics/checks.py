@@ -8,8 +8,8 @@
 from __future__ import annotations
 
 import json
-import math
 import re
+import reprlib
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -18,7 +18,7 @@ from typing import Any
 from ragmeter.data.schema import Sample
 from ragmeter.data.text import CITATION
 from ragmeter.data.words import content_words
-from ragmeter.metrics.base import Metric, Score
+from ragmeter.metrics.base import Metric, Score, finite_number
 from ragmeter.metrics.registry import register
 
 # Separators between a document id and a chunk number: "runbook#3", "runbook:3"...
@@ -233,9 +233,13 @@ class RefusalAccuracy(Metric):
 
 
 def _non_negative_number(value: Any, field: str) -> float | Score:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-        return Score.unscored(f"{field} must be a non-negative number, got {value!r}")
-    return float(value)
+    """``value`` as a float when it is a finite number >= 0 (-0.0 becomes 0), else the unscored
+    score naming ``field`` (``metadata.latency_ms``); an integer too large for a float is no
+    finite number."""
+    number = finite_number(value)
+    if number is None or number < 0:
+        return Score.unscored(f"{field} must be a non-negative number, got {reprlib.repr(value)}")
+    return abs(number)
 
 
 class _Measurement(Metric):
@@ -282,7 +286,8 @@ class TotalTokens(_Measurement):
                     return prompt
                 if isinstance(completion, Score):
                     return completion
-                total, parts = prompt + completion, {"prompt": prompt, "completion": completion}
+                total = _non_negative_number(prompt + completion, "metadata.tokens (prompt + completion)")
+                parts = {"prompt": prompt, "completion": completion}
         else:
             total, parts = _non_negative_number(tokens, "metadata.tokens"), {}
         if isinstance(total, Score):
