@@ -53,6 +53,9 @@ def _one_line_error(result, *fragments):
         (f"{{name: answer_correctness, beta: {10**400}}}", "answer_correctness: beta must be a positive number, got 1000"),
         (f"{{name: answer_correctness, weights: [{10**400}, 0]}}", "answer_correctness: weights must be two non-negative numbers"),
         ("{name: rubric_score, rubric: {'²': a}}", "rubric_score: rubric grades must be 1 to 5, got '²'"),
+        ("{name: nonllm_context_recall, thresh: 0.5}", "metric 'nonllm_context_recall' has no parameter 'thresh'; did you mean threshold?"),
+        ("{name: token_f1, zzz: 1}", "metric 'token_f1' has no parameter 'zzz'; its parameters: none"),
+        ("{name: hit_rate@5, k: 3}", "metric 'hit_rate': the cut-off is given twice, as @5 and as k: give one"),
     ],
 )
 def test_a_bad_metric_parameter_in_the_config_is_refused_at_startup(tmp_path, entry, expected):

@@ -53,8 +53,14 @@ def create_metric(spec: str, **params: Any) -> Metric:
         hint = f"; did you mean {', '.join(close)}?" if close else "; `ragmeter metrics` lists them"
         raise ValueError(f"unknown metric '{name}'{hint}")
     cls = _REGISTRY[name]
+    accepted = sorted(f.name for f in dataclasses.fields(cls) if f.init)
+    for parameter in params:
+        if parameter not in accepted:
+            close = difflib.get_close_matches(str(parameter), accepted, n=1)
+            hint = f"did you mean {close[0]}?" if close else f"its parameters: {', '.join(accepted) or 'none'}"
+            raise ValueError(f"metric '{name}' has no parameter {reprlib.repr(parameter)}; {hint}")
     if cutoff:
-        if "k" not in {f.name for f in dataclasses.fields(cls)}:
+        if "k" not in accepted:
             raise ValueError(f"metric '{name}' takes no @k cut-off")
         # isascii: str.isdigit also takes superscripts ('²'), which int() refuses.
         if not (cutoff.isascii() and cutoff.isdigit() and len(cutoff) <= _CUTOFF_DIGITS) or int(cutoff) < 1:
@@ -62,6 +68,8 @@ def create_metric(spec: str, **params: Any) -> Metric:
                 f"metric '{name}': the cut-off after @ must be a positive integer of at most {_CUTOFF_DIGITS} digits,"
                 f" got {reprlib.repr(cutoff)}"
             )
+        if "k" in params:
+            raise ValueError(f"metric '{name}': the cut-off is given twice, as @{int(cutoff)} and as k: give one")
         params["k"] = int(cutoff)
     try:
         return cls(**params)
