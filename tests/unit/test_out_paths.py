@@ -57,3 +57,14 @@ def test_a_store_whose_folder_is_a_file_is_named_before_anything_is_scored(tmp_p
     scored = run_eval(tmp_path / "data.jsonl", "-m", "token_f1", "-o", tmp_path / "run2", "--no-progress", "--store", store)
     assert scored.exit_code == 2 and f"error: {named}" in scored.output and "unexpected" not in scored.output, scored.output
     assert not (tmp_path / "run2" / "results.jsonl").exists()
+
+
+def test_bench_names_an_out_that_is_a_file_before_it_measures_anything(tmp_path, afile):
+    labelled = write_jsonl(
+        tmp_path / "mine.jsonl",
+        [{"id": f"s{label}", "response": "a", "reference": "a b"[: 1 + 2 * label], "human": label} for label in (0, 1)],
+    )
+    command = ["bench", "--labelled", str(labelled), "--metric", "token_f1", "--label-field", "human", "--name", "mine"]
+    result = runner.invoke(app, [*command, "--out", str(afile)])
+    one_line_error(result, f"--out {afile} is a file, not a directory")
+    assert "samples, " not in result.output  # no task was run first

@@ -21,6 +21,7 @@ from ragmeter.judges.config import JudgeConfig
 from ragmeter.judges.embeddings import USEEncoder
 from ragmeter.metrics import Needs, create_metric
 from ragmeter.run.engine import resolve_metrics
+from ragmeter.run.outdir import OutputDirError, prepare
 
 
 @command("bench")
@@ -51,6 +52,7 @@ def bench_command(
     results with the date, commit, judge and settings.
     """
     try:
+        prepare(out)  # before any judge call: a folder that is a file was found only at the first write
         _, settings = judge_options.resolve()
         if labelled is not None:
             if not metric:
@@ -64,7 +66,7 @@ def bench_command(
                     say(f"  {line}")
         else:
             tasks, left_out = bench_tasks(suites or list(SUITES), data_dir, limit, seed), []
-    except (ValueError, FileNotFoundError, InputError) as exc:
+    except (ValueError, FileNotFoundError, InputError, OutputDirError) as exc:
         raise fail(str(exc)) from None
     judges = _judges(settings, tasks)
     described = judges.llm.describe() if judges.llm is not None else {"backend": "none", "model": "-"}
