@@ -11,7 +11,7 @@ import typing
 from dataclasses import dataclass
 
 import pytest
-from cli_helpers import run_eval, write_jsonl
+from cli_helpers import one_line_error, run_eval, write_jsonl
 
 from ragmeter.judges.metering import PriceTable
 from ragmeter.metrics import Metric, Score, create_metric, metric_classes
@@ -20,17 +20,6 @@ CONTEXTS = [
     {"id": "a", "user_input": "q", "retrieved_contexts": ["the cat sat"], "reference_contexts": ["the cat sat on"]},
     {"id": "b", "user_input": "q2", "retrieved_contexts": ["the cat sat on"], "reference_contexts": ["the cat sat on"]},
 ]
-
-
-def _one_line_error(result, *fragments):
-    """Exit 2, the whole output one line ``error: ...`` holding each fragment, no traceback."""
-    assert result.exit_code == 2, result.output
-    assert "Traceback" not in result.output
-    lines = result.output.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
-    for fragment in fragments:
-        assert fragment in lines[0], (fragment, lines[0])
-    return lines[0]
 
 
 # ---- defect 11: metric parameters ------------------------------------------------------
@@ -66,7 +55,7 @@ def test_a_bad_metric_parameter_in_the_config_is_refused_at_startup(tmp_path, en
     config = tmp_path / "c.yaml"
     config.write_text(f"metrics:\n  - {entry}\n", encoding="utf-8")
     data = write_jsonl(tmp_path / "rc.jsonl", CONTEXTS)
-    line = _one_line_error(run_eval(data, "--config", config, "-o", tmp_path / "run"), f"{config}, metrics[0]: {expected}")
+    line = one_line_error(run_eval(data, "--config", config, "-o", tmp_path / "run"), f"{config}, metrics[0]: {expected}")
     assert len(line) < 300, line
     assert not (tmp_path / "run").exists()
 
@@ -139,7 +128,7 @@ def test_a_cutoff_that_is_no_small_positive_integer_is_a_usage_error_naming_metr
     """'hit_rate@²' passed str.isdigit and was int()'s "invalid literal"; 5000 digits were
     Python's digit-limit message; neither named -m or the metric."""
     data = write_jsonl(tmp_path / "rc.jsonl", CONTEXTS)
-    line = _one_line_error(
+    line = one_line_error(
         run_eval(data, "-m", f"hit_rate@{cutoff}", "-o", tmp_path / "run"),
         "--metrics: metric 'hit_rate': the cut-off after @ must be a positive integer of at most 9 digits, got '",
     )
@@ -195,7 +184,7 @@ def test_a_price_that_is_no_finite_number_at_least_0_is_refused_naming_file_mode
     prices = tmp_path / name
     prices.write_text(text, encoding="utf-8")
     data = write_jsonl(tmp_path / "rc.jsonl", CONTEXTS)
-    line = _one_line_error(
+    line = one_line_error(
         run_eval(data, "-m", "faithfulness", *DRY_RUN, "--prices", prices, "-o", tmp_path / "run"), f"{prices}: ", expected
     )
     assert "unexpected" not in line and len(line) < 300, line
@@ -206,7 +195,7 @@ def test_a_price_that_is_no_finite_number_at_least_0_is_refused_naming_file_mode
 def test_a_price_file_that_is_missing_is_named(tmp_path):
     data = write_jsonl(tmp_path / "rc.jsonl", CONTEXTS)
     missing = tmp_path / "nope.json"
-    _one_line_error(
+    one_line_error(
         run_eval(data, "-m", "faithfulness", *DRY_RUN, "--prices", missing, "-o", tmp_path / "run"),
         f"{missing}: cannot read the price table",
     )
