@@ -616,6 +616,14 @@ def test_a_reasoning_question_relabelled_needs_the_chunk_its_answer_is_copied_fr
         ("Yes", ["Yes, access lasts 8 hours."], "en", None),  # no content word
         ("10分钟内", ["事故指挥官需在10分钟内到位。其余人员随后加入。"], "zh", "c#1"),
         ("20 + 40 = 60", ["冻结期为 40 天。"], "zh", None),
+        # One sentence in two clauses (zh q0015 of the read of 2026-12-04): the reference copies it whole.
+        (
+            "可以先取消旧流水线；如果还是不够，再申请配额。",
+            ["排队多是因为并发用满了。可以先取消旧流水线；如果还是不够，再申请配额。"],
+            "zh",
+            "c#1",
+        ),
+        ("用满了。可以先取消旧流水线", ["排队多是因为并发用满了。可以先取消旧流水线；如果还是不够，再申请配额。"], "zh", None),
     ],
 )
 def test_copied_span_is_a_run_of_words_of_one_sentence(reference, contexts, lang, expected):
