@@ -9,6 +9,8 @@ import pytest
 from cli_helpers import one_line_error, run_eval, runner, write_jsonl
 
 from ragmeter.cli import app
+from ragmeter.run import outdir
+from ragmeter.store.database import resolve_url
 
 ROWS = [
     {"id": "s1", "user_input": "q one", "response": "blue sky", "reference": "blue"},
@@ -68,3 +70,10 @@ def test_bench_names_an_out_that_is_a_file_before_it_measures_anything(tmp_path,
     result = runner.invoke(app, [*command, "--out", str(afile)])
     one_line_error(result, f"--out {afile} is a file, not a directory")
     assert "samples, " not in result.output  # no task was run first
+
+
+def test_a_store_in_an_existing_folder_that_is_not_writable_can_still_be_read(tmp_path, monkeypatch):
+    """``serve`` and ``runs list`` only read: a store in a read-only folder must open (the
+    writability check is for a folder the command creates)."""
+    monkeypatch.setattr(outdir.os, "access", lambda path, mode: False)  # as for a non-root user on a read-only folder
+    assert resolve_url(str(tmp_path / "runs.db")) == f"sqlite:///{(tmp_path / 'runs.db').resolve()}"

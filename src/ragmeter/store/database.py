@@ -37,10 +37,11 @@ def resolve_url(store: str) -> str:
     """
     if "://" not in store:
         path = Path(store).expanduser()
-        try:
-            prepare(path.parent, f"--store {store}: the folder")
-        except OutputDirError as exc:
-            raise StoreError(str(exc)) from None
+        if not path.parent.is_dir():  # an existing folder is used as it is: a read-only store can be read
+            try:
+                prepare(path.parent, f"--store {store}: the folder")
+            except OutputDirError as exc:
+                raise StoreError(str(exc)) from None
         return f"sqlite:///{path.resolve()}"
     try:
         url = make_url(store)
