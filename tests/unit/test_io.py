@@ -211,6 +211,31 @@ def test_csv_wrong_column_count_and_invalid_utf8(tmp_path):
     assert dataset.issues[1].message.startswith("invalid UTF-8 (byte 0xe9")
 
 
+def test_csv_quote_never_closed_is_named_and_the_rows_after_it_are_read(tmp_path):
+    """The csv module read everything after an unclosed quote into one cell: 1,000 rows were
+    lost, and one "wrong column count" was all the run said."""
+    path = tmp_path / "data.csv"
+    rows = "".join(f"r{i},q{i},x,x\n" for i in range(300))
+    path.write_text('id,user_input,response,reference\nb,q,"two\nlines",x\nc,5" screen,y,y\na,q,"never closed,ref\n' + rows)
+    dataset = load_dataset(path)
+    assert [s.key for s in dataset] == ["b", "c"] + [f"r{i}" for i in range(300)]
+    assert [(i.location, i.message) for i in dataset.issues] == [
+        ("line 5", "a quoted cell is never closed (the lines after it are read on)")
+    ]
+    assert (
+        dataset.samples[0].sample.response == "two\nlines" and dataset.samples[1].sample.user_input == '5" screen'
+    )  # quotes that close, and a quote as text
+
+
+def test_csv_header_naming_a_column_twice_is_refused(tmp_path):
+    path = tmp_path / "data.csv"
+    path.write_text("id,response,response,reference\na,first,second,second\n")
+    with pytest.raises(InputError) as raised:
+        load_dataset(path)
+    (issue,) = raised.value.issues
+    assert (issue.location, issue.field) == ("line 1", "response") and "names this column twice" in issue.message
+
+
 def test_parquet_and_dataframe(tmp_path):
     frame = pd.DataFrame(
         [

@@ -13,7 +13,7 @@ import csv
 import io
 import json
 import sys
-from collections.abc import Iterable
+from collections.abc import Generator, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -251,10 +251,35 @@ def _rows_of_csv(name: str, lines: list[str], bad_lines: dict[int, str]) -> Rows
     header = [h.strip() for h in header]
     if 1 in bad_lines:
         raise InputError([InputIssue(name, "line 1", None, bad_lines[1])])
-    previous_end = reader.line_num
+    twice = next((column for position, column in enumerate(header) if column and column in header[:position]), None)
+    if twice is not None:
+        raise InputError([InputIssue(name, "line 1", twice, "the header names this column twice: which one to read is unclear")])
+    offset: int | None = reader.line_num
+    while offset is not None:  # each read starts further on: it ends
+        offset = yield from _csv_records(name, header, lines, offset, bad_lines)
+
+
+def _never_closed(record: str) -> bool:
+    """Whether the CSV ``record`` (its lines) opens a quoted cell it never closes, which the csv
+    module reads on to the end of the file; a quote inside an unquoted cell (``5" screen``) is text."""
+    try:
+        list(csv.reader(io.StringIO(record, newline=""), strict=True))
+    except csv.Error as exc:
+        return "unexpected end of data" in str(exc)
+    return False
+
+
+def _csv_records(
+    name: str, header: list[str], lines: list[str], offset: int, bad_lines: dict[int, str]
+) -> Generator[Any, None, int | None]:
+    """The rows of a CSV file after its line ``offset``. A quoted cell that is never closed
+    swallows the file's end into itself: the row is an issue and the lines after its first
+    are read again, whose number this returns (``None`` when the file was read to its end)."""
+    reader = csv.reader(io.StringIO("".join(lines[offset:]), newline=""))
+    previous_end = 0
     for cells in reader:
-        start, end = previous_end + 1, reader.line_num
-        previous_end = end
+        start, end = offset + previous_end + 1, offset + reader.line_num
+        previous_end = reader.line_num
         location = f"line {start}"
         if not any(c.strip() for c in cells):
             continue
@@ -262,6 +287,9 @@ def _rows_of_csv(name: str, lines: list[str], bad_lines: dict[int, str]) -> Rows
         if bad:
             yield location, InputIssue(name, f"line {bad[0]}", None, bad_lines[bad[0]]), None
             continue
+        if end == len(lines) and end > start and _never_closed("".join(lines[start - 1 : end])):
+            yield location, InputIssue(name, location, None, "a quoted cell is never closed (the lines after it are read on)"), None
+            return start
         if len(cells) != len(header):
             yield location, InputIssue(name, location, None, f"expected {len(header)} columns as in the header, found {len(cells)}"), None
             continue
@@ -274,6 +302,7 @@ def _rows_of_csv(name: str, lines: list[str], bad_lines: dict[int, str]) -> Rows
                 problem = InputIssue(name, location, column, str(exc) if isinstance(exc, ValueError) else TOO_DEEP)
                 break
         yield location, problem or record, None
+    return None
 
 
 def _csv_value(column: str, cell: str) -> Any:
