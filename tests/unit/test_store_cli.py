@@ -11,10 +11,12 @@ import sys
 
 import pytest
 from cli_helpers import run_eval, runner, write_jsonl
+from fastapi.testclient import TestClient
 
 import ragmeter
 from ragmeter import observe
 from ragmeter.cli import app
+from ragmeter.dashboard.app import create_app
 from ragmeter.store import RunStore, StoreError, resolve_url
 
 
@@ -99,6 +101,27 @@ def test_delete_asks_and_keeps_the_run_without_a_yes(tmp_path):
     agreed = runner.invoke(app, ["runs", "delete", run_id[:4], "--store", str(tmp_path / "r.db")], input="y\n")
     assert agreed.exit_code == 0 and store.runs() == []
     store.close()
+
+
+def test_a_blank_or_overlong_run_id_names_no_run(tmp_path):
+    """Every id starts with "": `runs delete "" --yes` deleted the store's only run. An id of
+    100,000 characters was SQLite's "pattern too complex", with the SQL, as an unexpected error."""
+    data = write_jsonl(tmp_path / "d.jsonl", [{"id": "a", "question": "q", "answer": "x y", "ground_truth": "x"}])
+    assert run_eval(data, "-m", "token_f1", "-o", tmp_path / "run", "--no-progress", "--store", tmp_path / "r.db").exit_code == 0
+    store = str(tmp_path / "r.db")
+    for run_id, message in [
+        ("", "give a run id, or its first characters"),
+        ("  ", "give a run id"),
+        ("a" * 100_000, "no stored run has the id 'aaaaaa"),
+    ]:
+        for command in (["runs", "delete", run_id, "--yes"], ["runs", "show", run_id]):
+            done = runner.invoke(app, [*command, "--store", store])
+            assert done.exit_code == 2 and message in done.output and "SELECT" not in done.output, done.output
+            assert len(done.output) < 300
+    opened = RunStore.open(store)
+    assert len(opened.runs()) == 1
+    assert TestClient(create_app(opened)).get("/runs/" + "a" * 60_000).status_code == 404
+    opened.close()
 
 
 def test_a_bad_store_fails_before_anything_is_scored(tmp_path):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import reprlib
 import subprocess
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
@@ -33,6 +34,8 @@ from ragmeter.store.database import StoreError, open_engine
 
 #: Rows written per statement.
 BATCH = 1000
+#: The length of the runs table's id column: a longer id names no run.
+_RUN_ID_LENGTH = 32
 
 
 class RunStore:
@@ -138,13 +141,18 @@ class RunStore:
         """The full id of the run whose id is or starts with ``run_id``.
 
         Raises:
-            StoreError: No run, or several, match.
+            StoreError: No run, or several, match; or ``run_id`` is blank (every id starts
+                with it: ``runs delete ""`` deleted a store's only run).
         """
-        query = select(schema.runs.c.id).where(schema.runs.c.id.startswith(run_id, autoescape=True)).limit(2)
-        with self.engine.connect() as connection:
-            found = list(connection.scalars(query))
+        if not run_id.strip():
+            raise StoreError("give a run id, or its first characters (see `ragmeter runs list`)")
+        found: list[str] = []
+        if len(run_id) <= _RUN_ID_LENGTH:  # a longer one is no id (and SQLite refuses a pattern too long)
+            query = select(schema.runs.c.id).where(schema.runs.c.id.startswith(run_id, autoescape=True)).limit(2)
+            with self.engine.connect() as connection:
+                found = list(connection.scalars(query))
         if not found:
-            raise StoreError(f"no stored run has the id {run_id!r} (see `ragmeter runs list`)")
+            raise StoreError(f"no stored run has the id {reprlib.repr(run_id)} (see `ragmeter runs list`)")
         if len(found) > 1:
             raise StoreError(f"several stored runs start with {run_id!r}; give more of the id")
         return found[0]
