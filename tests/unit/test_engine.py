@@ -196,6 +196,39 @@ def test_an_interrupted_run_resumes_from_its_journal_even_after_a_torn_line(tmp_
     assert [s.scores["interrupting"].value for s in result.samples] == [1.0] * 6
 
 
+@pytest.mark.parametrize(
+    ("edit", "where"),
+    [
+        ({"score": {"value": 5.0}}, "journal"),  # outside [0, 1]: reused, it made the run's max 5.0
+        ({"score": {"value": "abc"}}, "journal"),
+        ({"score": {"value": 1.0, "details": [1, 2]}}, "journal"),
+        ({"seconds": "slow"}, "journal"),
+        ({"usage": {"calls": "x"}}, "journal"),
+        ({"scores": {"interrupting": {"value": 5.0}}}, "results"),
+        ({"seconds": {"interrupting": "slow"}}, "results"),
+        ({"seconds": "slow"}, "results"),
+    ],
+)
+def test_a_record_edited_by_hand_is_computed_again_not_reused_or_the_end_of_the_run(tmp_path, edit, where):
+    """The journal promises that a record this version cannot read is computed again; a value of
+    the wrong type or out of range was reused (5.0 for a [0, 1] metric), or ended the resumed run
+    with an unexpected TypeError."""
+    calls: list = []
+    if where == "journal":
+        _interrupted(samples(3), calls, "s2", tmp_path)
+        path = tmp_path / JOURNAL_FILE
+    else:
+        evaluate(samples(3), [Interrupting(calls=calls)], out_dir=tmp_path, progress=False)
+        path = tmp_path / "results.jsonl"
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    records[0].update(edit)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    calls.clear()
+    result = evaluate(samples(3), [Interrupting(calls=calls)], out_dir=tmp_path, progress=False)
+    assert calls == (["s0", "s2"] if where == "journal" else ["s0"])
+    assert [s.scores["interrupting"].value for s in result.samples] == [1.0, 1.0, 1.0]
+
+
 def test_changed_sample_or_settings_are_recomputed(tmp_path):
     calls: list = []
     evaluate(samples(3), [Counting(calls=calls)], out_dir=tmp_path, progress=False)

@@ -75,6 +75,12 @@ class Usage:
         if not isinstance(data, dict):
             raise TypeError(f"a usage must be an object, not {type(data).__name__}")
         known = {f.name for f in fields(cls)}
+        for key in known & data.keys():
+            value = data[key]
+            if value is None and key == "cost_usd":
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+                raise ValueError(f"a usage's {key} must be a number at least 0, got {reprlib.repr(value)}")
         return cls(**{k: v for k, v in data.items() if k in known})
 
 

@@ -114,8 +114,14 @@ class Score:
         """
         if not isinstance(data, dict):
             raise TypeError(f"a score must be an object, not {type(data).__name__}")
+        value = data.get("value")
+        if value is not None and finite_number(value) is None:
+            raise ValueError(f"a score's value must be a finite number or null, got {reprlib.repr(value)}")
+        for key, kinds in (("explanation", (str,)), ("reason", (str,)), ("details", (dict,))):
+            if data.get(key) is not None and not isinstance(data[key], kinds):
+                raise ValueError(f"a score's {key} must be {'an object' if key == 'details' else 'text'}, got {reprlib.repr(data[key])}")
         return cls(
-            value=data.get("value"),
+            value=value,
             explanation=data.get("explanation") or "",
             reason=data.get("reason"),
             details=data.get("details") or {},

@@ -220,7 +220,8 @@ class Evaluator:
             _start_afresh(self.out_dir)
         if self.out_dir is not None and self.resume:
             fold_shards(self.out_dir)  # a distributed run's shards, left by a kill
-            reuse = find_reusable(self.out_dir, known.keys, known.fingerprints, configs, ids)
+            bounded = [m.unit is None for m in self.metrics]
+            reuse = find_reusable(self.out_dir, known.keys, known.fingerprints, configs, ids, bounded)
         else:
             reuse = Reusable.nothing(len(known.keys), ids)
         return Recorder(dataset, self.metrics, known, configs, reuse, self.out_dir)

@@ -11,6 +11,7 @@ only where each reusable score is kept, so a run of any size resumes in constant
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,9 +82,8 @@ class Reusable:
                 entry = self._read(self.journal_path, int(self.journal_offsets[row, j]))
                 found[metric_id] = _reused(entry["score"], entry.get("seconds", 0.0), entry.get("usage", {}))
             elif record is not None:
-                found[metric_id] = _reused(
-                    record["scores"][metric_id], record.get("seconds", {}).get(metric_id, 0.0), record.get("usage", {}).get(metric_id, {})
-                )
+                scores, seconds, usage = _per_metric(record)
+                found[metric_id] = _reused(scores[metric_id], seconds.get(metric_id, 0.0), usage.get(metric_id, {}))
         return found
 
     def _read(self, path: Path | None, offset: int) -> dict[str, Any]:
@@ -104,9 +104,17 @@ class Reusable:
 
 
 def find_reusable(
-    directory: Path, keys: Sequence[str], fingerprints: Sequence[str], configs: Sequence[str], metric_ids: Sequence[str]
+    directory: Path,
+    keys: Sequence[str],
+    fingerprints: Sequence[str],
+    configs: Sequence[str],
+    metric_ids: Sequence[str],
+    bounded: Sequence[bool] | None = None,
 ) -> Reusable:
-    """Find the reusable scores in ``directory`` for a run of these samples and metrics.
+    """Find the reusable scores in ``directory`` for a run of these samples and metrics. A
+    record that does not hold a valid score (a value that is no finite number, or outside
+    [0, 1] for a bounded metric; seconds or usage that are no numbers: a file edited by
+    hand) is not reused: its pair is computed again.
 
     Args:
         directory: The output directory of the run.
@@ -114,6 +122,8 @@ def find_reusable(
         fingerprints: Each sample's content hash.
         configs: Each metric's settings hash (the pair's reuse key), in the run's order.
         metric_ids: The metrics, in the run's order.
+        bounded: Per metric, whether its values lie in [0, 1] (a quality score, no unit);
+            default: none is.
     """
     reuse = Reusable.nothing(len(keys), metric_ids)
     rows = {key: i for i, key in enumerate(keys)}
@@ -125,10 +135,14 @@ def find_reusable(
             row = rows.get(str(record.get("key")))
             if row is None or record.get("fingerprint") != fingerprints[row]:
                 continue
-            scored = record.get("scores") or {}
+            if any(not isinstance(record.get(key, {}), dict) for key in ("seconds", "usage")):
+                continue  # damaged: its pairs are computed again
+            scored, seconds, usage = _per_metric(record)
             for metric_id, config in (record.get("configs") or {}).items():
                 col = columns.get(metric_id)
-                if col is not None and config == configs[col] and _reusable_score(scored.get(metric_id)):
+                if col is None or config != configs[col]:
+                    continue
+                if _reusable(scored.get(metric_id), seconds.get(metric_id, 0.0), usage.get(metric_id, {}), bool(bounded and bounded[col])):
                     reuse.from_results[row, col] = True
                     reuse.line_offsets[row] = offset
     journal = directory / JOURNAL_FILE
@@ -138,18 +152,39 @@ def find_reusable(
             row, col = rows.get(str(record.get("sample"))), columns.get(str(record.get("metric")))
             if row is None or col is None or record.get("fingerprint") != fingerprints[row] or record.get("config") != configs[col]:
                 continue
-            valid = _reusable_score(record.get("score"))
+            valid = _reusable(record.get("score"), record.get("seconds", 0.0), record.get("usage", {}), bool(bounded and bounded[col]))
             reuse.journal_offsets[row, col] = offset if valid else -1
             if not valid:  # a later failure: compute again
                 reuse.from_results[row, col] = False
     return reuse
 
 
-def _reusable_score(data: Any) -> bool:
-    return isinstance(data, dict) and not data.get("failed") and (data.get("value") is not None or bool(data.get("reason")))
+def _per_metric(record: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """A results line's scores, seconds and usage, each by metric id (empty when not an object)."""
+    scores, seconds, usage = (record.get(key) for key in ("scores", "seconds", "usage"))
+    return tuple(value if isinstance(value, dict) else {} for value in (scores, seconds, usage))  # type: ignore[return-value]
 
 
-def _reused(score: dict[str, Any], seconds: float, usage: dict[str, Any]) -> Reused:
+def _reusable(score: Any, seconds: Any, usage: Any, bounded: bool) -> bool:
+    """Whether a recorded pair can be reused: a score that did not fail, and that
+    :func:`_reused` reads back as valid (in [0, 1] when ``bounded``)."""
+    if not isinstance(score, dict) or score.get("failed"):
+        return False
+    try:
+        value = _reused(score, seconds, usage)[0].value
+    except (TypeError, ValueError, OverflowError):
+        return False
+    return not bounded or value is None or 0 <= value <= 1
+
+
+def _reused(score: dict[str, Any], seconds: Any, usage: dict[str, Any]) -> Reused:
+    """The pair as recorded.
+
+    Raises:
+        TypeError, ValueError: The record holds no valid score, seconds or usage.
+    """
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 <= seconds < math.inf:
+        raise ValueError(f"seconds must be a number at least 0, got {seconds!r}")
     return Score.from_dict(score), float(seconds), Usage.from_dict(usage)
 
 
