@@ -83,6 +83,12 @@ def test_the_drift_scores_command_on_stored_runs(tmp_path):
     few = runner.invoke(app, [*args[:-2], "--baseline", "10"])
     assert few.exit_code == 0 and "too few points" in few.output
     assert runner.invoke(app, [*args, "--source", "logs"]).exit_code == 2
+    # A misspelt metric or store was "no point", exit 0: a CI drift check with a typo passed.
+    typo = runner.invoke(app, ["drift", "scores", "-m", "token_f2", "--store", path])
+    assert typo.exit_code == 2 and "token_f2: no stored run scored it: is the name right?" in typo.output
+    nowhere = tmp_path / "runs_typo.db"
+    missing = runner.invoke(app, ["drift", "scores", "-m", "token_f1", "--store", str(nowhere)])
+    assert missing.exit_code == 2 and f"--store {nowhere}: no such store" in missing.output and not nowhere.exists()
 
 
 def test_runs_scored_with_other_settings_than_the_latest_run_are_left_out_and_named(tmp_path):

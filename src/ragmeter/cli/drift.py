@@ -160,11 +160,20 @@ def scores_command(
 
     if source not in ("runs", "traces"):
         raise fail(f"--source {source!r} is not known: choose 'runs' or 'traces'")
+    if "://" not in store and not Path(store).expanduser().exists():  # a misspelt path made an empty store, and exit 0
+        raise fail(f"--store {store}: no such store (`eval --store`, `runs import` and the tracer make one)")
     opened = open_store(store)
     charts = []
     try:
         for metric_id in metric:
             chart = run_chart(opened, metric_id, baseline, tag) if source == "runs" else day_chart(opened, metric_id, baseline)
+            if not chart.points and not chart.left_out:  # a misspelt metric passed a CI check
+                which = (
+                    f"no stored run{' tagged ' + repr(tag) if tag else ''} scored it"
+                    if source == "runs"
+                    else "the monitor scored no trace with it"
+                )
+                raise fail(f"{metric_id}: {which}: is the name right?")
             if len(chart.points) <= baseline:
                 say(
                     ("too few points", "yellow"),
