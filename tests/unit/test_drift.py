@@ -87,6 +87,23 @@ def test_a_large_file_is_hashed_a_block_at_a_time_to_the_same_sha256(tmp_path):
     assert snapshot(tmp_path) == {"talk.mp4": hashlib.sha256(data).hexdigest()}
 
 
+def test_names_that_are_no_utf8_and_a_baseline_inside_the_folder_raise_no_alarm(tmp_path):
+    """A name that is no UTF-8 was written to the snapshot with U+FFFD, so every later run saw it
+    removed and added again (exit 1), and two such names were one; a baseline kept inside the
+    folder was itself an added, then an edited, document on every run."""
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    for raw in (b"bad\xff.md", b"bad\xfe.md", "中文.md".encode()):
+        (kb / raw.decode("utf-8", "surrogateescape")).write_text(raw.hex())
+    baseline = kb / "snapshot.json"
+    args = ["drift", "kb", str(kb), "--baseline", str(baseline), "--update"]
+    assert runner.invoke(app, args).exit_code == 0
+    assert sorted(read_snapshot(baseline)) == ["bad\\xfe.md", "bad\\xff.md", "中文.md"]
+    for _ in range(2):
+        again = runner.invoke(app, args)
+        assert again.exit_code == 0 and "0 added, 0 removed, 0 edited, 3 unchanged." in again.output, again.output
+
+
 def test_the_drift_kb_command_exits_1_on_change_and_writes_json(tmp_path):
     kb = tmp_path / "kb"
     kb.mkdir()

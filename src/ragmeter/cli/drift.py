@@ -123,7 +123,7 @@ def kb_command(
     from ragmeter.monitor.kb import SnapshotError, compare_snapshots, read_snapshot, snapshot, write_snapshot
 
     try:
-        current = snapshot(folder)
+        current = snapshot(folder, leave_out=baseline)
         if not baseline.exists():
             write_snapshot(baseline, current)
             say(f"No baseline yet: wrote {baseline} ({len(current)} documents).")

@@ -7,6 +7,7 @@ kept as JSON; comparing a new snapshot with the baseline gives the three lists.
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -42,9 +43,15 @@ class KnowledgeBaseChange:
         return {**asdict(self), "changed": self.changed}
 
 
-def snapshot(folder: str | Path) -> dict[str, str]:
+def snapshot(folder: str | Path, leave_out: str | Path | None = None) -> dict[str, str]:
     """The SHA-256 of every file under ``folder`` (hidden files and folders left out), by
-    relative path with ``/`` separators.
+    relative path with ``/`` separators; a name that is no UTF-8 with its bytes escaped
+    (``bad\\xff.md``), so the key is the same on every run and two such names stay two.
+
+    Args:
+        folder: The knowledge base's folder.
+        leave_out: A file not to count, the snapshot file itself when it is kept inside
+            ``folder`` (it changes on every update: it alarmed on every run).
 
     Raises:
         SnapshotError: ``folder`` is not a readable folder.
@@ -52,15 +59,27 @@ def snapshot(folder: str | Path) -> dict[str, str]:
     root = Path(folder)
     if not root.is_dir():
         raise SnapshotError(f"{root} is not a folder")
+    skipped = Path(leave_out).resolve() if leave_out is not None else None
     hashes = {}
     for path in sorted(root.rglob("*")):
         relative = path.relative_to(root)
-        if path.is_file() and not any(part.startswith(".") for part in relative.parts):
+        if path.is_file() and not any(part.startswith(".") for part in relative.parts) and path.resolve() != skipped:
             try:
-                hashes[relative.as_posix()] = _sha256(path)
+                hashes[_key(relative.as_posix())] = _sha256(path)
             except OSError as exc:
                 raise SnapshotError(f"{path}: cannot read: {exc.strerror or exc}") from None
     return hashes
+
+
+def _key(name: str) -> str:
+    """``name`` as a snapshot key: as it is, or, when it is no UTF-8 (Python holds its bytes
+    as halves of surrogate pairs, which a written snapshot would turn into U+FFFD), with
+    those bytes escaped."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(name).decode("utf-8", "backslashreplace")
+    return name
 
 
 def _sha256(path: Path) -> str:
