@@ -25,7 +25,8 @@ import ragmeter
 from ragmeter.decide.compare import A_BETTER, B_BETTER, NO_DIFFERENCE, compare_runs
 from ragmeter.decide.experiment import arun_experiment, run_experiment
 from ragmeter.results import Result
-from ragmeter.run.pipelines import ConfiguredPipeline, PipelineOutputError, normalise_output, pipeline_from_config
+from ragmeter.run.pipelines import ConfiguredPipeline, pipeline_from_config
+from ragmeter.run.replies import PipelineOutputError, normalise_output
 
 N = 60
 METRICS = ["token_f1", "hit_rate", "retrieval_recall"]

@@ -61,6 +61,10 @@ def answer_command(
         say(("interrupted", "yellow"), ": nothing was written; run the same command again.")
         raise typer.Exit(INTERRUPTED) from None
     write_json_lines(out, (loaded.sample.model_dump(exclude_none=True) for loaded in run.dataset))
+    for line in run.warnings[:5]:
+        say(("  warning ", "yellow"), line)
+    if len(run.warnings) > 5:
+        say(f"  … and {len(run.warnings) - 5} more reply key(s) ignored")
     for key, error in list(run.errors.items())[:5]:
         say(("  failed ", "yellow"), f"{key}: {error}")
     if len(run.errors) > 5:

@@ -3,7 +3,8 @@
 A pipeline is any callable ``question -> (contexts, answer)``, sync or async, or one that
 returns a dict with ``contexts`` and ``answer`` (also accepted: ``retrieved_contexts``,
 ``response``) and optionally ``context_ids``, ``latency_ms``, ``tokens``, ``cost_usd``;
-other keys land in the sample's metadata. :func:`pipeline_from_config` turns a builder and
+other keys land in the sample's metadata, unless they would replace a test set field (see
+:func:`run_pipeline`). :func:`pipeline_from_config` turns a builder and
 a config dict (chunk size, top-k, reranker, model...) into a pipeline that remembers its
 config.
 
@@ -20,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import math
 import threading
 import time
 import traceback
@@ -29,103 +29,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragmeter.data import Dataset, LoadedSample
-from ragmeter.data.files import jsonable
-from ragmeter.data.schema import Sample
 from ragmeter.data.secrets import redact
 from ragmeter.results.stats import describe
+from ragmeter.run.replies import answered, failed, normalise_output
 
-#: A RAG pipeline: question -> (contexts, answer), or a dict; sync or async.
 #: A RAG pipeline: question -> (contexts, answer), or a dict; sync or async.
 Pipeline = Callable[[str], Any]
 DEFAULT_PIPELINE_CONCURRENCY = 4
-_OUTPUT_KEYS = {
-    "contexts": "contexts",
-    "retrieved_contexts": "contexts",
-    "answer": "answer",
-    "response": "answer",
-    "context_ids": "context_ids",
-    "retrieved_context_ids": "context_ids",
-    "latency_ms": "latency_ms",
-    "tokens": "tokens",
-    "cost_usd": "cost_usd",
-}
-
-
-class PipelineOutputError(TypeError):
-    """A pipeline returned something that is not (contexts, answer) or a dict with them."""
-
-
-@dataclass(frozen=True)
-class PipelineOutput:
-    """What a pipeline returned for one question, normalised."""
-
-    contexts: list[str]
-    answer: str
-    context_ids: list[str] | None = None
-    latency_ms: float | None = None
-    tokens: Any = None
-    cost_usd: float | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-def _text_list(value: Any, what: str) -> list[str]:
-    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
-        raise PipelineOutputError(f"{what} must be a list of strings, got {type(value).__name__}")
-    if not all(isinstance(v, str) for v in value):
-        raise PipelineOutputError(f"{what} must hold strings only")
-    return list(value)
-
-
-def normalise_output(value: Any) -> PipelineOutput:
-    """A pipeline's return as a :class:`PipelineOutput`.
-
-    Raises:
-        PipelineOutputError: Not a (contexts, answer) pair nor a dict with both.
-    """
-    if isinstance(value, Mapping):
-        known: dict[str, Any] = {}
-        extra: dict[str, Any] = {}
-        for key, item in value.items():
-            name = _OUTPUT_KEYS.get(key)
-            if name is None:
-                extra[str(key)] = item
-            elif name in known:
-                raise PipelineOutputError(f"the pipeline's dict gives '{name}' twice (under two names)")
-            else:
-                known[name] = item
-        missing = [k for k in ("contexts", "answer") if k not in known]
-        if missing:
-            raise PipelineOutputError(f"the pipeline's dict lacks {' and '.join(missing)} (keys given: {', '.join(map(str, value))})")
-    elif isinstance(value, (tuple, list)) and len(value) == 2:
-        known, extra = {"contexts": value[0], "answer": value[1]}, {}
-    else:
-        raise PipelineOutputError(
-            f"a pipeline must return (contexts, answer) or a dict with contexts and answer, got {type(value).__name__}"
-        )
-    answer = known["answer"]
-    if not isinstance(answer, str):
-        raise PipelineOutputError(f"the answer must be a string, got {type(answer).__name__}")
-    context_ids = known.get("context_ids")
-    latency = known.get("latency_ms")
-    if latency is not None and (isinstance(latency, bool) or not isinstance(latency, (int, float))):
-        raise PipelineOutputError(f"latency_ms must be a number, got {type(latency).__name__}")
-    if latency is not None and not (math.isfinite(latency) and latency >= 0):
-        raise PipelineOutputError(f"latency_ms must be a non-negative finite number, got {latency!r}")
-    return PipelineOutput(
-        contexts=_text_list(known["contexts"], "contexts"),
-        answer=answer,
-        context_ids=None if context_ids is None else [str(c) for c in _list_of_ids(context_ids)],
-        latency_ms=None if latency is None else float(latency),
-        tokens=jsonable(known.get("tokens")),
-        cost_usd=jsonable(known.get("cost_usd")),
-        extra={key: jsonable(item) for key, item in extra.items()},
-    )
-
-
-def _list_of_ids(value: Any) -> list[Any]:
-    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
-        raise PipelineOutputError(f"context_ids must be a list, got {type(value).__name__}")
-    return list(value)
 
 
 class ConfiguredPipeline:
@@ -182,6 +92,8 @@ class PipelineRun:
         errors: Sample key -> the error of its call.
         seconds: Wall time of the whole pass.
         latencies_ms: Wall time of each successful call, by sample key.
+        warnings: A line per reply key that was not applied ("<sample key>: ... '<key>' ..."):
+            it would have replaced a test set field or a value ragmeter sets, in test set order.
     """
 
     name: str
@@ -189,6 +101,7 @@ class PipelineRun:
     errors: dict[str, str]
     seconds: float
     latencies_ms: dict[str, float]
+    warnings: list[str] = field(default_factory=list)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -196,6 +109,7 @@ class PipelineRun:
             "n_samples": len(self.dataset),
             "n_errors": len(self.errors),
             "errors": self.errors,
+            "warnings": self.warnings,
             "seconds": round(self.seconds, 3),
             "latency_ms": describe(list(self.latencies_ms.values())),
         }
@@ -272,34 +186,6 @@ async def _call(pipeline: Pipeline, question: Any, timeout: float | None) -> Any
     return value
 
 
-def _answered(loaded: LoadedSample, output: PipelineOutput, wall_ms: float, name: str) -> Sample:
-    base = loaded.sample.model_dump(exclude_none=True)
-    metadata = {**base.get("metadata", {}), **output.extra, "pipeline": name, "pipeline_latency_ms": round(wall_ms, 3)}
-    metadata["latency_ms"] = output.latency_ms if output.latency_ms is not None else round(wall_ms, 3)
-    for key in ("tokens", "cost_usd"):
-        if getattr(output, key) is not None:
-            metadata[key] = getattr(output, key)
-    base.update(retrieved_contexts=output.contexts, response=output.answer, metadata=metadata)
-    base.pop("retrieved_context_ids", None)
-    if output.context_ids is not None:
-        base["retrieved_context_ids"] = output.context_ids
-    return Sample.model_validate(base)
-
-
-def _failed(loaded: LoadedSample, error: str, wall_ms: float | None, name: str, trace: str | None = None) -> Sample:
-    base = loaded.sample.model_dump(exclude_none=True)
-    for key in ("retrieved_contexts", "retrieved_context_ids", "response"):
-        base.pop(key, None)
-    metadata = {**base.get("metadata", {}), "pipeline": name, "pipeline_error": error}
-    if trace:
-        metadata["pipeline_traceback"] = trace
-    metadata.pop("latency_ms", None)
-    if wall_ms is not None:
-        metadata["pipeline_latency_ms"] = round(wall_ms, 3)
-    base["metadata"] = metadata
-    return Sample.model_validate(base)
-
-
 async def run_pipeline(
     pipeline: Pipeline,
     testset: Dataset,
@@ -318,6 +204,18 @@ async def run_pipeline(
     ``timeout`` (seconds per question) stops waiting for a call; a sync pipeline's thread
     cannot be killed and finishes in the background (each call has its own thread, so a
     hung call never delays the others).
+
+    What a reply may set: the sample's ``response``, ``retrieved_contexts`` and
+    ``retrieved_context_ids`` (replaced, or removed when the reply gives no ids), and
+    ``metadata.latency_ms`` (default: the wall time), ``metadata.tokens`` and
+    ``metadata.cost_usd``; the test set's own values of these three, and of ``pipeline``,
+    ``pipeline_latency_ms``, ``pipeline_error`` and ``pipeline_traceback``, are dropped, so
+    no stale figure is charged to this pipeline. Any other reply key is added to the metadata
+    unless the test set's metadata already has it or it is ground truth the metrics read
+    (``expected_doc``, ``answerable``, ``conversation``, ``reference_tool_calls``); such a key
+    is ignored and named in :attr:`PipelineRun.warnings`. The test set's ``user_input``,
+    ``reference``, ``reference_contexts``, ``reference_context_ids`` and ``id`` are never
+    changed.
     """
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
@@ -325,6 +223,7 @@ async def run_pipeline(
     gate = asyncio.Semaphore(concurrency)
     errors: dict[str, str] = {}
     latencies: dict[str, float] = {}
+    refused: dict[int, list[str]] = {}
     samples: list[LoadedSample | None] = [None] * len(testset)
     started = time.perf_counter()
 
@@ -340,20 +239,21 @@ async def run_pipeline(
                     value = await _call(pipeline, loaded.sample if with_sample else question, timeout)
                 finally:
                     wall_ms = (time.perf_counter() - began) * 1000
-                sample = _answered(loaded, normalise_output(value), wall_ms, name)
+                sample, refused[index] = answered(loaded, normalise_output(value), wall_ms, name)
                 latencies[loaded.key] = wall_ms
             except PipelineTimeout as exc:
                 errors[loaded.key] = f"TimeoutError: {exc}"
-                sample = _failed(loaded, errors[loaded.key], wall_ms, name)
+                sample = failed(loaded, errors[loaded.key], wall_ms, name)
             except Exception as exc:  # one question must not end the run
                 frames = traceback.format_exception(type(exc), exc, exc.__traceback__)
                 errors[loaded.key] = _error_text(exc)
-                sample = _failed(loaded, errors[loaded.key], wall_ms, name, redact("".join(frames[-3:])[-2000:]))
+                sample = failed(loaded, errors[loaded.key], wall_ms, name, redact("".join(frames[-3:])[-2000:]))
         samples[index] = LoadedSample(sample, loaded.key, loaded.source, loaded.location)
 
     await asyncio.gather(*(one(i, s) for i, s in enumerate(testset)))
     dataset = Dataset(samples=[s for s in samples if s is not None], issues=list(testset.issues))
-    return PipelineRun(name, dataset, errors, time.perf_counter() - started, latencies)
+    warnings = [line for index in sorted(refused) for line in refused[index]]
+    return PipelineRun(name, dataset, errors, time.perf_counter() - started, latencies, warnings)
 
 
 def check_timeout(timeout: float | None) -> None:
