@@ -8,6 +8,7 @@ import typer
 from ragmeter.cli.app import command
 from ragmeter.cli.console import fail, say
 from ragmeter.cli.issues import print_issues
+from ragmeter.cli.options import check_json_lines_out
 from ragmeter.data import InputError, load_dataset
 from ragmeter.data.files import write_json_lines
 from ragmeter.run.pipeline_sources import PipelineSourceError, load_pipeline
@@ -28,9 +29,9 @@ def answer_command(
             '{"answer": ..., "contexts": [...]}.',
         ),
     ],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Samples with response and retrieved_contexts filled (JSONL).")] = Path(
-        "answered.jsonl"
-    ),
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Samples with response and retrieved_contexts filled (JSON lines: .jsonl or .ndjson).")
+    ] = Path("answered.jsonl"),
     concurrency: Annotated[int, typer.Option(min=1, help="Most questions asked at once.")] = DEFAULT_PIPELINE_CONCURRENCY,
     timeout: Annotated[float, typer.Option(min=0.001, help="Seconds per question before it counts as failed.")] = 120.0,
 ) -> None:
@@ -40,6 +41,7 @@ def answer_command(
     A question whose call fails, times out or returns something malformed keeps no response
     and names the error in metadata.pipeline_error; the others go on.
     """
+    check_json_lines_out(out)
     try:
         dataset = load_dataset(testset)
     except InputError as exc:

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
+from ragmeter.cli.console import fail
 from ragmeter.judges.config import JudgeConfig
 from ragmeter.run.config import RunConfig, load_config
 
@@ -114,3 +115,19 @@ def judge_options(command: Callable[..., Any]) -> Callable[..., Any]:
     wrapper.__signature__ = signature.replace(parameters=[*own, *added])  # type: ignore[attr-defined]
     wrapper.__annotations__ = {p.name: p.annotation for p in [*own, *added]}
     return wrapper
+
+
+#: The suffixes ``ragmeter eval`` reads as JSON lines: the only ones a samples file is written under.
+JSON_LINES_SUFFIXES = (".jsonl", ".ndjson")
+
+
+def check_json_lines_out(out: Path) -> None:
+    """Refuse (exit 2, one line) an ``--out`` samples file whose suffix is not a JSON-lines one:
+    the file is written as JSON lines, and ``ragmeter eval`` picks the format by the suffix, so
+    ``out.csv`` would be read as CSV and every field found missing.
+
+    Args:
+        out: The ``--out`` path given.
+    """
+    if out.suffix.lower() not in JSON_LINES_SUFFIXES:
+        raise fail(f"--out {out}: the samples are written as JSON lines; give a file name ending in {' or '.join(JSON_LINES_SUFFIXES)}")

@@ -12,6 +12,7 @@ import typer
 from ragmeter.cli.app import command, group
 from ragmeter.cli.console import fail, say
 from ragmeter.cli.issues import print_issues
+from ragmeter.cli.options import check_json_lines_out
 from ragmeter.cli.runs import DEFAULT_STORE, StoreOption, open_store
 from ragmeter.data.files import write_json_lines
 from ragmeter.data.issues import InputIssue
@@ -24,7 +25,9 @@ if TYPE_CHECKING:
 
 traces = group("traces", "Traces of a live application and agent transcripts: to samples, into the store.")
 
-OutOption = Annotated[Path, typer.Option("--out", "-o", help="The samples file to write (JSON lines), for `ragmeter eval`.")]
+OutOption = Annotated[
+    Path, typer.Option("--out", "-o", help="The samples file to write (JSON lines: .jsonl or .ndjson), for `ragmeter eval`.")
+]
 SinceOption = Annotated[
     str | None,
     typer.Option(help="Only requests that started at or after this time (ISO 8601: 2026-11-01 or 2026-11-01T12:00; UTC unless given)."),
@@ -64,6 +67,7 @@ def export_command(
     span (the short last line a killed application can leave) is named and skipped."""
     if bool(files) == (store is not None):
         raise fail("give trace files or --store, one of the two")
+    check_json_lines_out(out)
     bounds = []
     for option, value in (("--since", since), ("--until", until)):
         try:
@@ -124,6 +128,7 @@ def transcripts_command(
 ) -> None:
     """One sample per answered user turn; the results of the agent's tool calls (search, grep,
     read...) are its retrieved contexts."""
+    check_json_lines_out(out)
     chosen = {name.strip() for name in tools.split(",") if name.strip()} if tools is not None else None
     if chosen is not None and not chosen:
         raise fail(f"--tools {tools!r} names no tool")
