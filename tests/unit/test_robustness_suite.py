@@ -10,7 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_helpers import one_line_error, runner
 
+from ragmeter.cli import app
 from ragmeter.decide.robustness_suite import (
     COUNTERFACTUAL,
     INTEGRATION,
@@ -160,3 +162,34 @@ def test_the_robustness_command_compares_a_generator_with_a_baseline(tmp_path):
     assert "negative_rejection" in result.output
     bad = CliRunner().invoke(app, ["robustness", str(tmp_path / "missing.jsonl"), "--generator", "rgb_readers:naive", "-o", str(out)])
     assert bad.exit_code == 2 and "missing.jsonl" in bad.output and "Traceback" not in bad.output
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"answer": [""]}, "field 'answer': item 1 ('') must be a non-blank string"),
+        ({"answer": ["300万", " "]}, "field 'answer': item 2 (' ') must be a non-blank string"),
+        ({"answer": [[1]]}, "field 'answer': item 1: alternative 1 must be a non-blank string"),
+        ({"answer": [[]]}, "field 'answer': item 1 is an empty list of alternatives"),
+        ({"answer": [3]}, "field 'answer': item 1 (3) must be a non-blank string"),
+        ({"positive": [1, 2, 3]}, "field 'positive': item 1 (1) must be a non-blank string"),
+        ({"negative": ["ok", None]}, "field 'negative': item 2 (None) must be a non-blank string"),
+        ({"query": "  "}, "field 'query': expected a non-blank string"),
+    ],
+)
+def test_the_robustness_command_names_a_bad_rgb_field_and_writes_no_report(tmp_path, change, message):
+    """An empty gold answer would count every response as right, and a non-text item crashed
+    the suite: both are named by file, line and field before anything is asked."""
+    data = tmp_path / "rgb.jsonl"
+    data.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in [ROWS[0], {**ROWS[1], **change}]), encoding="utf-8")
+    result = runner.invoke(app, ["robustness", str(data), "--generator", "rgb_readers:naive", "-o", str(tmp_path / "out")])
+    one_line_error(result, f"rgb.jsonl, line 2, {message}")
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_rgb_file_without_a_question_is_an_error_not_an_empty_report(tmp_path):
+    data = tmp_path / "rgb.jsonl"
+    data.write_text("\n", encoding="utf-8")
+    result = runner.invoke(app, ["robustness", str(data), "--generator", "rgb_readers:naive", "-o", str(tmp_path / "out")])
+    one_line_error(result, "rgb.jsonl: no question in the file")
+    assert not (tmp_path / "out").exists()

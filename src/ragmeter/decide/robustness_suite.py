@@ -64,10 +64,16 @@ class Case:
 
 
 def load_rgb(path: str | Path) -> list[dict[str, Any]]:
-    """The questions of an RGB-format JSON-lines file.
+    """The questions of an RGB-format JSON-lines file (at least one).
+
+    Args:
+        path: The file: one JSON object per line with ``query`` (text), ``answer`` (a
+            non-empty list of texts, or of non-empty lists of alternative texts), ``positive``
+            and ``negative`` (non-empty lists of texts); every text non-blank.
 
     Raises:
-        ValueError: A line is not JSON or lacks a field (the message names the file, line and field).
+        ValueError: A line is not JSON or a field is missing or malformed (the message names
+            the file, line and field), or the file holds no question.
     """
     rows = []
     for number, line in read_json_lines(path):
@@ -75,11 +81,42 @@ def load_rgb(path: str | Path) -> list[dict[str, Any]]:
             row = json_object(line)
         except ValueError as exc:
             raise ValueError(f"{path}, line {number}: {exc}") from None
-        for name, kind in (("query", str), ("answer", list), ("positive", list), ("negative", list)):
-            if not isinstance(row.get(name), kind) or not row[name]:
-                raise ValueError(f"{path}, line {number}, field '{name}': expected a non-empty {kind.__name__}")
+        for name in ("query", "answer", "positive", "negative"):
+            problem = _rgb_field_problem(name, row.get(name))
+            if problem:
+                raise ValueError(f"{path}, line {number}, field '{name}': {problem}")
         rows.append({**row, "id": str(row.get("id", number))})
+    if not rows:
+        raise ValueError(f"{path}: no question in the file (one JSON object per line: query, answer, positive, negative)")
     return rows
+
+
+def _rgb_field_problem(name: str, value: Any) -> str | None:
+    """What is wrong with the RGB field ``name``'s ``value`` (see :func:`load_rgb`), or None."""
+    if name == "query":
+        return None if _text(value) else "expected a non-blank string"
+    if not isinstance(value, list) or not value:
+        return "expected a non-empty list"
+    for index, item in enumerate(value, 1):
+        if name == "answer" and isinstance(item, list):
+            if not item:
+                return f"item {index} is an empty list of alternatives"
+            bad = [a for a in item if not _text(a)]
+            if bad:
+                return f"item {index}: alternative {_shown(bad[0])} must be a non-blank string"
+        elif not _text(item):
+            return f"item {index} ({_shown(item)}) must be a non-blank string"
+    return None
+
+
+def _text(value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+def _shown(value: Any) -> str:
+    """``value`` in an error message, cut to 40 characters."""
+    text = repr(value) if not isinstance(value, (list, dict)) else type(value).__name__
+    return text if len(text) <= 40 else text[:39] + "…"
 
 
 def answer_found(response: str, answer: Sequence[Any]) -> bool:
