@@ -121,7 +121,7 @@ def test_an_http_endpoint_answers_and_a_malformed_reply_fails_only_its_question(
     assert result.exit_code == 0, result.output
     rows = _rows(workdir / "h.jsonl")
     assert rows[0]["response"] == "Two." and rows[0]["retrieved_context_ids"] == ["mr#1"]
-    assert "not JSON" in rows[1]["metadata"]["pipeline_error"]
+    assert "not usable JSON" in rows[1]["metadata"]["pipeline_error"]
 
 
 def test_an_endpoint_that_redirects_is_not_followed(workdir):
@@ -172,3 +172,41 @@ def test_an_endpoint_that_redirects_is_not_followed(workdir):
     errors = [row["metadata"]["pipeline_error"] for row in _rows(workdir / "r.jsonl")]
     assert len(errors) == 2 and all(f"redirected (HTTP 302) to http://127.0.0.1:{other.server_port}/steal" in error for error in errors)
     assert reached == [] and "secret" not in result.output
+
+
+class _AmbiguousHandler(BaseHTTPRequestHandler):
+    """Replies by path: a repeated "answer" key, or a number too long for Python to read."""
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        if self.path == "/dupkey":
+            body = b'{"answer": "right", "contexts": ["c"], "answer": "wrong"}'
+        else:
+            body = b'{"answer": "x", "contexts": ["c"], "n": 1' + b"0" * 5000 + b"}"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.mark.parametrize(
+    ("path", "message"),
+    [
+        ("/dupkey", "the endpoint's reply is not usable JSON: the key 'answer' is given twice in one object"),
+        ("/hugeint", "the endpoint's reply is not usable JSON: Exceeds the limit (4300 digits)"),
+    ],
+)
+def test_an_ambiguous_or_unreadable_reply_fails_its_question_naming_the_endpoint(workdir, path, message):
+    server = HTTPServer(("127.0.0.1", 0), _AmbiguousHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_port}{path}"
+        result = runner.invoke(app, ["answer", "testset.jsonl", "-p", url, "-o", "h.jsonl"])
+    finally:
+        server.shutdown()
+    assert result.exit_code == 0, result.output
+    rows = _rows(workdir / "h.jsonl")
+    assert all("response" not in r and message in r["metadata"]["pipeline_error"] for r in rows), rows

@@ -98,7 +98,8 @@ def post_json(url: str, payload: dict[str, Any], timeout: float, expected: str) 
 
     Raises:
         RuntimeError: An HTTP error status, a redirect, a reply larger than
-            :data:`MAX_REPLY_BYTES`, or a reply that is not a JSON object; the message says which.
+            :data:`MAX_REPLY_BYTES`, or a reply that is not a JSON object (or that gives a
+            key twice in one object, or a number too long to read); the message says which.
     """
     body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
     request = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"}, method="POST")
@@ -113,12 +114,22 @@ def post_json(url: str, payload: dict[str, Any], timeout: float, expected: str) 
     if len(data) > MAX_REPLY_BYTES:
         raise RuntimeError(f"the endpoint's reply is larger than {MAX_REPLY_BYTES} bytes")
     try:
-        value = json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise RuntimeError(f"the endpoint's reply is not JSON: {exc}") from None
+        value = json.loads(data, object_pairs_hook=_unique_keys)
+    except ValueError as exc:  # not JSON or UTF-8, a repeated key, a number past Python's digit limit
+        raise RuntimeError(f"the endpoint's reply is not usable JSON: {exc}") from None
     if not isinstance(value, dict):
         raise RuntimeError(f"the endpoint's reply is a JSON {type(value).__name__}, not {expected}")
     return value
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's pairs as a dict; a key given twice is refused (which one counts is a guess)."""
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise ValueError(f"the key '{key[:80]}' is given twice in one object")
+        seen[key] = value
+    return seen
 
 
 class _NoRedirects(urllib.request.HTTPRedirectHandler):
