@@ -192,6 +192,18 @@ def test_read_spans_given_a_list_notes_each_bad_line_there_and_reads_on(tmp_path
         list(read_spans(tmp_path / "missing.jsonl", issues))
 
 
+def test_a_span_that_is_its_own_parent_is_named_and_skipped(tmp_path):
+    """Its trace has no root, so the monitor never counted it: 5 traces stored, 4 decided."""
+    good = SpanRecord(trace_id="t", span_id="s", name="n", started_at="2026-01-01T00:00:00+00:00").to_dict()
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps({**good, "parent_id": "s"}) + "\n" + json.dumps({**good, "trace_id": "u"}) + "\n")
+    issues: list = []
+    assert [s.trace_id for s in read_spans(path, issues)] == ["u"]
+    assert [str(i) for i in issues] == [
+        f"{path}, line 1: not a valid span: 'parent_id' is the span's own id: a span cannot be its own parent (its trace would have no root)"
+    ]
+
+
 def test_a_sink_opened_after_a_kill_starts_a_new_line_and_loses_no_span(tmp_path):
     path = tmp_path / "t.jsonl"
     first = SpanRecord(trace_id="t", span_id="s1", name="n", started_at="2026-01-01T00:00:00+00:00")

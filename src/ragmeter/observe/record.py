@@ -96,6 +96,8 @@ class SpanRecord:
         for key in ("question", "response", "model", "error", "parent_id"):
             if data.get(key) is not None and not isinstance(data[key], str):
                 raise ValueError(f"'{key}' must be a string")
+        if data.get("parent_id") is not None and data["parent_id"] == data["span_id"]:
+            raise ValueError("'parent_id' is the span's own id: a span cannot be its own parent (its trace would have no root)")
         if not isinstance(data.get("kind", ""), str):
             raise ValueError("'kind' must be a string")
         if not isinstance(data.get("attributes", {}), dict):
