@@ -27,6 +27,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
+import yaml
+
 from ragmeter.data.secrets import mask_registered
 
 #: Characters JSON allows raw inside strings that some readers treat as line breaks.
@@ -231,3 +233,57 @@ def _lines(handle: IO[str], block: int = 1 << 20) -> Iterator[str]:
         yield from complete
     if pending:
         yield pending
+
+
+#: Most values a YAML document may hold once its aliases are expanded. A user's config, price
+#: table, threshold or sweep file holds hundreds; an alias bomb ("billion laughs", 9 aliases of 9
+#: of 9...) holds billions in a few hundred bytes, and printing one value of it filled the memory.
+YAML_VALUES = 100_000
+
+
+def yaml_value(text: str, loader: type[yaml.SafeLoader] = yaml.SafeLoader) -> Any:
+    """The value of the YAML document ``text``, read with ``loader`` (safe: no Python objects).
+
+    Raises:
+        yaml.YAMLError: It is not YAML, or its aliases expand past :data:`YAML_VALUES` values or
+            refer to themselves (the caller adds the file).
+    """
+    reader = loader(text)
+    try:
+        node = reader.get_single_node()
+        if node is None:
+            return None
+        _check_expanded_size(node)
+        return reader.construct_document(node)
+    finally:
+        reader.dispose()
+
+
+def _check_expanded_size(root: yaml.Node) -> None:
+    """Refuse a node graph whose aliases expand past :data:`YAML_VALUES` values, or that
+    contains itself (a depth-first walk that counts each shared node once per use)."""
+    sizes: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, finished = stack.pop()
+        children = _children(node)
+        if finished:
+            on_path.discard(id(node))
+            sizes[id(node)] = 1 + sum(sizes[id(child)] for child in children)
+            if sizes[id(node)] > YAML_VALUES:
+                raise yaml.YAMLError(f"its aliases expand past {YAML_VALUES:,} values: refused (an alias bomb?)")
+        elif id(node) in on_path:
+            raise yaml.YAMLError("an alias refers to the value that holds it: refused")
+        elif id(node) not in sizes:
+            on_path.add(id(node))
+            stack.append((node, True))
+            stack.extend((child, False) for child in children if id(child) not in sizes)
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [item for pair in node.value for item in pair]
+    return []

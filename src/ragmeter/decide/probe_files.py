@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from ragmeter.data.files import json_value
+from ragmeter.data.files import json_value, yaml_value
 from ragmeter.decide.redteam import Probe
 
 FIELDS = ("id", "question", "forbidden", "documents", "category", "lang")
@@ -99,7 +99,7 @@ def _jsonl_records(path: Path, text: str) -> list[Record]:
 
 def _yaml_records(path: Path, text: str) -> list[Record]:
     try:
-        data, node = yaml.safe_load(text), yaml.compose(text)
+        data, node = yaml_value(text), yaml.compose(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)

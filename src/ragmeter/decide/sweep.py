@@ -37,7 +37,7 @@ from typing import Any
 
 import yaml
 
-from ragmeter.data.files import write_json
+from ragmeter.data.files import write_json, yaml_value
 from ragmeter.decide.compare import compare_results
 from ragmeter.decide.experiment import _as_dataset, _score_arm, distinct_folders
 from ragmeter.judges import Judges
@@ -150,7 +150,7 @@ def load_sweep_file(path: str | Path) -> tuple[str | None, list[dict[str, Any]]]
         ValueError: The file is unreadable or malformed; the message names the file and key.
     """
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        data = yaml_value(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise ValueError(f"{path}: cannot read the sweep file: {exc}") from None
     if not isinstance(data, dict) or ("grid" in data) == ("configs" in data):

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragmeter.data.files import yaml_value
 from ragmeter.metrics.registry import metric_classes
 from ragmeter.report.formatting import format_number
 from ragmeter.results import Result
@@ -133,7 +134,7 @@ def load_thresholds(path: str | Path, result: Result) -> list[Threshold]:
     except (OSError, UnicodeDecodeError) as exc:
         raise GateInputError(f"{path}: cannot read: {exc}") from None
     try:
-        data = yaml.load(text, Loader=_thresholds_loader())
+        data = yaml_value(text, _thresholds_loader())
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f", line {mark.line + 1}" if mark is not None else ""

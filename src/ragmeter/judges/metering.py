@@ -20,7 +20,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ragmeter.data.files import json_value
+from ragmeter.data.files import json_value, yaml_value
 
 #: The fields of a model's entry in a price table, in US dollars per million tokens.
 _PRICE_FIELDS = ("input_per_million", "output_per_million")
@@ -155,7 +155,7 @@ def _read_prices(path: Path) -> dict[str, Price]:
 
     try:
         text = path.read_text(encoding="utf-8")
-        data = yaml.safe_load(text) if path.suffix.lower() in (".yaml", ".yml") else json_value(text)
+        data = yaml_value(text) if path.suffix.lower() in (".yaml", ".yml") else json_value(text)
     except (OSError, ValueError, yaml.YAMLError) as exc:
         raise ValueError(f"{path}: cannot read the price table: {exc}") from None
     return _parse_prices(data, str(path))

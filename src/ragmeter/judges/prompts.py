@@ -24,6 +24,7 @@ from typing import Any
 
 import yaml
 
+from ragmeter.data.files import yaml_value
 from ragmeter.judges.base import FieldValue
 
 LANGUAGES = ("en", "zh")
@@ -245,7 +246,7 @@ def load_variant(lang: str, path: str) -> dict[str, Any]:
             the message names the file and the entry.
     """
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        data = yaml_value(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise ValueError(f"{path}: cannot read the prompt file: {exc}") from None
     check_variant(data, path)

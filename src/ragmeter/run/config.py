@@ -30,6 +30,7 @@ from typing import Any
 import yaml
 
 from ragmeter.data.encodings import decode_text
+from ragmeter.data.files import yaml_value
 from ragmeter.judges.config import JudgeConfig, prompt_files
 from ragmeter.judges.prompts import PromptBook
 from ragmeter.metrics.base import Metric
@@ -59,7 +60,7 @@ def load_config(path: str | Path) -> RunConfig:
     path = Path(path)
     source = str(path)
     try:
-        data = yaml.safe_load(decode_text(path.read_bytes())) or {}
+        data = yaml_value(decode_text(path.read_bytes())) or {}
     except (OSError, ValueError, yaml.YAMLError) as exc:  # ValueError: not UTF-8 (the message says what it may be)
         raise ValueError(f"{source}: cannot read the config file: {exc}") from None
     if not isinstance(data, dict):

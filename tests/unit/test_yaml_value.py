@@ -1,0 +1,42 @@
+"""YAML read from users' files (config, prices, thresholds, probes, sweeps, prompts): an alias
+bomb ("billion laughs": a few hundred bytes, billions of values) is refused before it is built;
+printing one of its values in an error message filled the memory ("unexpected error: MemoryError")."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from cli_helpers import one_line_error, run_eval, runner, write_jsonl
+
+from ragmeter.cli import app
+from ragmeter.data.files import YAML_VALUES, yaml_value
+
+BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]\n" for i in range(8)
+)  # 9^9 values once expanded
+
+
+def test_an_alias_bomb_is_refused_and_ordinary_anchors_still_read():
+    with pytest.raises(yaml.YAMLError, match=f"expand past {YAML_VALUES:,} values"):
+        yaml_value(BOMB)
+    with pytest.raises(yaml.YAMLError, match="refers to the value that holds it"):
+        yaml_value("a: &a [1, *a]\n")
+    shared = yaml_value("base: &base {model: m, temperature: 0}\njudge:\n  <<: *base\n  model: n\nlist: [*base, *base]\n")
+    assert shared["judge"] == {"model": "n", "temperature": 0} and shared["list"] == [{"model": "m", "temperature": 0}] * 2
+    assert yaml_value("") is None and yaml_value("- 1\n- 2\n") == [1, 2]
+
+
+def test_every_command_that_reads_a_users_yaml_refuses_a_bomb_in_one_line(tmp_path):
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text(BOMB + "metrics: [*i]\n", encoding="utf-8")
+    data = write_jsonl(
+        tmp_path / "d.jsonl", [{"id": "a", "response": "x", "reference": "x"}, {"id": "b", "response": "y", "reference": "x"}]
+    )
+    run = tmp_path / "run"
+    assert run_eval(data, "-m", "token_f1", "-o", run, "--no-progress").exit_code == 0
+    for result in (
+        run_eval(data, "--config", bomb, "-o", tmp_path / "out"),
+        runner.invoke(app, ["gate", str(run), "-t", str(bomb)]),
+        runner.invoke(app, ["sweep", str(data), "-g", str(bomb), "-m", "token_f1", "-o", str(tmp_path / "sw")]),
+    ):
+        one_line_error(result, f"{bomb}", "expand past 100,000 values")
