@@ -11,8 +11,9 @@ import typing
 from dataclasses import dataclass
 
 import pytest
-from cli_helpers import one_line_error, run_eval, write_jsonl
+from cli_helpers import one_line_error, run_eval, runner, write_jsonl
 
+from ragmeter.cli import app
 from ragmeter.judges.metering import PriceTable
 from ragmeter.metrics import Metric, Score, create_metric, metric_classes
 
@@ -254,3 +255,26 @@ def test_minus_zero_in_metadata_is_shown_as_zero(tmp_path):
     shown = {metric: (score["value"], score["explanation"]) for metric, score in scores.items()}
     assert shown == {"latency_ms": (0.0, "0 ms"), "total_tokens": (0.0, "0 tokens"), "cost_usd": (0.0, "$0.000000")}
     assert re.search(r"\| \$?-0", (tmp_path / "run" / "report.md").read_text(encoding="utf-8")) is None  # a summary column showed -0
+
+
+def test_an_integer_too_large_for_a_float_in_gate_thresholds_or_labels_is_named(tmp_path):
+    """Both were an OverflowError that named no file or line ("unexpected error")."""
+
+    data = write_jsonl(tmp_path / "d.jsonl", [{"id": i, "response": "x", "reference": r} for i, r in (("a", "x"), ("b", "y"), ("c", "x"))])
+    run = tmp_path / "run"
+    assert run_eval(data, "-m", "token_f1", "-o", run, "--no-progress").exit_code == 0
+    thresholds = tmp_path / "t.yaml"
+    thresholds.write_text(f"token_f1: {{min: {10**400}}}\n")
+    one_line_error(
+        runner.invoke(app, ["gate", str(run), "-t", str(thresholds)]),
+        f"{thresholds}",
+        "min must be a number, got an integer of about 400 digits",
+    )
+    labels = write_jsonl(tmp_path / "labels.jsonl", [{"id": "a", "label": 10**400}, {"id": "b", "label": 0}, {"id": "c", "label": 1}])
+    done = runner.invoke(app, ["calibrate", str(run), "--labels", str(labels), "--metric", "token_f1", "-o", str(tmp_path / "cal")])
+    assert "Traceback" not in done.output and "unexpected" not in done.output, done.output
+    assert done.exit_code == 0 and "1 label line(s) could not be used" in done.output, done.output
+    assert (
+        "line 1\\: 'label' of 'a' must be a number in \\[0, 1\\], got an integer of about 400 digits"
+        in (tmp_path / "cal" / "calibration.md").read_text()
+    )

@@ -8,13 +8,13 @@ labelled twice (the first label is kept). Nothing is dropped silently.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from ragmeter.data.files import json_value
+from ragmeter.metrics.base import describe_briefly, finite_number
 
 V = TypeVar("V")
 
@@ -29,8 +29,8 @@ class Labels(Generic[V]):
 
 def score(value: Any) -> float:
     """A label that is a number in [0, 1] (0/1 for yes/no)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not 0 <= value <= 1:
-        raise ValueError(f"must be a number in [0, 1], got {value!r}")
+    if finite_number(value) is None or not 0 <= value <= 1:
+        raise ValueError(f"must be a number in [0, 1], got {describe_briefly(value)}")
     return float(value)
 
 

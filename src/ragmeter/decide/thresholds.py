@@ -16,12 +16,12 @@ are booleans (YAML 1.2), and a metric given twice is an error.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ragmeter.data.files import yaml_value
+from ragmeter.metrics.base import describe_briefly, finite_number
 from ragmeter.metrics.registry import metric_classes
 from ragmeter.report.formatting import format_number
 from ragmeter.results import Result
@@ -105,11 +105,11 @@ def parse_threshold(spec: Any, info: dict[str, Any], *, allow_on: bool = True) -
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return finite_number(value) is not None
 
 
 def _describe(value: Any) -> str:
-    text = repr(value)
+    text = describe_briefly(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
