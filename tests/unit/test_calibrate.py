@@ -183,6 +183,13 @@ def test_read_labels_reports_bad_lines(tmp_path):
     assert [p.split(": ")[0].rsplit(", ", 1)[1] for p in problems] == ["line 2", "line 3", "line 4", "line 5"]
 
 
+def test_a_labels_file_that_starts_with_a_byte_order_mark_keeps_its_first_label(tmp_path):
+    path = tmp_path / "human.jsonl"
+    path.write_bytes(b'\xef\xbb\xbf{"id": "a", "label": 1}\n{"id": "b", "label": 0}\n')  # as Windows editors save UTF-8
+    found = read_labels(path, "label", score)
+    assert found.by_id == {"a": 1.0, "b": 0.0} and found.problems == []
+
+
 def _write_rows(path, rows):
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     return path

@@ -56,7 +56,7 @@ def read_labels(path: str | Path, field_name: str, parse: Callable[[Any], V]) ->
         OSError: The file cannot be read.
     """
     labels: Labels[V] = Labels()
-    text = Path(path).read_text(encoding="utf-8", errors="replace")
+    text = Path(path).read_text(encoding="utf-8-sig", errors="replace")  # utf-8-sig: a byte-order mark is no part of line 1
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
