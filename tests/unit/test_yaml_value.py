@@ -40,3 +40,21 @@ def test_every_command_that_reads_a_users_yaml_refuses_a_bomb_in_one_line(tmp_pa
         runner.invoke(app, ["sweep", str(data), "-g", str(bomb), "-m", "token_f1", "-o", str(tmp_path / "sw")]),
     ):
         one_line_error(result, f"{bomb}", "expand past 100,000 values")
+
+
+def test_a_repeated_key_is_refused_and_a_yaml_error_is_one_line_with_its_place(tmp_path):
+    """`judge: {model: x, model: y}` silently used y (gate alone refused repeats), and a YAML
+    error spanned lines, shown on the console as escapes."""
+    data = write_jsonl(tmp_path / "d.jsonl", [{"id": "a", "response": "x", "reference": "x"}])
+    config = tmp_path / "c.yaml"
+    config.write_text("judge: {model: x, model: y}\n", encoding="utf-8")
+    one_line_error(
+        run_eval(data, "--config", config, "-o", tmp_path / "o"),
+        f"{config}: cannot read the config file: line 1, column 19: key 'model' is repeated (first on line 1)",
+    )
+    config.write_text("metrics:\n  - [token_f1\n", encoding="utf-8")
+    line = one_line_error(
+        run_eval(data, "--config", config, "-o", tmp_path / "o"),
+        f"{config}: cannot read the config file: line 3, column 1: expected ',' or ']'",
+    )
+    assert "\\n" not in line

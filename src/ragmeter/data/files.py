@@ -241,12 +241,38 @@ def _lines(handle: IO[str], block: int = 1 << 20) -> Iterator[str]:
 YAML_VALUES = 100_000
 
 
-def yaml_value(text: str, loader: type[yaml.SafeLoader] = yaml.SafeLoader) -> Any:
-    """The value of the YAML document ``text``, read with ``loader`` (safe: no Python objects).
+class YamlProblem(yaml.MarkedYAMLError):
+    """A YAML document that cannot be read, said in one line: ``line N, column M: <problem>``
+    (``problem`` and ``problem_mark`` as the parser gave them)."""
+
+    def __str__(self) -> str:
+        mark = self.problem_mark
+        return (f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else "") + str(self.problem)
+
+
+class UniqueKeyLoader(yaml.SafeLoader):
+    """A safe YAML loader that refuses a key repeated in one mapping (YAML keeps the last one
+    silently: ``judge: {model: x, model: y}`` used ``y``)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        first_line: dict[str, int] = {}
+        for key_node, _ in node.value:
+            if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+                if key_node.value in first_line:
+                    problem = f"key '{key_node.value}' is repeated (first on line {first_line[key_node.value]})"
+                    raise yaml.constructor.ConstructorError(None, None, problem, key_node.start_mark)
+                first_line[key_node.value] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep)
+
+
+def yaml_value(text: str, loader: type[yaml.SafeLoader] = UniqueKeyLoader) -> Any:
+    """The value of the YAML document ``text``, read with ``loader`` (safe: no Python objects;
+    by default a repeated key is refused).
 
     Raises:
         yaml.YAMLError: It is not YAML, or its aliases expand past :data:`YAML_VALUES` values or
-            refer to themselves (the caller adds the file).
+            refer to themselves; the message is one line, ``line N, column M: <problem>``
+            when the parser says where (the caller adds the file).
     """
     reader = loader(text)
     try:
@@ -255,6 +281,9 @@ def yaml_value(text: str, loader: type[yaml.SafeLoader] = yaml.SafeLoader) -> An
             return None
         _check_expanded_size(node)
         return reader.construct_document(node)
+    except yaml.MarkedYAMLError as exc:  # its message spans lines, with the parser's own quote of the text
+        problem = " ".join(str(exc.problem or exc.context or "not valid YAML").split())
+        raise YamlProblem(problem=problem, problem_mark=exc.problem_mark or exc.context_mark) from None
     finally:
         reader.dispose()
 

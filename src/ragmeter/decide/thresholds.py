@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ragmeter.data.files import yaml_value
+from ragmeter.data.files import UniqueKeyLoader, yaml_value
 from ragmeter.metrics.base import describe_briefly, finite_number
 from ragmeter.metrics.registry import metric_classes
 from ragmeter.report.formatting import format_number
@@ -160,26 +160,13 @@ def load_thresholds(path: str | Path, result: Result) -> list[Threshold]:
 
 def _thresholds_loader() -> type:
     """A safe YAML loader with YAML 1.2 booleans (``{min: 0.8, on: ci_low}`` keeps its
-    ``on`` key) that rejects a key repeated in one mapping."""
+    ``on`` key) that rejects a key repeated in one mapping (:class:`UniqueKeyLoader`)."""
     import re
 
     import yaml
 
-    class Loader(yaml.SafeLoader):
-        def construct_mapping(self, node, deep=False):
-            first_line: dict[str, int] = {}
-            for key_node, _ in node.value:
-                if isinstance(key_node, yaml.ScalarNode):
-                    line = key_node.start_mark.line + 1
-                    if key_node.value in first_line:
-                        raise yaml.constructor.ConstructorError(
-                            None,
-                            None,
-                            f"key '{key_node.value}' is repeated (first on line {first_line[key_node.value]})",
-                            key_node.start_mark,
-                        )
-                    first_line[key_node.value] = line
-            return super().construct_mapping(node, deep)
+    class Loader(UniqueKeyLoader):
+        """Its own class: the booleans below change this loader only."""
 
     bool_tag = "tag:yaml.org,2002:bool"
     Loader.yaml_implicit_resolvers = {
