@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter.data.encodings import decode_text, encoding_hint, unicode_bom
-from ragmeter.data.files import TOO_LONG_NUMBER, json_problem, unpaired_surrogate
+from ragmeter.data.files import TOO_DEEP as JSON_TOO_DEEP
+from ragmeter.data.files import TOO_LONG_NUMBER, json_problem, json_value, unpaired_surrogate
 from ragmeter.data.issues import InputError, InputIssue
 
 #: Fields that hold lists; CSV cells for them are JSON (or Python literal) lists.
@@ -154,15 +155,9 @@ def _rows_of_jsonl(path: Path) -> Rows:
 def parse_json_line(name: str, location: str, text: str | bytes) -> Any:
     """The record on one JSON line, or the :class:`InputIssue` that says why it is not one."""
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return InputIssue(name, location, None, json_problem(exc))
-    except RecursionError:
-        return InputIssue(name, location, None, TOO_DEEP)
-    except ValueError:  # Python's limit on the digits of an integer
-        return InputIssue(name, location, None, TOO_LONG_NUMBER)
-    surrogate = unpaired_surrogate(text, value)
-    return value if surrogate is None else InputIssue(name, location, None, surrogate)
+        return json_value(text)
+    except ValueError as exc:  # a sample nested too deeply is said with this reader's depth limit
+        return InputIssue(name, location, None, TOO_DEEP if str(exc) == JSON_TOO_DEEP else str(exc))
 
 
 def _rows_of_json(name: str, text: str) -> Rows:
