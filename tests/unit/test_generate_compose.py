@@ -402,11 +402,10 @@ def test_a_bridge_phrase_that_modifies_a_noun_in_its_chunk_is_half_a_name(questi
     assert question_problem(question, "December 20.", "deployment freeze", described, answering, "en") == problem
 
 
-def _swap_judge(*others, subject="Forge Vault", again=("platform team",)) -> ScriptedJudge:
+def _swap_judge(*others, subject="Forge Vault") -> ScriptedJudge:
     generated = {
         "testset_single_fact": {"question": "How often is Forge Vault backed up?", "answer": "Every night."},
         "testset_unanswerable_swap": {"subject": subject, "others": list(others)},
-        "testset_unanswerable_swap_again": {"others": list(again)},
     }
     # No chunk answers it; every other verdict (the question says what it asks about, ...) says yes.
     return ScriptedJudge(rule=lambda task, shared, item: 0.1 if task == "answerable" else 0.9, generated=generated)
@@ -441,24 +440,6 @@ def test_an_unanswerable_question_swaps_its_subject_for_one_the_knowledge_base_l
 def test_a_swap_that_brings_no_word_the_knowledge_base_lacks_fails(others, subject, error):
     with pytest.raises(SynthesisError, match=error):
         _compose(Slot("q0002", "unanswerable", "plain", None, (1,), "en"), _swap_judge(*others, subject=subject))
-
-
-def test_when_the_knowledge_base_names_every_other_thing_the_judge_is_told_so_and_asked_again():
-    # As on the example knowledge base: the judge takes its others from the chunk. The second
-    # request's first thing is the subject again and its second a first request's thing: neither counts.
-    judge = _swap_judge("platform team", "cold storage", again=("Forge Vault", "cold storage", "Harbor Ledger"))
-    draft = _compose(Slot("q0002", "unanswerable", "plain", None, (1,), "en"), judge)
-    assert draft.question == "How often is Harbor Ledger backed up?" and draft.composition["swapped_for"] == "Harbor Ledger"
-    assert [c.task for c in judge.calls] == ["testset_single_fact", "testset_unanswerable_swap", "testset_unanswerable_swap_again"]
-    assert judge.calls[2].shared == {
-        "context": BACKUP, "question": "How often is Forge Vault backed up?", "subject": "Forge Vault", "known": "platform team; cold storage",
-    }  # fmt: skip
-    # Asked again and still nothing new: the error names every thing tried.
-    with pytest.raises(SynthesisError, match=r"'platform team', 'cold storage', 'Forge Vault 2031'\]"):
-        _compose(
-            Slot("q0002", "unanswerable", "plain", None, (1,), "en"),
-            _swap_judge("platform team", "cold storage", again=("Forge Vault 2031",)),
-        )
 
 
 def test_reply_texts_take_a_list_or_one_text_tidied():

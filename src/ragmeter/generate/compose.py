@@ -28,8 +28,6 @@ reply is checked in code before the next step:
   the question; the code puts each other thing in its place (:func:`~ragmeter.generate.bridges.substitute`; not the
   subject again, nor a thing the prompt's examples name) and keeps the first question that
   brings a word found nowhere in the whole knowledge base (:func:`~ragmeter.generate.swap.absent_words`).
-  When none does, the judge is told the three things the knowledge base already names and
-  asked once for three more (``testset_unanswerable_swap_again``).
 
 A stand-in judge whose replies are placeholders (``--dry-run``'s: ``placeholders`` is true)
 is let through every check between steps, so that the estimate counts every step and the

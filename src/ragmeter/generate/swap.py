@@ -2,8 +2,6 @@
 chunk and names its subject and three other things of the same kind; the code puts each other
 thing in the subject's place and keeps the first question that brings a word the whole
 knowledge base lacks (see :mod:`ragmeter.generate.compose`, which chooses the method by type).
-When every other thing is one the knowledge base already names (the 1.5B judge often takes
-them from the chunk), the judge is told which they were and asked once for three more.
 """
 
 from __future__ import annotations
@@ -29,9 +27,6 @@ _SWAP_SCHEMA = {
     "properties": {"subject": {"type": "string"}, "others": {"type": "array", "items": {"type": "string"}}},
     "required": ["subject", "others"],
 }
-_OTHERS_SCHEMA = {"type": "object", "properties": {"others": {"type": "array", "items": {"type": "string"}}}, "required": ["others"]}
-#: What joins the things the knowledge base already names, in the second request's ``known``.
-_LIST_SEPARATOR = {"en": "; ", "zh": "；"}
 
 
 async def swap_subject(slot: Slot, graph: KnowledgeGraph, judge: LLMJudge) -> Draft:
@@ -44,7 +39,7 @@ async def swap_subject(slot: Slot, graph: KnowledgeGraph, judge: LLMJudge) -> Dr
 
     Raises:
         SynthesisError: The subject is not words of the question, or no other thing brings a
-            word the knowledge base lacks, in either request.
+            word the knowledge base lacks.
     """
     seed = graph.chunks[slot.chunks[0]]
     reply = await judge.generate("testset_single_fact", {"context": seed.text}, QA_SCHEMA, slot.lang)
@@ -56,40 +51,14 @@ async def swap_subject(slot: Slot, graph: KnowledgeGraph, judge: LLMJudge) -> Dr
         raise SynthesisError(f"the subject {subject!r} is not words of the question {before!r}")
     # Neither the subject given back nor a thing copied from the prompt's examples ("Riverside
     # Library" for a sign-off, in a run on the example knowledge base) is another thing of its kind.
-    unusable = {normalize(subject), *_example_others(slot.lang)}
-    found = _first_absent(before, subject, others, unusable, graph, slot.lang) if checking else None
-    tried = list(others)
+    unusable = {normalize(subject), *_example_others(slot.lang)} if checking else set()
+    swaps = [(other, substitute(before, subject, other, slot.lang)) for other in others if normalize(other) not in unusable]
+    found = next(((other, q, words) for other, q in swaps if (words := absent_words(q, before, graph.chunks))), None)
+    if found is None and not checking and swaps:
+        found = (swaps[0][0], swaps[0][1], [])
     if found is None:
-        # A stand-in judge (--dry-run) asks again too: the estimate counts the step at its dearest.
-        fields = {"context": seed.text, "question": before, "subject": subject, "known": _LIST_SEPARATOR[slot.lang].join(others)}
-        reply = await judge.generate("testset_unanswerable_swap_again", fields, _OTHERS_SCHEMA, slot.lang)
-        more = reply_texts(reply, "others")
-        tried += more
-        found = (
-            _first_absent(before, subject, more, unusable | {normalize(o) for o in others}, graph, slot.lang) if checking else (more[0], [])
-        )
-    if found is None:
-        raise SynthesisError(f"no other subject brings a word the knowledge base lacks: {subject!r} -> {tried!r}")
-    other, absent = found
-    return await _draft(slot, seed, before, subject, other, absent, judge)
-
-
-def _first_absent(
-    before: str, subject: str, others: Sequence[str], unusable: set[str], graph: KnowledgeGraph, lang: str
-) -> tuple[str, list[str]] | None:
-    """The first of ``others`` (not one of ``unusable``, normalised) that, in the place of
-    ``subject`` in ``before``, brings words the knowledge base lacks, with those words."""
-    for other in others:
-        if normalize(other) in unusable:
-            continue
-        if words := absent_words(substitute(before, subject, other, lang), before, graph.chunks):
-            return other, words
-    return None
-
-
-async def _draft(slot: Slot, seed: Chunk, before: str, subject: str, other: str, absent: list[str], judge: LLMJudge) -> Draft:
-    """The draft of ``before`` with ``other`` in the place of ``subject``, in the slot's style."""
-    after = substitute(before, subject, other, slot.lang)
+        raise SynthesisError(f"no other subject brings a word the knowledge base lacks: {subject!r} -> {others!r}")
+    other, after, absent = found
     notes: dict[str, Any] = {
         "method": SWAP, "question_before_swap": before, "subject": subject, "swapped_for": other,
         "absent_from_knowledge_base": absent,
@@ -100,9 +69,8 @@ async def _draft(slot: Slot, seed: Chunk, before: str, subject: str, other: str,
 
 @lru_cache(maxsize=2)
 def _example_others(lang: str) -> frozenset[str]:
-    """The other things named in the examples of the ``testset_unanswerable_swap`` prompts."""
-    book = PromptBook(lang)
-    examples = [e for task in ("testset_unanswerable_swap", "testset_unanswerable_swap_again") for e in book.task(task).get("examples", [])]
+    """The other things named in the examples of the ``testset_unanswerable_swap`` prompt."""
+    examples = PromptBook(lang).task("testset_unanswerable_swap").get("examples", [])
     return frozenset(normalize(other) for example in examples for other in example["answer"].get("others", []))
 
 
