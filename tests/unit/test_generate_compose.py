@@ -18,7 +18,7 @@ from ragmeter.generate.graph import KnowledgeGraph
 from ragmeter.generate.knowledge_base import KnowledgeBase
 from ragmeter.generate.plan import Slot
 from ragmeter.generate.runner import generate_slot
-from ragmeter.generate.swap import absent_words, reply_texts
+from ragmeter.generate.swap import absent_words, name_in, reply_texts
 from ragmeter.generate.synthesize import NO_ANSWER, SynthesisError, synthesize
 from ragmeter.judges.base import JudgeError, ReplyCutOff
 from ragmeter.judges.dry_run import stand_in
@@ -402,17 +402,18 @@ def test_a_bridge_phrase_that_modifies_a_noun_in_its_chunk_is_half_a_name(questi
     assert question_problem(question, "December 20.", "deployment freeze", described, answering, "en") == problem
 
 
-def _swap_judge(*others, subject="Forge Vault") -> ScriptedJudge:
+def _swap_judge(*others, subject="Forge Vault", question="How often is Forge Vault backed up?") -> ScriptedJudge:
     generated = {
-        "testset_single_fact": {"question": "How often is Forge Vault backed up?", "answer": "Every night."},
+        "testset_single_fact": {"question": question, "answer": "Every night."},
+        "testset_unanswerable_names": {"others": list(others)},
         "testset_unanswerable_swap": {"subject": subject, "others": list(others)},
     }
     # No chunk answers it; every other verdict (the question says what it asks about, ...) says yes.
     return ScriptedJudge(rule=lambda task, shared, item: 0.1 if task == "answerable" else 0.9, generated=generated)
 
 
-def test_an_unanswerable_question_swaps_its_subject_for_one_the_knowledge_base_lacks():
-    # The first other subject is one the knowledge base has; the second is kept.
+def test_an_unanswerable_question_swaps_the_name_it_holds_for_a_made_up_one_the_knowledge_base_lacks():
+    # The first other name is one the knowledge base has; the second is kept.
     judge = _swap_judge("platform team", "Harbor Ledger", "Slate")
     draft = _compose(Slot("q0002", "unanswerable", "plain", None, (1,), "en"), judge)
     assert draft.question == "How often is Harbor Ledger backed up?" and draft.reference == NO_ANSWER["en"]
@@ -422,24 +423,51 @@ def test_an_unanswerable_question_swaps_its_subject_for_one_the_knowledge_base_l
         "subject": "Forge Vault",
         "swapped_for": "Harbor Ledger",
         "absent_from_knowledge_base": ["harbor", "ledger"],
+        "subject_by": "name",
     }
+    # The code found the name: the judge was asked only for others of its kind.
+    assert [c.task for c in judge.calls] == ["testset_single_fact", "testset_unanswerable_names"]
+    assert judge.calls[1].shared == {"context": BACKUP, "question": "How often is Forge Vault backed up?", "subject": "Forge Vault"}
+
+
+def test_a_question_without_a_name_has_its_subject_named_by_the_judge():
+    judge = _swap_judge("platform team", "tape archive", subject="backups", question="How often are backups made?")
+    draft = _compose(Slot("q0002", "unanswerable", "plain", None, (1,), "en"), judge)
+    assert draft.question == "How often are tape archive made?" and draft.composition["subject_by"] == "judge"
     assert [c.task for c in judge.calls] == ["testset_single_fact", "testset_unanswerable_swap"]
-    assert judge.calls[1].shared["question"] == "How often is Forge Vault backed up?"
 
 
 @pytest.mark.parametrize(
-    ("others", "subject", "error"),
+    ("others", "subject", "question", "error"),
     [
-        (["platform team", "cold storage"], "Forge Vault", "no other subject brings a word the knowledge base lacks"),
-        (["Forge Vault 2031"], "Forge Vault", "no other subject brings"),  # only a number is new
-        (["forge vault"], "Forge Vault", "no other subject brings"),  # the subject given back
-        (["Riverside Library", "museum passes"], "Forge Vault", "no other subject brings"),  # the prompt's examples copied
-        (["Harbor Ledger"], "the archive", "is not words of the question"),
+        (["platform team", "cold storage"], None, None, "no other subject brings a word the knowledge base lacks"),
+        (["Forge Vault 2031"], None, None, "no other subject brings"),  # only a number is new
+        (["forge vault"], None, None, "no other subject brings"),  # the subject given back
+        (["Larkmoor Library", "museum passes"], None, None, "no other subject brings"),  # the prompts' examples copied
+        (["Harbor Ledger"], "the archive", "How often are backups made?", "is not words of the question"),
     ],
 )
-def test_a_swap_that_brings_no_word_the_knowledge_base_lacks_fails(others, subject, error):
+def test_a_swap_that_brings_no_word_the_knowledge_base_lacks_fails(others, subject, question, error):
+    judge = _swap_judge(*others, subject=subject, question=question or "How often is Forge Vault backed up?")
     with pytest.raises(SynthesisError, match=error):
-        _compose(Slot("q0002", "unanswerable", "plain", None, (1,), "en"), _swap_judge(*others, subject=subject))
+        _compose(Slot("q0002", "unanswerable", "plain", None, (1,), "en"), judge)
+
+
+@pytest.mark.parametrize(
+    ("question", "lang", "name"),
+    [
+        ("What was the first type pieces created by Gutenberg?", "en", "Gutenberg"),
+        ("What did the Oliver Farm Equipment Company merge with in 1960?", "en", "Oliver Farm Equipment Company"),
+        ("What is the escalation policy for SEV1 pages?", "en", "SEV1"),
+        ("Who is Jack's father?", "en", "Jack"),  # the possessive is not the name's
+        ("What time does the Bank of England open?", "en", "Bank of England"),
+        ("Where are secrets stored?", "en", None),  # the first word is the question's, not a name
+        ("Forge CI 的作业默认超时时间为多少分钟？", "zh", "Forge CI"),  # a Chinese question may open with one
+        ("合并请求需要多少个审批？", "zh", None),
+    ],
+)
+def test_the_name_a_question_holds_is_its_longest_run_of_capitalised_words(question, lang, name):
+    assert name_in(question, lang) == name
 
 
 def test_reply_texts_take_a_list_or_one_text_tidied():

@@ -48,6 +48,7 @@ def _writer(fields):
 def _judge(**extra) -> ScriptedJudge:
     generated = {f"testset_{t}": _writer for t in TYPES}
     generated["testset_unanswerable_swap"] = lambda fields: {"subject": fields["question"].split()[-1], "others": ["parking fee"]}
+    generated["testset_unanswerable_names"] = {"others": ["parking fee"]}
     generated["testset_bridge_question"] = lambda fields: {
         "question": f"What does {fields['subject']} need?",
         "answer": fields["context"][-40:],
