@@ -209,3 +209,17 @@ def test_a_text_file_past_the_size_limit_is_named_and_skipped_and_json_lines_are
     assert [(i.source.rsplit("/", 1)[-1], i.message) for i in read.issues] == [
         ("huge.txt", "1.3 MB, more than the 1 MB a text document may have: it is read whole; split it")
     ]
+
+
+def test_an_empty_json_lines_file_is_named_and_skipped_like_an_empty_markdown_file(tmp_path):
+    """An empty (or blank) .jsonl passed in silence while an empty .md was reported."""
+    (tmp_path / "ok.md").write_text("# Backups\n\nBackups run nightly.", encoding="utf-8")
+    (tmp_path / "empty.jsonl").write_bytes(b"")
+    (tmp_path / "blank.jsonl").write_text("\n  \n", encoding="utf-8")
+    read = ingest([tmp_path])
+    assert [d.id for d in read.documents] == ["ok"]
+    assert [(i.source.rsplit("/", 1)[-1], i.location, i.message, i.skipped) for i in read.issues] == [
+        ("blank.jsonl", "file", "the file is empty: no JSON line of a document", True),
+        ("empty.jsonl", "file", "the file is empty: no JSON line of a document", True),
+    ]
+

@@ -203,6 +203,7 @@ def html_text(data: bytes) -> tuple[str | None, str]:
 
 
 def _json_lines(path: Path, issues: list[InputIssue]) -> Iterable[Document]:
+    number = 0
     for number, line in read_json_lines(path):
         source = f"{path}:{number}"
         try:
@@ -221,3 +222,5 @@ def _json_lines(path: Path, issues: list[InputIssue]) -> Iterable[Document]:
         doc_id = str(record["id"]) if isinstance(record.get("id"), (str, int)) else f"{path.stem}-{number}"
         extra = {k: v for k, v in record.items() if k not in (text_field, "title", "id")}
         yield Document(doc_id, text, source, detect_language(text), title, extra)
+    if not number:  # as an empty Markdown file is reported, not passed over in silence
+        issues.append(InputIssue(str(path), "file", None, "the file is empty: no JSON line of a document", skipped=True))
