@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 import os
 
 import pytest
@@ -223,3 +224,12 @@ def test_an_empty_json_lines_file_is_named_and_skipped_like_an_empty_markdown_fi
         ("empty.jsonl", "file", "the file is empty: no JSON line of a document", True),
     ]
 
+
+def test_an_empty_html_file_logs_nothing_of_its_own(tmp_path, caplog):
+    """Beautiful Soup logged "Some characters could not be decoded..." for an empty .html: a raw
+    line on the console naming no file, beside the issue that names it."""
+    (tmp_path / "empty.html").write_bytes(b"")
+    with caplog.at_level(logging.DEBUG):
+        read = ingest([tmp_path])
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+    assert [(i.source.rsplit("/", 1)[-1], i.message) for i in read.issues] == [("empty.html", "the document has no text")]

@@ -189,6 +189,7 @@ def html_text(data: bytes) -> tuple[str | None, str]:
     """
     from bs4 import BeautifulSoup
 
+    logging.getLogger("bs4").setLevel(logging.ERROR)  # it warned raw, naming no file, of an empty file's "undecodable" characters
     soup = BeautifulSoup(data, "html.parser")
     title = soup.title.get_text(" ", strip=True) if soup.title else None
     for hidden in soup(["head", "script", "style", "noscript", "template"]):
