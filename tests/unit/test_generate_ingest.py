@@ -233,3 +233,19 @@ def test_an_empty_html_file_logs_nothing_of_its_own(tmp_path, caplog):
         read = ingest([tmp_path])
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
     assert [(i.source.rsplit("/", 1)[-1], i.message) for i in read.issues] == [("empty.html", "the document has no text")]
+
+
+def test_a_link_to_a_folder_inside_the_knowledge_base_is_named_not_passed_over(tmp_path):
+    """A linked folder of documents (or a link looping back up) went unread and unreported."""
+    (tmp_path / "kb").mkdir()
+    (tmp_path / "real").mkdir()
+    (tmp_path / "kb" / "ok.md").write_text("# Backups\n\nBackups run nightly.", encoding="utf-8")
+    (tmp_path / "real" / "leave.md").write_text("Staff get 25 days of leave.", encoding="utf-8")
+    (tmp_path / "kb" / "linked").symlink_to(tmp_path / "real")
+    (tmp_path / "kb" / "up").symlink_to(tmp_path / "kb")
+    read = ingest([tmp_path / "kb"])
+    assert [d.id for d in read.documents] == ["ok"]
+    assert [(i.source.rsplit("/", 1)[-1], i.message, i.skipped) for i in read.issues] == [
+        ("linked", documents._LINKED_FOLDER, True),
+        ("up", documents._LINKED_FOLDER, True),
+    ]

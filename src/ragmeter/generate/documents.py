@@ -35,6 +35,8 @@ MAX_TEXT_BYTES = 256 * 10**6
 #: Fields of a JSON-lines document that may hold its text, tried in this order.
 TEXT_FIELDS = ("text", "content", "passage", "body", "page_content")
 _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+#: Why a symbolic link to a folder inside a given folder is skipped.
+_LINKED_FOLDER = "a symbolic link to a folder, not followed (a link may loop back): give the folder it points to"
 
 
 @dataclass(frozen=True)
@@ -103,8 +105,10 @@ def _files(paths: Iterable[str | Path], issues: list[InputIssue]) -> list[Path]:
     for given in paths:
         path = Path(given)
         if path.is_dir():
-            for found in sorted(p for p in path.rglob("*") if p.suffix.lower() in SUFFIXES and not p.name.startswith(".")):
-                if found.is_file():
+            for found in sorted(p for p in path.rglob("*") if _candidate(p)):
+                if found.is_symlink() and found.is_dir():  # rglob does not follow it: a link may loop
+                    issues.append(InputIssue(str(found), "file", None, _LINKED_FOLDER, skipped=True))
+                elif found.is_file():
                     files.append(found)
                 elif not found.is_dir():
                     issues.append(InputIssue(str(found), "file", None, _not_a_file(found), skipped=True))
@@ -119,6 +123,12 @@ def _files(paths: Iterable[str | Path], issues: list[InputIssue]) -> list[Path]:
         else:
             issues.append(InputIssue(str(path), "file", None, _not_a_file(path), skipped=True))
     return files
+
+
+def _candidate(path: Path) -> bool:
+    """Whether ``path``, found in a folder, is read or reported: a document's suffix, or a link
+    to a folder (which went unread in silence), and not hidden."""
+    return not path.name.startswith(".") and (path.suffix.lower() in SUFFIXES or (path.is_symlink() and path.is_dir()))
 
 
 def _not_a_file(path: Path) -> str:
