@@ -12,6 +12,7 @@ import pytest
 from test_llm_double import FixedVectors, ScriptedJudge
 from typer.testing import CliRunner
 
+import ragmeter.cli.generate as cli_generate
 from ragmeter.cli import app
 from ragmeter.generate import GenerateOptions, agenerate, write_outputs
 from ragmeter.generate import graph as graph_module
@@ -377,3 +378,19 @@ def test_two_descriptions_of_one_subject_asking_the_same_bridge_question_are_nea
         ("q3", "kept", None),
     ]
     assert outcomes["q2"].detail == "near-duplicate of q1 (cosine 1.00)"
+
+
+def test_a_dry_run_keeps_the_progress_bar_of_embedding_a_large_knowledge_base(tmp_path, monkeypatch):
+    """--dry-run turned the progress bar off: a 50 MB knowledge base was minutes of silence
+    (its chunks are embedded before any estimate), like a hang."""
+    asked = []
+
+    async def fake_agenerate(docs, judge, embedder, options, out, resume):
+        asked.append(options.progress)
+        raise KeyboardInterrupt  # stop before any embedding
+
+    monkeypatch.setattr(cli_generate, "agenerate", fake_agenerate)
+    (tmp_path / "ok.md").write_text("Backups run nightly.", encoding="utf-8")
+    judge = ("--judge", "openai", "--judge-base-url", "http://127.0.0.1:9/v1", "--judge-model", "gpt-4o-mini")
+    runner.invoke(app, ["generate", str(tmp_path), "--size", "2", "--dry-run", "--progress", *judge, "--out", str(tmp_path / "o")])
+    assert asked == [True]

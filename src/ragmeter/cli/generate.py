@@ -72,7 +72,8 @@ def generate_command(
     embedder = BatchingEmbedder(store=EmbeddingStore(cache, USEEncoder.model_name) if cache is not None else None)
     if dry_run:
         dry = stand_in(judge, settings.verdict_mode, PriceTable(settings.prices))
-        estimate = GenerateOptions(**{**options.__dict__, "progress": False, "top_up_rounds": 0})
+        # progress stays: embedding a large knowledge base's chunks takes minutes (8 s a MB) before the estimate
+        estimate = GenerateOptions(**{**options.__dict__, "top_up_rounds": 0})
         _print_estimate(_run(docs, dry, embedder, estimate, None, False), top_up_rounds)
         return
     try:
