@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 import ragmeter.cli.generate as cli_generate
 from ragmeter.cli import app
+from ragmeter.data.issues import InputIssue
 from ragmeter.generate import GenerateOptions, agenerate, write_outputs
 from ragmeter.generate import graph as graph_module
 from ragmeter.generate.chunking import Chunk
@@ -394,3 +395,13 @@ def test_a_dry_run_keeps_the_progress_bar_of_embedding_a_large_knowledge_base(tm
     judge = ("--judge", "openai", "--judge-base-url", "http://127.0.0.1:9/v1", "--judge-model", "gpt-4o-mini")
     runner.invoke(app, ["generate", str(tmp_path), "--size", "2", "--dry-run", "--progress", *judge, "--out", str(tmp_path / "o")])
     assert asked == [True]
+
+
+def test_a_dry_run_does_not_send_the_user_to_a_summary_it_never_writes(capsys):
+    """Past 20 skipped files a dry run said "... and 13 more (see summary.json)", a file that
+    --dry-run does not write."""
+    issues = [InputIssue(f"kb/{n}.md", "file", None, "the document has no text") for n in range(23)]
+    cli_generate._print_issues(issues, written=False)
+    assert "… and 3 more (a run without --dry-run lists them all in summary.json)" in capsys.readouterr().err
+    cli_generate._print_issues(issues, written=True)
+    assert "… and 3 more (see summary.json)" in capsys.readouterr().err

@@ -131,19 +131,22 @@ def _run(
             await judge.aclose()
 
     generation = run_sync(run())
-    _print_issues(generation.knowledge_base.issues)
+    _print_issues(generation.knowledge_base.issues, written=out is not None)
     if not generation.knowledge_base.graph.chunks:
         raise fail("no readable document in the knowledge base; nothing was generated")
     return generation
 
 
-def _print_issues(issues: list[InputIssue]) -> None:
+def _print_issues(issues: list[InputIssue], written: bool) -> None:
+    """The first 20 ``issues``; ``written``: summary.json, which lists them all, is written
+    (not so with --dry-run, which writes nothing)."""
     if issues:
         say((f"{len(issues)} file(s) or line(s) skipped:", "yellow"))
     for issue in issues[:20]:
         say(f"  {issue}")
     if len(issues) > 20:
-        say(f"  … and {len(issues) - 20} more (see summary.json)")
+        where = "see summary.json" if written else "a run without --dry-run lists them all in summary.json"
+        say(f"  … and {len(issues) - 20} more ({where})")
 
 
 def _relabelled_into(relabelled: dict[str, int]) -> Counter[str]:
