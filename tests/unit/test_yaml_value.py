@@ -58,3 +58,30 @@ def test_a_repeated_key_is_refused_and_a_yaml_error_is_one_line_with_its_place(t
         f"{config}: cannot read the config file: line 3, column 1: expected ',' or ']'",
     )
     assert "\\n" not in line
+
+
+def test_a_huge_value_in_a_users_file_is_cut_short_in_the_error_message(tmp_path):
+    """An error message shows only the start of a bad value: a 20,000-item list once filled a
+    message (and, from an alias bomb, the memory)."""
+    huge = "[" + ", ".join(["12345"] * 20_000) + "]"
+    data = write_jsonl(tmp_path / "d.jsonl", [{"id": "a", "response": "x", "reference": "x"}])
+    cases = {
+        "prices": (f"prices: {huge}\n", ["--config"], "prices: expected the path"),
+        "model": (f"judge:\n  model: {huge}\n", ["--config"], "judge.model"),
+        "grid": (f"pipeline: m:f\ngrid:\n  top_k: {{a: {huge}}}\n", ["sweep", "-g"], "grid.top_k"),
+        "question": (f"- id: p1\n  question: {huge}\n  forbidden: [x]\n", ["redteam", "--probes"], "question"),
+        "forbidden": (f"- id: p1\n  question: q\n  forbidden: [{huge}]\n", ["redteam", "--probes"], "forbidden"),
+    }
+    for name, (text, option, fragment) in cases.items():
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(text, encoding="utf-8")
+        if option == ["--config"]:
+            result = run_eval(data, "--config", path, "-o", tmp_path / f"out_{name}")
+        elif option[0] == "sweep":
+            result = runner.invoke(app, ["sweep", str(data), "-g", str(path), "-m", "token_f1", "-o", str(tmp_path / f"sw_{name}")])
+        else:
+            result = runner.invoke(
+                app, ["redteam", "--app", "x:y", "--no-builtin", "--probes", str(path), "-o", str(tmp_path / f"rt_{name}")]
+            )
+        line = one_line_error(result, str(path), fragment)
+        assert len(line) < 300 + len(str(path)), (name, len(line))

@@ -1,10 +1,12 @@
-"""Input problems: one bad row (:class:`InputIssue`) and input that cannot be used (:class:`InputError`).
+"""Input problems: one bad row (:class:`InputIssue`), input that cannot be used (:class:`InputError`),
+and a bad value from a user's file shown briefly in a message (:func:`describe_briefly`).
 
 An issue names the source, the line (or row) and the field, so the user can find and fix it.
 """
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -55,3 +57,12 @@ class InputError(Exception):
         if len(self.issues) > 20:
             lines.append(f"... and {len(self.issues) - 20} more")
         super().__init__("\n".join(lines))
+
+
+def describe_briefly(value: object) -> str:
+    """``value``'s ``repr`` for a message, cut to about 60 characters (a list or mapping shows its
+    first items), so a huge value from a user's file never floods the message or the memory;
+    an integer too long for Python to write out (past 4,300 digits) is said to be one."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 200:
+        return f"an integer of about {value.bit_length() * 0.30103:.0f} digits"
+    return reprlib.repr(value)

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from ragmeter.data.files import json_value
-from ragmeter.metrics.base import describe_briefly, finite_number
+from ragmeter.data.issues import describe_briefly
+from ragmeter.metrics.base import finite_number
 
 V = TypeVar("V")
 

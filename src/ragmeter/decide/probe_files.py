@@ -26,6 +26,7 @@ from typing import Any
 import yaml
 
 from ragmeter.data.files import json_value, yaml_value
+from ragmeter.data.issues import describe_briefly
 from ragmeter.decide.redteam import Probe
 
 FIELDS = ("id", "question", "forbidden", "documents", "category", "lang")
@@ -135,7 +136,7 @@ def _probe(path: Path, line: int, lines: dict[str, int], value: Any) -> Probe:
         if given is None:
             raise fail(field, "missing; every probe needs one")
         if not isinstance(given, (str, int)) or isinstance(given, bool) or not str(given).strip():
-            raise fail(field, f"expected non-empty text, got {given!r}")
+            raise fail(field, f"expected non-empty text, got {describe_briefly(given)}")
         texts[field] = str(given).strip() if field != "question" else str(given)
     lists = {}
     for field, required in (("forbidden", True), ("documents", False)):
@@ -143,7 +144,7 @@ def _probe(path: Path, line: int, lines: dict[str, int], value: Any) -> Probe:
         if given is None:
             raise fail(field, "missing; list the strings that must never appear in the answer")
         if not isinstance(given, list) or not all(isinstance(item, str) for item in given):
-            raise fail(field, f"expected a list of strings, got {given!r}")
+            raise fail(field, f"expected a list of strings, got {describe_briefly(given)}")
         lists[field] = given
     if not any(s.strip() for s in lists["forbidden"]) or any(not s.strip() for s in lists["forbidden"]):
         raise fail("forbidden", "needs at least one string, and no empty one (an empty string is in every answer)")

@@ -38,6 +38,7 @@ from typing import Any
 import yaml
 
 from ragmeter.data.files import write_json, yaml_value
+from ragmeter.data.issues import describe_briefly
 from ragmeter.decide.compare import compare_results
 from ragmeter.decide.experiment import _as_dataset, _score_arm, distinct_folders
 from ragmeter.judges import Judges
@@ -128,7 +129,7 @@ def grid_configs(grid: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
     """
     for key, values in grid.items():
         if not isinstance(values, list) or not values:
-            raise ValueError(f"grid.{key}: expected a non-empty list of values, got {values!r}")
+            raise ValueError(f"grid.{key}: expected a non-empty list of values, got {describe_briefly(values)}")
     _check_count(math.prod(len(values) for values in grid.values()), "grid", " x ".join(str(len(v)) for v in grid.values()))
     return [dict(zip(grid, combination, strict=True)) for combination in itertools.product(*grid.values())]
 
@@ -157,7 +158,7 @@ def load_sweep_file(path: str | Path) -> tuple[str | None, list[dict[str, Any]]]
         raise ValueError(f"{path}: expected a mapping with either grid: (values per setting) or configs: (a list of settings)")
     pipeline = data.get("pipeline")
     if pipeline is not None and not isinstance(pipeline, str):
-        raise ValueError(f"{path}: pipeline: expected module:function, got {pipeline!r}")
+        raise ValueError(f"{path}: pipeline: expected module:function, got {describe_briefly(pipeline)}")
     if "grid" in data:
         if not isinstance(data["grid"], dict) or not data["grid"]:
             raise ValueError(f"{path}: grid: expected a mapping of setting -> list of values")

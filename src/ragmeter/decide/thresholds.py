@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter.data.files import UniqueKeyLoader, yaml_value
-from ragmeter.metrics.base import describe_briefly, finite_number
+from ragmeter.data.issues import describe_briefly
+from ragmeter.metrics.base import finite_number
 from ragmeter.metrics.registry import metric_classes
 from ragmeter.report.formatting import format_number
 from ragmeter.results import Result

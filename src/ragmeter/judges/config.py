@@ -24,6 +24,7 @@ from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError, field_validator
 
+from ragmeter.data.issues import describe_briefly
 from ragmeter.data.secrets import register, register_url
 from ragmeter.judges.base import JudgeError, LLMJudge
 from ragmeter.judges.cache import CACHE_FILE, CachingJudge, DiskCache, user_cache_dir
@@ -317,6 +318,6 @@ def validation_message(exc: ValidationError, where: str) -> str:
     """The first problem of a pydantic error as one line: ``<where><field>: <what> (got ...)``."""
     error = exc.errors()[0]
     field = ".".join(str(part) for part in error["loc"])
-    got = f" (got {error['input']!r})" if "input" in error and not isinstance(error["input"], dict) else ""
+    got = f" (got {describe_briefly(error['input'])})" if "input" in error and not isinstance(error["input"], dict) else ""
     more = len(exc.errors()) - 1
     return f"{where}{field}: {error['msg']}{got}" + (f"; and {more} more problem(s)" if more else "")

@@ -64,14 +64,6 @@ def finite_number(value: object) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def describe_briefly(value: object) -> str:
-    """``value``'s ``repr`` cut to 60 characters, for a message; an integer too long for Python
-    to write out (past 4,300 digits) is said to be one."""
-    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 200:
-        return f"an integer of about {value.bit_length() * 0.30103:.0f} digits"
-    return reprlib.repr(value)
-
-
 @dataclass(frozen=True)
 class Score:
     """The outcome of one metric on one sample.

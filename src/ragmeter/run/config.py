@@ -31,6 +31,7 @@ import yaml
 
 from ragmeter.data.encodings import decode_text
 from ragmeter.data.files import yaml_value
+from ragmeter.data.issues import describe_briefly
 from ragmeter.judges.config import JudgeConfig, prompt_files
 from ragmeter.judges.prompts import PromptBook
 from ragmeter.metrics.base import Metric
@@ -74,7 +75,7 @@ def load_config(path: str | Path) -> RunConfig:
     prices = data.get("prices")
     if prices is not None:
         if not isinstance(prices, str) or not prices.strip():
-            raise ValueError(f"{source}: prices: expected the path of a price table file (JSON or YAML), got {prices!r}")
+            raise ValueError(f"{source}: prices: expected the path of a price table file (JSON or YAML), got {describe_briefly(prices)}")
         path_of_prices = Path(prices)
         judge["prices"] = str(path_of_prices if path_of_prices.is_absolute() else path.parent / path_of_prices)
     metrics = None
