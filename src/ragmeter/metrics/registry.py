@@ -16,7 +16,7 @@ from ragmeter.metrics.base import FAMILIES, Metric
 _REGISTRY: dict[str, type[Metric]] = {}
 
 #: Most digits a cut-off after ``@`` may have (Python refuses to convert past about 4300).
-_CUTOFF_DIGITS = 9
+CUTOFF_DIGITS = 9
 
 
 def register(cls: type[Metric]) -> type[Metric]:
@@ -63,9 +63,9 @@ def create_metric(spec: str, **params: Any) -> Metric:
         if "k" not in accepted:
             raise ValueError(f"metric '{name}' takes no @k cut-off")
         # isascii: str.isdigit also takes superscripts ('²'), which int() refuses.
-        if not (cutoff.isascii() and cutoff.isdigit() and len(cutoff) <= _CUTOFF_DIGITS) or int(cutoff) < 1:
+        if not (cutoff.isascii() and cutoff.isdigit() and len(cutoff) <= CUTOFF_DIGITS) or int(cutoff) < 1:
             raise ValueError(
-                f"metric '{name}': the cut-off after @ must be a positive integer of at most {_CUTOFF_DIGITS} digits,"
+                f"metric '{name}': the cut-off after @ must be a positive integer of at most {CUTOFF_DIGITS} digits,"
                 f" got {reprlib.repr(cutoff)}"
             )
         if "k" in params:

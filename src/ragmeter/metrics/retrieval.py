@@ -14,11 +14,12 @@ from typing import Any
 
 from rapidfuzz.distance import Levenshtein
 
+from ragmeter.data.issues import describe_briefly
 from ragmeter.data.schema import Sample
 from ragmeter.data.text import normalize
 from ragmeter.metrics import ranking
 from ragmeter.metrics.base import Metric, Score, finite_number
-from ragmeter.metrics.registry import register
+from ragmeter.metrics.registry import CUTOFF_DIGITS, register
 
 _IDS = ("retrieved_context_ids", "reference_context_ids")
 
@@ -52,8 +53,10 @@ class _IdMetric(Metric):
     k: int | None
 
     def __post_init__(self) -> None:
-        if self.k is not None and (isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1):
-            raise ValueError(f"{self.name}: the cut-off k must be a positive integer, got {reprlib.repr(self.k)}")
+        if self.k is not None and (isinstance(self.k, bool) or not isinstance(self.k, int) or not 1 <= self.k < 10**CUTOFF_DIGITS):
+            raise ValueError(
+                f"{self.name}: the cut-off k must be a positive integer of at most {CUTOFF_DIGITS} digits, got {describe_briefly(self.k)}"
+            )
         super().__post_init__()
 
     async def score(self, sample: Sample, judges) -> Score:
