@@ -1,11 +1,13 @@
 """Config files: a metric's cut-off ``k`` has the same 9-digit limit as ``@k`` (``{name: ndcg,
-k: 10**23}`` was accepted while ``-m ndcg@<same>`` was refused)."""
+k: 10**23}`` was accepted while ``-m ndcg@<same>`` was refused), and ``judge.concurrency`` is at
+most 1024 (a 29-digit value was accepted)."""
 
 from __future__ import annotations
 
 import pytest
 from cli_helpers import one_line_error, run_eval, write_jsonl
 
+from ragmeter.judges.config import JudgeConfig
 from ragmeter.metrics import create_metric
 
 
@@ -20,3 +22,28 @@ def test_a_cut_off_k_has_the_same_limit_as_at_k(tmp_path):
         with pytest.raises(ValueError, match="cut-off k must be a positive integer"):
             create_metric("ndcg", k=k)
     assert create_metric("ndcg", k=999_999_999).id == create_metric("ndcg@999999999").id == "ndcg@999999999"
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ("judge:\n  concurrency: 10000000000000000000000000000\n", "judge.concurrency"),
+        ("judge:\n  concurrency: 1025\n", "judge.concurrency"),
+        ("judge:\n  base_url: http://x/v1\n  model: m\n  ensemble: [{concurrency: 5000}]\n", "judge.ensemble[0].concurrency"),
+    ],
+)
+def test_an_absurd_judge_concurrency_is_refused_naming_the_file_and_the_limit(tmp_path, text, field):
+    data = write_jsonl(tmp_path / "d.jsonl", [{"id": "a", "response": "x", "reference": "x"}])
+    config = tmp_path / "c.yaml"
+    config.write_text(text, encoding="utf-8")
+    line = one_line_error(run_eval(data, "--config", config, "-o", tmp_path / "out", "--dry-run"), f"{config}: {field}:", "1024")
+    assert len(line) < 200 + len(str(config))
+
+
+def test_the_judge_concurrency_option_has_the_same_limit(tmp_path):
+    data = write_jsonl(tmp_path / "d.jsonl", [{"id": "a", "response": "x", "reference": "x"}])
+    result = run_eval(data, "-m", "token_f1", "--judge-concurrency", "10000000000000000000000000000", "-o", tmp_path / "out", "--dry-run")
+    assert result.exit_code == 2 and "--judge-concurrency" in result.output and "1024" in result.output
+    assert JudgeConfig().updated(concurrency=1024).concurrency == 1024
+    with pytest.raises(ValueError, match="concurrency: Input should be less than or equal to 1024"):
+        JudgeConfig().updated(concurrency=1025)

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from ragmeter.cli.console import fail
-from ragmeter.judges.config import JudgeConfig
+from ragmeter.judges.config import MAX_CONCURRENCY, JudgeConfig
 from ragmeter.run.config import RunConfig, load_config
 
 
@@ -78,7 +78,10 @@ _OPTIONS: dict[str, Any] = {
     "judge_api_key_env": Annotated[
         str | None, typer.Option(help="Environment variable holding the API key (default RAGMETER_JUDGE_API_KEY, then OPENAI_API_KEY).")
     ],
-    "judge_concurrency": Annotated[int | None, typer.Option(min=1, help="Most requests in flight to the endpoint (default 8).")],
+    "judge_concurrency": Annotated[
+        int | None,
+        typer.Option(min=1, max=MAX_CONCURRENCY, help=f"Most requests in flight to the endpoint (default 8, at most {MAX_CONCURRENCY})."),
+    ],
     "judge_rpm": Annotated[int | None, typer.Option(min=1, help="Requests per minute allowed to the endpoint.")],
     "judge_timeout": Annotated[float | None, typer.Option(min=1, help="Seconds per request (default 60).")],
     "judge_context_window": Annotated[int | None, typer.Option(min=256, help="Tokens per prompt (default 4096 local, 128000 endpoint).")],

@@ -33,6 +33,10 @@ from ragmeter.judges.prompts import LANGUAGES
 
 BACKENDS = ("local", "openai")
 
+#: Most requests a judge may keep in flight (``concurrency``): far above what an endpoint serves
+#: at once, so a larger value is a mistake, refused with the limit named.
+MAX_CONCURRENCY = 1024
+
 #: Settings an ensemble member may give for itself; the others are the judge section's.
 MEMBER_SETTINGS = frozenset(
     {
@@ -62,7 +66,7 @@ class JudgeConfig(BaseModel):
         model: The endpoint's model name.
         api_key_env: Environment variable holding the key (default
             ``RAGMETER_JUDGE_API_KEY``, then ``OPENAI_API_KEY``).
-        concurrency: Most requests in flight to the endpoint.
+        concurrency: Most requests in flight to the endpoint, 1 to :data:`MAX_CONCURRENCY` (1024).
         requests_per_minute: Request rate limit; ``None`` for none.
         timeout: Seconds per request.
         context_window: Tokens per prompt; default 4096 locally, 128000 for endpoints.
@@ -98,7 +102,7 @@ class JudgeConfig(BaseModel):
     base_url: str | None = None
     model: str | None = None
     api_key_env: str | None = None
-    concurrency: StrictInt = Field(default=8, ge=1)
+    concurrency: StrictInt = Field(default=8, ge=1, le=MAX_CONCURRENCY)
     requests_per_minute: StrictInt | None = Field(default=None, ge=1)
     timeout: float = Field(default=60.0, gt=0, allow_inf_nan=False)
     context_window: StrictInt | None = Field(default=None, ge=256)
