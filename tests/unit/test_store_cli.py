@@ -297,3 +297,23 @@ def test_transcripts_become_a_samples_file(tmp_path):
     (row,) = [json.loads(line) for line in (tmp_path / "s.jsonl").read_text().splitlines()]
     assert row["id"] == "chat-1#1" and row["retrieved_contexts"] == ["runners.md: 2 vCPU"] and row["response"] == "2."
     assert row["retrieved_context_ids"] == ["grep(pattern=vCPU)"]
+
+
+def test_a_span_whose_start_is_no_date_or_time_is_named_and_skipped(tmp_path):
+    """A span whose started_at was not a date or time was stored, and a later --since or --until
+    over it failed on the whole trace; it is now a bad line like the others."""
+    good = observe.SpanRecord(trace_id="a" * 32, span_id="a" * 16, name="rag", started_at="2026-11-04T10:00:00Z", question="q?")
+    lines = [good.to_dict()]
+    for number, started in enumerate(("yesterday", "2026-13-01", "9999-12-31T23:59:59-01:00"), start=2):
+        lines.append({**good.to_dict(), "trace_id": str(number) * 32, "span_id": str(number) * 16, "started_at": started})
+    traces = tmp_path / "traces.jsonl"
+    traces.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    done = runner.invoke(app, ["traces", "import", str(traces), "--store", str(tmp_path / "r.db"), "--no-embed"])
+    assert done.exit_code == 0 and "Traceback" not in done.output, done.output
+    assert "3 line(s) skipped, not a valid span:" in done.output
+    for number, started in enumerate(("yesterday", "2026-13-01", "9999-12-31T23:59:59-01:00"), start=2):
+        assert f"{traces}, line {number}: not a valid span: 'started_at': '{started}' is not an ISO 8601 date or time" in done.output
+    assert "traces.jsonl: 1 span(s) stored" in done.output
+    exported = runner.invoke(app, ["traces", "export", str(traces), "-o", str(tmp_path / "s.jsonl"), "--since", "2026-11-01"])
+    assert exported.exit_code == 0 and "3 line(s) skipped" in exported.output, exported.output
+    assert _questions(tmp_path / "s.jsonl") == ["q?"]

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter.data.files import json_object
-from ragmeter.data.issues import InputIssue
+from ragmeter.data.issues import InputIssue, describe_briefly
 from ragmeter.data.readers import invalid_utf8
 from ragmeter.data.schema import Sample
 from ragmeter.observe.record import SpanRecord
@@ -59,8 +59,9 @@ def _span_of(raw: bytes) -> SpanRecord:
     """The span on one line of a trace file.
 
     Raises:
-        ValueError: The line is not UTF-8, not a JSON object, or not a valid span (the message
-            says why; the caller adds the file and line).
+        ValueError: The line is not UTF-8, not a JSON object, or not a valid span (a key missing
+            or of the wrong type, or a ``started_at`` that is no ISO 8601 date or time); the
+            message says why and names the key, the caller adds the file and line.
     """
     try:
         text = raw.decode("utf-8")
@@ -68,9 +69,14 @@ def _span_of(raw: bytes) -> SpanRecord:
         raise ValueError(invalid_utf8(raw, exc, "")) from None
     data = json_object(text.removesuffix("\n"))  # without its "\n", an error at the end is at a column, not "line 2"
     try:
-        return SpanRecord.from_dict(data)
+        span = SpanRecord.from_dict(data)
     except ValueError as exc:
         raise ValueError(f"not a valid span: {exc}") from None
+    try:
+        utc_time(span.started_at)  # the store, --since and --until compare it as a time
+    except ValueError as exc:
+        raise ValueError(f"not a valid span: 'started_at': {exc}") from None
+    return span
 
 
 def utc_time(text: str) -> str:
@@ -78,15 +84,18 @@ def utc_time(text: str) -> str:
     (``2026-11-01`` is ``2026-11-01T00:00:00.000+00:00``; a time without an offset is UTC).
 
     Raises:
-        ValueError: ``text`` is not an ISO 8601 date or time.
+        ValueError: ``text`` is not an ISO 8601 date or time, or is one before year 1 or after
+            9999 in UTC.
     """
     try:
         parsed = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError:
-        raise ValueError(f"{text!r} is not an ISO 8601 date or time (e.g. 2026-11-01 or 2026-11-01T12:00:00+00:00)") from None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
-    return parsed.astimezone(timezone.utc).isoformat(timespec="milliseconds")
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=timezone.utc)
+        return parsed.astimezone(timezone.utc).isoformat(timespec="milliseconds")
+    except (ValueError, OverflowError):  # OverflowError: in UTC it falls before year 1 or after 9999
+        raise ValueError(
+            f"{describe_briefly(text)} is not an ISO 8601 date or time (e.g. 2026-11-01 or 2026-11-01T12:00:00+00:00)"
+        ) from None
 
 
 def traces_between(spans: Iterable[SpanRecord], since: str | None = None, until: str | None = None) -> list[SpanRecord]:
