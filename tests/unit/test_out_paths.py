@@ -9,6 +9,7 @@ import pytest
 from cli_helpers import one_line_error, run_eval, runner, write_jsonl
 
 from ragmeter.cli import app
+from ragmeter.judges.base import JudgeError
 from ragmeter.run import outdir
 from ragmeter.store.database import resolve_url
 
@@ -50,6 +51,31 @@ def test_pairwise_names_an_out_that_is_a_file_before_any_judge_call(tmp_path, af
     monkeypatch.setattr("ragmeter.judges.config.JudgeConfig.build", no_judge)
     data = write_jsonl(tmp_path / "data.jsonl", ROWS)
     one_line_error(runner.invoke(app, ["pairwise", str(data), str(data), "-o", str(afile)]), f"--out {afile} is a file, not a directory")
+    under = afile / "x"
+    one_line_error(
+        runner.invoke(app, ["pairwise", str(data), str(data), "-o", str(under)]), f"--out {under} cannot be created: {afile} is a file"
+    )
+    access = outdir.os.access  # tmp_path read-only, as for a non-root user (root may write anywhere)
+    monkeypatch.setattr(outdir.os, "access", lambda path, mode: access(path, mode) and path != tmp_path)
+    new = tmp_path / "new" / "out"
+    one_line_error(
+        runner.invoke(app, ["pairwise", str(data), str(data), "-o", str(new)]), f"--out {new} cannot be created in {tmp_path}, which is not"
+    )
+    assert not (tmp_path / "new").exists()
+
+
+def test_pairwise_leaves_no_empty_out_folder_when_its_judge_cannot_be_built(tmp_path, monkeypatch):
+    """--out was created before the judge was built: a judge that could not be built (no model
+    name, a missing GGUF file...) left an empty folder."""
+
+    def no_judge(*args, **kwargs):
+        raise JudgeError("an OpenAI-compatible judge needs both a base URL and a model name")
+
+    monkeypatch.setattr("ragmeter.judges.config.JudgeConfig.build", no_judge)
+    data = write_jsonl(tmp_path / "data.jsonl", ROWS)
+    out = tmp_path / "new" / "pairwise"
+    one_line_error(runner.invoke(app, ["pairwise", str(data), str(data), "-o", str(out)]), "pairwise judging needs an LLM judge")
+    assert not (tmp_path / "new").exists()
 
 
 def test_a_store_whose_folder_is_a_file_is_named_before_anything_is_scored(tmp_path, afile, run_dir):

@@ -15,7 +15,7 @@ from ragmeter.decide.pairs import load_side, match_samples, read_preferences
 from ragmeter.judges import JudgeError
 from ragmeter.report.pairwise import summary_rows, write_report
 from ragmeter.results import RunDirError
-from ragmeter.run.outdir import OutputDirError, prepare
+from ragmeter.run.outdir import OutputDirError, check_usable, prepare
 
 
 @command("pairwise")
@@ -57,11 +57,11 @@ def pairwise_command(
     if not pairs:
         raise fail(f"no question has a response on both sides ({a}, {b}); matched by {matching['by']}")
     try:
-        prepare(out)  # a bad --out is said before the judge is built and called, not after them
+        check_usable(out)  # a bad --out is said before the judge is built and called, not after them
+        llm = settings.build()
+        prepare(out)  # only now: a judge that cannot be built leaves no empty folder behind
     except OutputDirError as exc:
         raise fail(str(exc)) from None
-    try:
-        llm = settings.build()
     except JudgeError as exc:
         raise fail(f"pairwise judging needs an LLM judge: {exc}") from None
     say(f"Judging {len(pairs)} pairs in both orders ({2 * len(pairs)} judge calls); judge {llm.backend}: {llm.model}")

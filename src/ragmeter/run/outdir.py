@@ -61,6 +61,31 @@ def prepare(directory: str | Path, option: str = "--out") -> Path:
     return path
 
 
+def check_usable(directory: str | Path, option: str = "--out") -> Path:
+    """Check that :func:`prepare` could make ``directory`` ready, creating nothing: a command
+    says a bad output directory before its costly work, and leaves no empty one behind when
+    that work cannot start.
+
+    Args:
+        directory: The output directory, which may not exist yet.
+        option: How the user named it, for messages (``--out``).
+
+    Raises:
+        OutputDirError: It is an existing file, lies under a file, or it (or the nearest
+            folder above it that exists) is not writable; the message names it.
+    """
+    path = Path(directory)
+    if path.exists() and not path.is_dir():
+        raise OutputDirError(f"{option} {path} is a file, not a directory")
+    nearest = next(p for p in [path, *path.parents] if p.exists())  # "/" or "." at the latest
+    if not nearest.is_dir():
+        raise OutputDirError(f"{option} {path} cannot be created: {nearest} is a file, not a directory")
+    if not os.access(nearest, os.W_OK | os.X_OK):
+        what = "is not writable" if nearest == path else f"cannot be created in {nearest}, which is not writable"
+        raise OutputDirError(f"{option} {path} {what}: choose another directory or fix its permissions")
+    return path
+
+
 @contextmanager
 def locked(directory: str | Path, option: str = "--out") -> Iterator[Path]:
     """Hold the run lock of ``directory`` (prepared with :func:`prepare`) inside the block.
