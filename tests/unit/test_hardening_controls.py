@@ -6,6 +6,7 @@ configuration's name printed a line of its own that looked like the tool's."""
 from __future__ import annotations
 
 import json
+import re
 
 from typer.testing import CliRunner
 
@@ -26,6 +27,21 @@ def test_visible_controls_escapes_what_drives_a_terminal_and_keeps_text():
     for text in (md_text(HOSTILE_QUESTION), md_code(HOSTILE_QUESTION), md_code(HOSTILE_ID)):
         assert not any(raw in text for raw in RAW), text
     assert md_code(HOSTILE_ID) == "`ansi-\\x1b[31mRED\\x1b[0m`"
+
+
+def test_a_cut_never_splits_the_escape_of_a_control():
+    """The Markdown report cuts a long value to its limit after the controls became escapes:
+    the cut could end in half of one (``\\x1``, ``\\u20``, a lone backslash)."""
+    for limit in range(2, 16):
+        for text in ("abcdef\x1b[2J" + "x" * 20, "a\u202eb" * 10, "\x9b" * 20, "中" * 5 + "\x1b" * 10):
+            flat = md_code(text, limit).strip("`")
+            assert len(flat) <= limit and flat.endswith("…"), (limit, text, flat)
+            shown = flat.removesuffix("…")
+            assert visible_controls(text).startswith(shown), (limit, text, flat)
+            assert not re.search(r"\\(?!x[0-9a-f]{2}|u[0-9a-f]{4})", shown), (limit, text, flat)  # no partial escape left
+            escaped = md_text(text, limit)
+            assert escaped.endswith("…") and escaped.count("\\\\") == shown.count("\\"), (limit, text, escaped)
+    assert md_text("ab\x1bcd", 6) == "ab…" and md_code("ab\x1bcd", 7) == "`ab\\x1b…`"
 
 
 def _write(path, rows):

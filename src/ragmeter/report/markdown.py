@@ -20,9 +20,22 @@ _PUNCTUATION = re.compile(r"([\\`*_{}\[\]()#+\-.!~:])")
 
 def _flatten(text: Any, limit: int) -> str:
     """``text`` on one line (whitespace collapsed, other controls as escapes: a report printed
-    in a CI log cannot drive the terminal), cut to ``limit`` characters."""
-    value = visible_controls(" ".join(str(text).split()))
-    return value if len(value) <= limit else value[: limit - 1] + "…"
+    in a CI log cannot drive the terminal), cut to at most ``limit`` characters, ``…`` last.
+
+    The cut falls between the text's characters, never inside the escape of one (``\\x1b`` is
+    kept whole or left out: half of it, ``\\x1``, would read as other text)."""
+    flat = " ".join(str(text).split())
+    value = visible_controls(flat)
+    if len(value) <= limit:
+        return value
+    kept: list[str] = []
+    length = 0
+    for shown in map(visible_controls, flat[:limit]):  # each character shows as one or more
+        if length + len(shown) > limit - 1:
+            break
+        kept.append(shown)
+        length += len(shown)
+    return "".join(kept) + "…"
 
 
 def md_text(text: Any, limit: int = 120) -> str:
