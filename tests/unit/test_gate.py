@@ -109,8 +109,11 @@ def test_thresholds_file_gives_a_rule_per_metric(tmp_path):
             "key 'faithfulness': unknown metric: 'faithfulness' was not evaluated in this run; the run has token_f1, latency_ms",
         ),
         ("tokn_f1: 0.8\n", "key 'tokn_f1': unknown metric: 'tokn_f1' is not a ragmeter metric"),
-        ("token_f1: 0.6\ntoken_f1: 0.9\n", "line 2: not valid YAML: key 'token_f1' is repeated (first on line 1)"),
-        ("token_f1: [0.6\n", "line 2: not valid YAML"),
+        (
+            "token_f1: 0.6\ntoken_f1: 0.9\n",
+            "cannot read the thresholds file: line 2, column 1: key 'token_f1' is repeated (first on line 1)",
+        ),
+        ("token_f1: [0.6\n", "cannot read the thresholds file: line 2, column 1: expected ',' or ']'"),
         ("# nothing yet\n", "expected a mapping of metric id to threshold"),
     ],
 )

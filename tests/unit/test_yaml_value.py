@@ -85,3 +85,19 @@ def test_a_huge_value_in_a_users_file_is_cut_short_in_the_error_message(tmp_path
             )
         line = one_line_error(result, str(path), fragment)
         assert len(line) < 300 + len(str(path)), (name, len(line))
+
+
+def test_gate_says_an_alias_bomb_as_the_other_yaml_readers_do(tmp_path):
+    """gate -t called an alias bomb (valid YAML, refused) "not valid YAML", unlike the config,
+    sweep, price and prompt files; it now says it as they do."""
+    data = write_jsonl(tmp_path / "d.jsonl", [{"id": "a", "response": "x", "reference": "x"}])
+    run = tmp_path / "run"
+    assert run_eval(data, "-m", "token_f1", "-o", run, "--no-progress").exit_code == 0
+    for text, problem in ((BOMB + "token_f1: [*i]\n", "its aliases expand past 100,000 values"), ("a: &a [1, *a]\n", "an alias refers")):
+        path = tmp_path / "t.yaml"
+        path.write_text(text, encoding="utf-8")
+        config = one_line_error(run_eval(data, "--config", path, "-o", tmp_path / "out"), f"{path}: cannot read the config file: {problem}")
+        gate = one_line_error(
+            runner.invoke(app, ["gate", str(run), "-t", str(path)]), f"{path}: cannot read the thresholds file: {problem}"
+        )
+        assert "not valid YAML" not in gate and config.split("file: ")[1] == gate.split("file: ")[1]

@@ -121,9 +121,9 @@ def load_thresholds(path: str | Path, result: Result) -> list[Threshold]:
     plain words, as in YAML 1.2), and a metric given twice is an error, not a silent override.
 
     Raises:
-        GateInputError: The file is missing, not YAML, not a mapping, repeats a key, names
-            a metric the run does not have, or gives an invalid rule; the message names the
-            file and key (and the line, for YAML errors).
+        GateInputError: The file is missing, not YAML (or an alias bomb), not a mapping,
+            repeats a key, names a metric the run does not have, or gives an invalid rule; the
+            message names the file and key (and the line and column, for YAML errors).
     """
     import yaml
 
@@ -136,10 +136,8 @@ def load_thresholds(path: str | Path, result: Result) -> list[Threshold]:
         raise GateInputError(f"{path}: cannot read: {exc}") from None
     try:
         data = yaml_value(text, _thresholds_loader())
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f", line {mark.line + 1}" if mark is not None else ""
-        raise GateInputError(f"{path}{where}: not valid YAML: {getattr(exc, 'problem', None) or exc}") from None
+    except yaml.YAMLError as exc:  # said as for the other YAML files: yaml_value's message is one line
+        raise GateInputError(f"{path}: cannot read the thresholds file: {exc}") from None
     if not isinstance(data, dict) or not data:
         raise GateInputError(f"{path}: expected a mapping of metric id to threshold (e.g. 'token_f1: 0.6'), got {_describe(data)}")
     known = {m["id"]: m for m in result.metrics}
