@@ -317,3 +317,21 @@ def test_a_span_whose_start_is_no_date_or_time_is_named_and_skipped(tmp_path):
     exported = runner.invoke(app, ["traces", "export", str(traces), "-o", str(tmp_path / "s.jsonl"), "--since", "2026-11-01"])
     assert exported.exit_code == 0 and "3 line(s) skipped" in exported.output, exported.output
     assert _questions(tmp_path / "s.jsonl") == ["q?"]
+
+
+def test_a_span_started_at_another_offset_is_stored_in_utc_so_since_and_until_compare_times(tmp_path):
+    """The store compares started_at as text: "2026-11-04T10:00:00+05:00" (05:00 UTC) kept as
+    written fell after --since 06:00 UTC, and "2026-11-04T04:00:00-03:00" (07:00) before it."""
+    spans = [
+        observe.SpanRecord(trace_id=f"{n}" * 32, span_id=f"{n}" * 16, name="rag", started_at=started, question=question)
+        for n, (started, question) in enumerate((("2026-11-04T10:00:00+05:00", "east?"), ("2026-11-04T04:00:00-03:00", "west?")), start=1)
+    ]
+    traces = tmp_path / "traces.jsonl"
+    traces.write_text("".join(json.dumps(span.to_dict()) + "\n" for span in spans), encoding="utf-8")
+    store = str(tmp_path / "r.db")
+    assert runner.invoke(app, ["traces", "import", str(traces), "--store", store, "--no-embed"]).exit_code == 0
+    since = runner.invoke(app, ["traces", "export", "--store", store, "-o", str(tmp_path / "s.jsonl"), "--since", "2026-11-04T06:00:00Z"])
+    assert since.exit_code == 0, since.output
+    assert _questions(tmp_path / "s.jsonl") == ["west?"]
+    (west,) = [json.loads(line) for line in (tmp_path / "s.jsonl").read_text().splitlines()]
+    assert west["metadata"]["started_at"] == "2026-11-04T07:00:00.000+00:00"

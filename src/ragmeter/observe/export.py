@@ -73,7 +73,9 @@ def _span_of(raw: bytes) -> SpanRecord:
     except ValueError as exc:
         raise ValueError(f"not a valid span: {exc}") from None
     try:
-        utc_time(span.started_at)  # the store, --since and --until compare it as a time
+        # In UTC, as ragmeter's own spans record it: the store, --since and --until compare it as
+        # text, so "10:00+05:00" kept as written sorted after "06:00Z", which it precedes.
+        span.started_at = utc_time(span.started_at)
     except ValueError as exc:
         raise ValueError(f"not a valid span: 'started_at': {exc}") from None
     return span
