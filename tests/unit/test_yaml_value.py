@@ -10,6 +10,7 @@ from cli_helpers import one_line_error, run_eval, runner, write_jsonl
 
 from ragmeter.cli import app
 from ragmeter.data.files import YAML_VALUES, yaml_value
+from ragmeter.decide.probe_files import ProbeFileError, load_probe_file
 
 BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
     f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]\n" for i in range(8)
@@ -101,3 +102,15 @@ def test_gate_says_an_alias_bomb_as_the_other_yaml_readers_do(tmp_path):
             runner.invoke(app, ["gate", str(run), "-t", str(path)]), f"{path}: cannot read the thresholds file: {problem}"
         )
         assert "not valid YAML" not in gate and config.split("file: ")[1] == gate.split("file: ")[1]
+
+
+def test_redteam_probes_say_an_alias_bomb_as_the_other_yaml_readers_do(tmp_path):
+    """A probes file that is valid YAML, refused by yaml_value, was called "not valid YAML"."""
+    path = tmp_path / "probes.yaml"
+    for text, problem in ((BOMB + "probes: [*i]\n", "its aliases expand past 100,000 values"), ("a: &a [1, *a]\n", "an alias refers")):
+        path.write_text(text, encoding="utf-8")
+        with pytest.raises(ProbeFileError, match=f"probes.yaml: cannot read the probes file: {problem}"):
+            load_probe_file(path)
+    path.write_text("- id: a\n  question: q\n  forbidden: [x\n", encoding="utf-8")  # a syntax error is one still
+    with pytest.raises(ProbeFileError, match=r"probes.yaml:4: not valid YAML: expected ',' or ']'"):
+        load_probe_file(path)

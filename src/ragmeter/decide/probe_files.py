@@ -104,7 +104,9 @@ def _yaml_records(path: Path, text: str) -> list[Record]:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)
-        raise ProbeFileError(path, mark.line + 1 if mark is not None else None, None, f"not valid YAML: {problem}") from None
+        # Valid YAML that yaml_value refuses (an alias bomb) is said as the other YAML readers say it.
+        said = f"not valid YAML: {problem}" if mark is not None else f"cannot read the probes file: {exc}"
+        raise ProbeFileError(path, mark.line + 1 if mark is not None else None, None, said) from None
     if isinstance(data, dict) and list(data) == ["probes"] and isinstance(node, yaml.MappingNode):
         data, node = data["probes"], node.value[0][1]
     if data is None:
