@@ -98,6 +98,13 @@ def test_bench_names_an_out_that_is_a_file_before_it_measures_anything(tmp_path,
     assert "samples, " not in result.output  # no task was run first
 
 
+def test_bench_leaves_no_empty_out_folder_when_its_input_is_refused(tmp_path):
+    out = tmp_path / "bench"
+    result = runner.invoke(app, ["bench", "--labelled", str(tmp_path / "missing.jsonl"), "--metric", "token_f1", "--out", str(out)])
+    assert result.exit_code == 2 and "missing.jsonl" in result.output, result.output
+    assert not out.exists()
+
+
 def test_a_store_in_an_existing_folder_that_is_not_writable_can_still_be_read(tmp_path, monkeypatch):
     """``serve`` and ``runs list`` only read: a store in a read-only folder must open (the
     writability check is for a folder the command creates)."""

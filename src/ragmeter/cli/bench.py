@@ -21,7 +21,7 @@ from ragmeter.judges.config import JudgeConfig
 from ragmeter.judges.embeddings import USEEncoder
 from ragmeter.metrics import Needs, create_metric
 from ragmeter.run.engine import resolve_metrics
-from ragmeter.run.outdir import OutputDirError, prepare
+from ragmeter.run.outdir import OutputDirError, check_usable, prepare
 
 
 @command("bench")
@@ -52,7 +52,7 @@ def bench_command(
     results with the date, commit, judge and settings.
     """
     try:
-        prepare(out)  # before any judge call: a folder that is a file was found only at the first write
+        check_usable(out)  # before any judge call: a folder that is a file was found only at the first write
         _, settings = judge_options.resolve()
         if labelled is not None:
             if not metric:
@@ -69,6 +69,10 @@ def bench_command(
     except (ValueError, FileNotFoundError, InputError, OutputDirError) as exc:
         raise fail(str(exc)) from None
     judges = _judges(settings, tasks)
+    try:
+        prepare(out)  # only now: bad settings or data leave no empty folder behind
+    except OutputDirError as exc:
+        raise fail(str(exc)) from None
     described = judges.llm.describe() if judges.llm is not None else {"backend": "none", "model": "-"}
     run_settings = {
         "judge": described,
