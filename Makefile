@@ -32,7 +32,7 @@ postgresql:
 	scripts/install-postgresql.sh
 
 # Every model-free metric and faithfulness judged by the embedded model: a full report in minutes
-# on 2 cores. `-m auto` adds the other core LLM metrics (about 14 minutes more; see README).
+# on 2 cores. `-m auto` adds the other core LLM metrics (9 to 14 minutes more; see README).
 demo: install
 	$(BIN)/ragmeter eval $(EXAMPLES) -m model-free,faithfulness --out runs/example
 	@echo "Open runs/example/report.html in a browser."
