@@ -10,6 +10,8 @@ import os
 
 import pytest
 
+from ragmeter.cli import generate as cli_generate
+from ragmeter.data.issues import InputIssue
 from ragmeter.generate import documents
 from ragmeter.generate.chunking import check_chunking, chunk_document
 from ragmeter.generate.documents import Document, html_text, ingest
@@ -249,3 +251,23 @@ def test_a_link_to_a_folder_inside_the_knowledge_base_is_named_not_passed_over(t
         ("linked", documents._LINKED_FOLDER, True),
         ("up", documents._LINKED_FOLDER, True),
     ]
+
+
+def test_a_jsonl_document_id_that_is_repeated_or_unusable_is_changed_with_a_note(tmp_path, capsys):
+    """A repeated id became "kb/a", and an id of 1.5, null, a list, true or blank text became
+    "docs-<line>", without a word: a user matching ids against their own corpus never knew."""
+    rows = [{"id": "a", "text": "One."}, {"id": "a", "text": "Two."}, {"id": 1.5, "text": "Three."}, {"id": None, "text": "Four."}]
+    rows += [{"id": True, "text": "Five."}, {"id": " ", "text": "Six."}, {"id": 7, "text": "Seven."}, {"text": "Eight."}]
+    (tmp_path / "docs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    read = ingest([tmp_path / "docs.jsonl"])
+    ids = [d.id for d in read.documents]
+    assert ids == ["a", f"{tmp_path.name}/a", "docs-3", "docs-4", "docs-5", "docs-6", "7", "docs-8"]
+    notes = {(i.location, i.field): i.message for i in read.issues}
+    assert all(not i.skipped for i in read.issues) and len(notes) == 5  # no note for a record without an id
+    assert notes[("line 2", "id")] == f"id 'a' is an earlier document's: this one is '{tmp_path.name}/a'"
+    assert notes[("line 3", "id")] == "1.5 is not a usable id (text or an integer): the document is 'docs-3'"
+    assert notes[("line 5", "id")] == "True is not a usable id (text or an integer): the document is 'docs-5'"
+    # On the console the notes are not listed as skipped lines.
+    cli_generate._print_issues([*read.issues, InputIssue("kb/x.md", "file", None, "the document has no text")], written=True)
+    err = capsys.readouterr().err
+    assert "1 file(s) or line(s) skipped:" in err and "5 document(s) read, with a note:" in err

@@ -138,15 +138,19 @@ def _run(
 
 
 def _print_issues(issues: list[InputIssue], written: bool) -> None:
-    """The first 20 ``issues``; ``written``: summary.json, which lists them all, is written
-    (not so with --dry-run, which writes nothing)."""
-    if issues:
-        say((f"{len(issues)} file(s) or line(s) skipped:", "yellow"))
-    for issue in issues[:20]:
-        say(f"  {issue}")
-    if len(issues) > 20:
-        where = "see summary.json" if written else "a run without --dry-run lists them all in summary.json"
-        say(f"  … and {len(issues) - 20} more ({where})")
+    """The first 20 skipped files or lines of ``issues``, then the first 20 notes on documents
+    that were read (a document id changed); ``written``: summary.json, which lists them all,
+    is written (not so with --dry-run, which writes nothing)."""
+    where = "see summary.json" if written else "a run without --dry-run lists them all in summary.json"
+    skipped = [issue for issue in issues if issue.skipped]
+    noted = [issue for issue in issues if not issue.skipped]
+    for listed, heading in ((skipped, "file(s) or line(s) skipped"), (noted, "document(s) read, with a note")):
+        if listed:
+            say((f"{len(listed)} {heading}:", "yellow"))
+        for issue in listed[:20]:
+            say(f"  {issue}")
+        if len(listed) > 20:
+            say(f"  … and {len(listed) - 20} more ({where})")
 
 
 def _relabelled_into(relabelled: dict[str, int]) -> Counter[str]:

@@ -4,7 +4,9 @@
 :class:`Document` per file (per line for JSON lines), each with its language detected from its
 own text. A file that cannot be read (unknown type, broken PDF, invalid UTF-8, a JSON line
 without text) is reported as an :class:`~ragmeter.data.issues.InputIssue` naming the file, the
-line and the field, and skipped: one bad document never stops the others.
+line and the field, and skipped: one bad document never stops the others. A JSON-lines
+document whose ``id`` repeats an earlier one's or cannot be one is read under another id, with
+a note (an issue that is not skipped).
 
 HTML is turned into text with Beautiful Soup; headings become Markdown headings, so the
 chunker sees the same structure as in a Markdown file. PDF text comes from its text layer
@@ -16,13 +18,13 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ragmeter.data.encodings import decode_text, encoding_hint
 from ragmeter.data.files import json_object, read_json_lines
-from ragmeter.data.issues import InputIssue
+from ragmeter.data.issues import InputIssue, describe_briefly
 from ragmeter.data.text import detect_language
 
 #: File suffixes read, by kind.
@@ -96,6 +98,9 @@ def ingest(paths: Iterable[str | Path]) -> Ingested:
                 issues.append(InputIssue(document.source, "file", None, "the document has no text", skipped=True))
                 continue
             unique = _unique(document.id, path, taken)
+            if unique != document.id and SUFFIXES[path.suffix.lower()] == "jsonl":  # an id the user gave, maybe to match
+                said = f"id {describe_briefly(document.id)} is an earlier document's: this one is {unique!r}"
+                issues.append(InputIssue(str(path), f"line {document.source.rpartition(':')[2]}", "id", said, skipped=False))
             documents.append(Document(unique, document.text, document.source, document.lang, document.title, document.metadata))
     return Ingested(documents, issues)
 
@@ -230,8 +235,21 @@ def _json_lines(path: Path, issues: list[InputIssue]) -> Iterable[Document]:
             continue
         text = record[text_field]
         title = record.get("title") if isinstance(record.get("title"), str) else None
-        doc_id = str(record["id"]) if isinstance(record.get("id"), (str, int)) else f"{path.stem}-{number}"
+        doc_id = _record_id(record, f"{path.stem}-{number}", InputIssue(str(path), f"line {number}", "id", "", skipped=False), issues)
         extra = {k: v for k, v in record.items() if k not in (text_field, "title", "id")}
         yield Document(doc_id, text, source, detect_language(text), title, extra)
     if not number:  # as an empty Markdown file is reported, not passed over in silence
         issues.append(InputIssue(str(path), "file", None, "the file is empty: no JSON line of a document", skipped=True))
+
+
+def _record_id(record: dict[str, Any], default: str, where: InputIssue, issues: list[InputIssue]) -> str:
+    """A JSON-lines document's id: its ``id`` when that is text or an integer, else ``default``
+    (``<file stem>-<line>``), with a note (``where``, its message filled in) in ``issues`` when
+    an ``id`` is given but cannot be one (1.5, null, a list, true, blank text)."""
+    given = record.get("id")
+    if (isinstance(given, str) and given.strip()) or (isinstance(given, int) and not isinstance(given, bool)):
+        return str(given)
+    if "id" in record:
+        said = f"{describe_briefly(given)} is not a usable id (text or an integer): the document is {default!r}"
+        issues.append(replace(where, message=said))
+    return default
