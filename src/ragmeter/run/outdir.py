@@ -47,17 +47,11 @@ def prepare(directory: str | Path, option: str = "--out") -> Path:
         OutputDirError: It is an existing file, lies under a file, cannot be created, or is
             not writable (the message names it, and the file in its way).
     """
-    path = Path(directory)
-    if path.exists() and not path.is_dir():
-        raise OutputDirError(f"{option} {path} is a file, not a directory")
+    path = check_usable(directory, option)
     try:
         path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        blocking = next((p for p in reversed([path, *path.parents]) if p.exists() and not p.is_dir()), None)
-        reason = f"{blocking} is a file, not a directory" if blocking is not None else exc.strerror or str(exc)
-        raise OutputDirError(f"{option} {path} cannot be created: {reason}") from None
-    if not os.access(path, os.W_OK | os.X_OK):
-        raise OutputDirError(f"{option} {path} is not writable: choose another directory or fix its permissions")
+    except OSError as exc:  # made in the meantime, or refused by the file system
+        raise OutputDirError(f"{option} {path} cannot be created: {exc.strerror or exc}") from None
     return path
 
 
