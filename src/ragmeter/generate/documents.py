@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -235,21 +235,22 @@ def _json_lines(path: Path, issues: list[InputIssue]) -> Iterable[Document]:
             continue
         text = record[text_field]
         title = record.get("title") if isinstance(record.get("title"), str) else None
-        doc_id = _record_id(record, f"{path.stem}-{number}", InputIssue(str(path), f"line {number}", "id", "", skipped=False), issues)
+        doc_id = _record_id(record, path, number, issues)
         extra = {k: v for k, v in record.items() if k not in (text_field, "title", "id")}
         yield Document(doc_id, text, source, detect_language(text), title, extra)
     if not number:  # as an empty Markdown file is reported, not passed over in silence
         issues.append(InputIssue(str(path), "file", None, "the file is empty: no JSON line of a document", skipped=True))
 
 
-def _record_id(record: dict[str, Any], default: str, where: InputIssue, issues: list[InputIssue]) -> str:
-    """A JSON-lines document's id: its ``id`` when that is text or an integer, else ``default``
-    (``<file stem>-<line>``), with a note (``where``, its message filled in) in ``issues`` when
-    an ``id`` is given but cannot be one (1.5, null, a list, true, blank text)."""
+def _record_id(record: dict[str, Any], path: Path, number: int, issues: list[InputIssue]) -> str:
+    """The id of the document on line ``number`` of ``path``: its ``id`` when that is text or an
+    integer, else ``<file stem>-<line>``, with a note in ``issues`` when an ``id`` is given but
+    cannot be one (1.5, null, a list, true, blank text)."""
     given = record.get("id")
     if (isinstance(given, str) and given.strip()) or (isinstance(given, int) and not isinstance(given, bool)):
         return str(given)
+    default = f"{path.stem}-{number}"
     if "id" in record:
         said = f"{describe_briefly(given)} is not a usable id (text or an integer): the document is {default!r}"
-        issues.append(replace(where, message=said))
+        issues.append(InputIssue(str(path), f"line {number}", "id", said, skipped=False))
     return default
