@@ -96,10 +96,7 @@ def _file_spans(files: list[Path], since: str | None, until: str | None) -> list
     _say_skipped(issues)
     if issues and not spans:
         raise fail(f"no line of {', '.join(map(str, files))} is a valid span: nothing to export")
-    try:
-        return traces_between(spans, since, until) if since is not None or until is not None else spans
-    except ValueError as exc:
-        raise fail(f"{', '.join(map(str, files))}: {exc}") from None
+    return traces_between(spans, since, until) if since is not None or until is not None else spans
 
 
 def _say_skipped(issues: list[InputIssue]) -> None:
