@@ -120,3 +120,24 @@ def test_the_drift_kb_command_exits_1_on_change_and_writes_json(tmp_path):
     assert runner.invoke(app, args).exit_code == 0  # --update made the new state the baseline
     missing = runner.invoke(app, ["drift", "kb", str(tmp_path / "nope"), "--baseline", str(tmp_path / "base.json")])
     assert missing.exit_code == 2 and "is not a folder" in missing.output
+
+
+def test_json_naming_an_input_is_refused_and_the_input_is_kept(tmp_path):
+    """``--json`` naming the baseline snapshot, a samples file or the SQLite store replaced it
+    with the findings: the next run found no baseline, the questions or every stored run gone."""
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "a.md").write_text("A")
+    baseline, questions, store = tmp_path / "base.json", tmp_path / "q.jsonl", tmp_path / "runs.db"
+    assert runner.invoke(app, ["drift", "kb", str(kb), "--baseline", str(baseline)]).exit_code == 0
+    questions.write_text('{"user_input": "how?"}\n')
+    store.write_bytes(b"SQLite format 3\x00")
+    kept = {path: path.read_bytes() for path in (baseline, questions, store)}
+    for args, given in (
+        (["kb", str(kb), "--baseline", str(baseline), "--update"], baseline),
+        (["queries", str(questions), str(tmp_path / "other.jsonl")], questions),
+        (["scores", "-m", "token_f1", "--store", str(store)], store),
+    ):
+        refused = runner.invoke(app, ["drift", *args, "--json", str(given)])
+        assert refused.exit_code == 2 and f"--json {given} is the input" in refused.output, refused.output
+    assert {path: path.read_bytes() for path in kept} == kept

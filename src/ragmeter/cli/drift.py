@@ -1,6 +1,7 @@
 """``ragmeter drift``: has the traffic or the knowledge base changed? Exit code 1 when it has
 (for CI or a scheduler), 0 when not; ``--json`` writes the findings for the next step."""
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -32,6 +33,22 @@ def _questions(path: Path) -> list[str]:
     return questions
 
 
+def _refuse_an_input(json_out: Path | None, inputs: Iterable[str | Path | None]) -> None:
+    """A usage error when ``--json`` names one of the command's input files (the baseline
+    snapshot, a samples file, the store's SQLite file): the findings replaced it.
+
+    Args:
+        json_out: The ``--json`` path, or ``None``.
+        inputs: The files the command reads; ``None`` and database URLs are passed over.
+    """
+    if json_out is None:
+        return
+    target = json_out.expanduser().resolve()
+    for given in inputs:
+        if given is not None and "://" not in str(given) and Path(given).expanduser().resolve() == target:
+            raise fail(f"--json {json_out} is the input {given}: the findings would replace it; choose another path")
+
+
 def _write(path: Path | None, document: dict[str, Any]) -> None:
     if path is not None:
         try:
@@ -60,6 +77,7 @@ def queries_command(
     from ragmeter.judges.embeddings import USEEncoder
     from ragmeter.monitor.drift import query_drift
 
+    _refuse_an_input(json_out, [reference, current, store])
     if store is not None and (reference is not None or current is not None):
         raise fail("give two samples files or --store, not both")
     if store is not None:
@@ -122,6 +140,7 @@ def kb_command(
     """Knowledge-base change: documents added, removed or edited since the baseline snapshot."""
     from ragmeter.monitor.kb import SnapshotError, compare_snapshots, read_snapshot, snapshot, write_snapshot
 
+    _refuse_an_input(json_out, [baseline])
     try:
         current = snapshot(folder, leave_out=baseline)
         if not baseline.exists():
@@ -158,6 +177,7 @@ def scores_command(
     settings than the latest run (another threshold, a changed default) are left out, and named."""
     from ragmeter.monitor.ledger import day_chart, run_chart
 
+    _refuse_an_input(json_out, [store])
     if source not in ("runs", "traces"):
         raise fail(f"--source {source!r} is not known: choose 'runs' or 'traces'")
     if "://" not in store and not Path(store).expanduser().exists():  # a misspelt path made an empty store, and exit 0
