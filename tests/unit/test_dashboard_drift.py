@@ -117,6 +117,9 @@ def test_the_last_knowledge_base_report_is_shown_as_text(store, tmp_path):
     assert "not a report of" in TestClient(create_app(store, kb_report=report)).get("/drift").text
     report.write_text("{not json")
     assert "cannot read it" in TestClient(create_app(store, kb_report=report)).get("/drift").text
+    report.write_text("[" * 100_000)  # nested past the parser's depth: a RecursionError was a 500
+    deep = TestClient(create_app(store, kb_report=report), raise_server_exceptions=False).get("/drift")
+    assert deep.status_code == 200 and "cannot read it: invalid JSON: lists and objects nested too deeply" in deep.text
     missing = TestClient(create_app(store, kb_report=tmp_path / "none.json")).get("/drift")
     assert missing.status_code == 200 and "no report yet" in missing.text
     assert "--kb-report PATH" in TestClient(create_app(store)).get("/drift").text

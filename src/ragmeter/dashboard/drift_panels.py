@@ -9,7 +9,6 @@ The knowledge-base panel shows the JSON report that ``ragmeter drift kb --json P
 
 from __future__ import annotations
 
-import json
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ragmeter.data.files import json_value
 from ragmeter.monitor.kb import KnowledgeBaseChange
 from ragmeter.monitor.query_windows import StoredQueryDrift, stored_query_drift
 from ragmeter.store import RunStore
@@ -98,7 +98,7 @@ def read_kb_report(path: Path) -> KnowledgeBaseReport:
     Never raises: what is wrong with the file is told in ``problem``."""
     try:
         written = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).isoformat(timespec="seconds")
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json_value(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return KnowledgeBaseReport(str(path), None, None, "no report yet: run `ragmeter drift kb FOLDER --baseline SNAPSHOT --json` here")
     except (OSError, UnicodeDecodeError, ValueError) as exc:
