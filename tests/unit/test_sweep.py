@@ -12,7 +12,7 @@ import sweep_pipeline
 from typer.testing import CliRunner
 
 from ragmeter.cli import app
-from ragmeter.decide.sweep import NOT_WORSE, WORSE, grid_configs, import_pipeline, load_sweep_file, run_sweep
+from ragmeter.decide.sweep import NOT_COMPARED, NOT_WORSE, WORSE, grid_configs, import_pipeline, load_sweep_file, run_sweep
 
 GRID = {"chunk_size": [256, 512], "top_k": [1, 5]}
 
@@ -86,6 +86,22 @@ def test_a_configuration_as_good_as_the_best_is_not_worse_and_a_failing_question
     flaky = sweep.point("chunk_size=256, top_k=1, flaky=True")
     assert flaky.errors == 1 and flaky.versus_best["n_pairs"] == 11  # q00 failed: unscored, not paired
     assert flaky.versus_best["verdict"] == WORSE and flaky.pareto  # the fastest and cheapest
+
+
+def _broken(config, sample):
+    """Fails on every question when ``broken`` is set, else answers like ``sweep_pipeline.answer``."""
+    if config.get("broken"):
+        raise RuntimeError("index unavailable")
+    return sweep_pipeline.answer(config, sample)
+
+
+def test_a_configuration_whose_every_question_failed_is_not_compared_and_its_failures_are_shown(testset, tmp_path):
+    """It read "not significantly worse" than the best, and nothing said that it had failed."""
+    configs = [{"chunk_size": 512, "top_k": 5}, {"chunk_size": 512, "top_k": 5, "broken": True}]
+    sweep = run_sweep(_broken, configs, testset, ["token_f1"], out_dir=tmp_path)
+    broken = sweep.point("chunk_size=512, top_k=5, broken=True")
+    assert broken.quality is None and broken.errors == 12 and broken.versus_best["verdict"] == NOT_COMPARED
+    assert f"| {NOT_COMPARED}; 12 question(s) failed in the pipeline |" in (tmp_path / "sweep.md").read_text(encoding="utf-8")
 
 
 def test_sweep_options_are_checked(testset):

@@ -55,6 +55,8 @@ from ragmeter.run.sync import run_sync
 SWEEP_FILE = "sweep.json"
 WORSE = "significantly worse than the best"
 NOT_WORSE = "not significantly worse"
+#: The verdict of a configuration none of whose samples has a quality score (every pipeline call failed, say).
+NOT_COMPARED = "not compared: no sample scored"
 #: Most configurations a sweep runs (each answers and scores the whole test set).
 MAX_CONFIGURATIONS = 1000
 
@@ -241,6 +243,7 @@ def _versus_best(points: list[SweepPoint], best: SweepPoint, quality_metric: str
     for point, c in zip(others, compared, strict=True):
         p_holm = adjusted.get(point.name)
         worse = p_holm is not None and p_holm < alpha and (c.improvement() or 0) < 0
+        verdict = NOT_COMPARED if point.quality is None else WORSE if worse else NOT_WORSE
         point.versus_best = {
             "n_pairs": c.n_pairs,
             "mean_diff": c.mean_diff,
@@ -248,7 +251,7 @@ def _versus_best(points: list[SweepPoint], best: SweepPoint, quality_metric: str
             "ci_high": c.ci_high,
             "p_permutation": c.p_permutation,
             "p_holm": p_holm,
-            "verdict": WORSE if worse else NOT_WORSE,
+            "verdict": verdict,
         }
 
 

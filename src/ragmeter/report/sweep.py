@@ -15,11 +15,14 @@ SWEEP_MD = "sweep.md"
 
 def sweep_rows(document: dict[str, Any]) -> list[tuple[str, ...]]:
     """One row per configuration: name, quality, latency, cost, Pareto, difference from the
-    best with its interval, Holm-adjusted p-value, verdict (names as they are, not escaped)."""
+    best with its interval, Holm-adjusted p-value, verdict and how many questions failed in the
+    pipeline (names as they are, not escaped)."""
     rows: list[tuple[str, ...]] = []
     for point in document["points"]:
         versus = point.get("versus_best")
         best = point["name"] == document["best"]
+        verdict = "best" if best else versus["verdict"] if versus else ""
+        failed = f"{point['errors']} question(s) failed in the pipeline" if point["errors"] else ""
         rows.append(
             (
                 point["name"],
@@ -30,7 +33,7 @@ def sweep_rows(document: dict[str, Any]) -> list[tuple[str, ...]]:
                 "best" if best else format_signed(versus["mean_diff"]) if versus else "",
                 format_interval(versus["ci_low"], versus["ci_high"], signed=True) if versus else "",
                 format_p(versus["p_holm"]) if versus else "",
-                "best" if best else versus["verdict"] if versus else "",
+                "; ".join(part for part in (verdict, failed) if part),
             )
         )
     return rows
