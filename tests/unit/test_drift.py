@@ -141,3 +141,12 @@ def test_json_naming_an_input_is_refused_and_the_input_is_kept(tmp_path):
         refused = runner.invoke(app, ["drift", *args, "--json", str(given)])
         assert refused.exit_code == 2 and f"--json {given} is the input" in refused.output, refused.output
     assert {path: path.read_bytes() for path in kept} == kept
+
+
+@pytest.mark.parametrize("option", ["--permutations", "--limit"])
+def test_a_huge_permutations_or_limit_is_a_usage_error(tmp_path, option):
+    """A 29-digit --permutations relabelled for ever; such a --limit ended in an OverflowError
+    from SQLite ("unexpected error")."""
+    found = runner.invoke(app, ["drift", "queries", "--store", str(tmp_path / "runs.db"), option, "9" * 29])
+    assert found.exit_code == 2 and f"Invalid value for '{option}'" in found.output, found.output
+    assert not (tmp_path / "runs.db").exists()

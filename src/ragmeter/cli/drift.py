@@ -68,9 +68,9 @@ def queries_command(
         typer.Option(help="Instead of files: the stored requests of this store, the last --days against the --days before."),
     ] = None,
     days: Annotated[int, typer.Option(min=1, max=366, help="With --store: the length of each window in days.")] = 7,
-    limit: Annotated[int, typer.Option(min=10, help="With --store: most questions of each window (the newest).")] = 1000,
+    limit: Annotated[int, typer.Option(min=10, max=5000, help="With --store: most questions of each window (the newest).")] = 1000,
     alpha: Annotated[float, typer.Option(min=0.0, max=0.5, help="Significance level of the alarm.")] = 0.01,
-    permutations: Annotated[int, typer.Option(min=99, help="Random relabellings behind the p-value.")] = 500,
+    permutations: Annotated[int, typer.Option(min=99, max=100_000, help="Random relabellings behind the p-value.")] = 500,
     json_out: JsonOption = None,
 ) -> None:
     """Query drift: do the recent questions come from another distribution (a new topic)?"""
