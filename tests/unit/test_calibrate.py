@@ -183,6 +183,17 @@ def test_read_labels_reports_bad_lines(tmp_path):
     assert [p.split(": ")[0].rsplit(", ", 1)[1] for p in problems] == ["line 2", "line 3", "line 4", "line 5"]
 
 
+def test_an_id_that_is_not_text_or_a_number_is_a_bad_line_and_a_whole_float_is_the_sample_s_id(tmp_path):
+    """A null id was read as the id "None" (true as "True", a list as its repr), and 7.0 as "7.0"
+    while a sample's id 7.0 is "7"."""
+    path = tmp_path / "human.jsonl"
+    path.write_text("\n".join(f'{{"id": {key}, "label": 1}}' for key in ("null", "true", '["a"]', '{"x": 1}', '" "', "7.0")) + "\n")
+    found = read_labels(path, "label", score)
+    assert found.by_id == {"7": 1.0}
+    assert found.problems[0] == f"{path}, line 1: 'id' must be text or a number, got None"
+    assert [p.split(": ")[0].rsplit(", ", 1)[1] for p in found.problems] == ["line 1", "line 2", "line 3", "line 4", "line 5"]
+
+
 def test_a_labels_file_that_starts_with_a_byte_order_mark_keeps_its_first_label(tmp_path):
     path = tmp_path / "human.jsonl"
     path.write_bytes(b'\xef\xbb\xbf{"id": "a", "label": 1}\n{"id": "b", "label": 0}\n')  # as Windows editors save UTF-8

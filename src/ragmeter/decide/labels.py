@@ -2,8 +2,9 @@
 
 ``{"id": "q7", "label": 1}`` (a score in [0, 1], for ``calibrate``) or
 ``{"id": "q7", "better": "A"}`` (a preference, for ``pairwise``). Every problem is kept
-with its file and line: bad JSON, a missing field, a value of the wrong kind, an id
-labelled twice (the first label is kept). Nothing is dropped silently.
+with its file and line: bad JSON, a missing field, a value of the wrong kind, an id that is
+not text or a number (null, true, a list), an id labelled twice (the first label is kept).
+Nothing is dropped silently.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any, Generic, TypeVar
 
 from ragmeter.data.files import json_value
 from ragmeter.data.issues import describe_briefly
+from ragmeter.data.schema import id_text
 from ragmeter.metrics.base import finite_number
 
 V = TypeVar("V")
@@ -70,7 +72,10 @@ def read_labels(path: str | Path, field_name: str, parse: Callable[[Any], V]) ->
         if not isinstance(row, dict) or "id" not in row or field_name not in row:
             labels.problems.append(f'{where}: expected {{"id": ..., "{field_name}": ...}}')
             continue
-        key = str(row["id"])
+        key = id_text(row["id"])  # as a sample's id is read: 7 and 7.0 are "7"
+        if not isinstance(key, str) or not key.strip():
+            labels.problems.append(f"{where}: 'id' must be text or a number, got {describe_briefly(row['id'])}")
+            continue
         try:
             value = parse(row[field_name])
         except ValueError as exc:
