@@ -13,8 +13,11 @@ pipelines each call in their own worker thread, async ones on the event loop). T
 of each call is kept in ``metadata.pipeline_latency_ms``, and in ``metadata.latency_ms``
 unless the pipeline reports its own. An exception (or a malformed return, or a timeout) in
 one question is recorded for that sample (``metadata.pipeline_error``, no response) and the
-run goes on. A sync call that times out cannot be killed: its (daemon) thread finishes in
-the background without holding up the other questions.
+run goes on; so is a ``SystemExit``, ``KeyboardInterrupt`` or other ``BaseException`` the
+pipeline's own code raises (a real Ctrl-C reaches the run through
+:func:`ragmeter.run.sync.run_sync`, never through the pipeline). A sync call that times out
+cannot be killed: its (daemon) thread finishes in the background without holding up the
+other questions.
 """
 
 from __future__ import annotations
@@ -144,12 +147,8 @@ def _in_thread(pipeline: Pipeline, question: Any, loop: asyncio.AbstractEventLoo
     def target() -> None:
         try:
             outcome = (True, pipeline(question))
-        except StopIteration as exc:  # a future cannot hold it (it would hang the wait)
-            error = RuntimeError(f"the pipeline raised StopIteration{f': {exc}' if str(exc) else ''}")
-            error.__cause__ = exc
-            outcome = (False, error)
         except BaseException as exc:  # handed to the waiting coroutine
-            outcome = (False, exc)
+            outcome = (False, _recordable(exc))
         try:
             loop.call_soon_threadsafe(settle, outcome)
         except RuntimeError:  # the loop is closed: nobody waits for this answer any more
@@ -157,6 +156,31 @@ def _in_thread(pipeline: Pipeline, question: Any, loop: asyncio.AbstractEventLoo
 
     threading.Thread(target=target, name="ragmeter-pipeline", daemon=True).start()
     return future
+
+
+def _recordable(exc: BaseException) -> Exception:
+    """``exc``, raised by the pipeline, as an error its question can be recorded with.
+
+    A ``StopIteration`` cannot travel through a future (it would hang the wait), and a
+    ``SystemExit``, ``KeyboardInterrupt``, ``CancelledError`` or other ``BaseException`` would
+    end the whole run: each becomes a ``RuntimeError`` naming it, caused by it.
+    """
+    if isinstance(exc, Exception) and not isinstance(exc, StopIteration):
+        return exc
+    error = RuntimeError(f"the pipeline raised {type(exc).__name__}{f': {exc}' if str(exc) else ''}")
+    error.__cause__ = exc
+    return error
+
+
+async def _guarded(awaitable: Awaitable[Any]) -> Any:
+    """Await ``awaitable`` (the pipeline's); a ``BaseException`` it raises comes out as
+    :func:`_recordable` makes it, except the cancellation of this wait itself."""
+    try:
+        return await awaitable
+    except asyncio.CancelledError:
+        raise  # our own cancel (a timeout, Ctrl-C); the pipeline's own is told apart in _call
+    except BaseException as exc:
+        raise _recordable(exc) from exc
 
 
 async def _call(pipeline: Pipeline, question: Any, timeout: float | None) -> Any:
@@ -167,22 +191,22 @@ async def _call(pipeline: Pipeline, question: Any, timeout: float | None) -> Any
     deadline = None if timeout is None else loop.time() + timeout
 
     async def within(awaitable: Awaitable[Any]) -> Any:
-        if deadline is None:
-            return await awaitable
         task = asyncio.ensure_future(awaitable)
         try:
-            done, _ = await asyncio.wait({task}, timeout=max(0.0, deadline - loop.time()))
+            done, _ = await asyncio.wait({task}, timeout=None if deadline is None else max(0.0, deadline - loop.time()))
         except asyncio.CancelledError:
             task.cancel()
             raise
         if not done:
             task.cancel()
             raise PipelineTimeout(f"no answer within {timeout:g} s")
+        if task.cancelled():  # not by us: the pipeline raised CancelledError itself
+            raise RuntimeError("the pipeline raised CancelledError")
         return task.result()
 
-    value = await within(pipeline(question) if _is_async(pipeline) else _in_thread(pipeline, question, loop))
+    value = await within(_guarded(pipeline(question)) if _is_async(pipeline) else _in_thread(pipeline, question, loop))
     if inspect.isawaitable(value):  # a sync wrapper around an async pipeline
-        value = await within(value)
+        value = await within(_guarded(value))
     return value
 
 

@@ -1,0 +1,71 @@
+"""ragmeter answer against a careless or hostile pipeline: whatever one question's call does,
+that question is recorded with its reason and the run goes on."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+
+import pytest
+from cli_helpers import runner, write_jsonl
+
+from ragmeter.cli import app
+from ragmeter.data import load_dataset
+from ragmeter.run.pipelines import run_pipeline
+from ragmeter.run.sync import run_sync
+
+SAMPLES = [{"id": "q1", "user_input": "How many approvals?"}, {"id": "q2", "user_input": "Parking fee?"}]
+
+
+@pytest.fixture
+def workdir(tmp_path, monkeypatch):
+    write_jsonl(tmp_path / "testset.jsonl", SAMPLES)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return tmp_path
+
+
+def _rows(path):
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def _raising(error: BaseException, is_async: bool):
+    """A pipeline that raises ``error`` for the parking question and answers the other."""
+
+    def answer(question):
+        if "Parking" in question:
+            raise error
+        return ["c"], "two"
+
+    async def answer_async(question):
+        return answer(question)
+
+    return answer_async if is_async else answer
+
+
+@pytest.mark.parametrize("is_async", [False, True])
+@pytest.mark.parametrize(
+    ("error", "recorded"),
+    [
+        (SystemExit(3), "RuntimeError: the pipeline raised SystemExit: 3"),
+        (KeyboardInterrupt(), "RuntimeError: the pipeline raised KeyboardInterrupt"),
+        (GeneratorExit(), "RuntimeError: the pipeline raised GeneratorExit"),
+        (asyncio.CancelledError(), "RuntimeError: the pipeline raised CancelledError"),
+    ],
+)
+def test_a_base_exception_raised_by_the_pipeline_fails_only_its_question(error, recorded, is_async):
+    """sys.exit() or a KeyboardInterrupt in the user's code ended the whole run (exit code 3,
+    1 or 130, a traceback, nothing written); it is that question's error like any other."""
+    dataset = load_dataset(SAMPLES)
+    run = run_sync(run_pipeline(_raising(error, is_async), dataset, timeout=5))
+    assert run.errors == {"q2": recorded}
+    assert [loaded.sample.response for loaded in run.dataset] == ["two", None]
+
+
+def test_a_pipeline_that_calls_sys_exit_is_recorded_and_the_file_written(workdir):
+    (workdir / "exiting_rag.py").write_text("import sys\ndef answer(question):\n    sys.exit(0)\n", encoding="utf-8")
+    sys.modules.pop("exiting_rag", None)
+    result = runner.invoke(app, ["answer", "testset.jsonl", "-p", "exiting_rag:answer", "-o", "a.jsonl"])
+    assert result.exit_code == 0 and "0 of 2 questions answered" in result.output, result.output
+    assert [r["metadata"]["pipeline_error"] for r in _rows(workdir / "a.jsonl")] == ["RuntimeError: the pipeline raised SystemExit: 0"] * 2
