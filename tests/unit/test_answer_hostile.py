@@ -69,3 +69,29 @@ def test_a_pipeline_that_calls_sys_exit_is_recorded_and_the_file_written(workdir
     result = runner.invoke(app, ["answer", "testset.jsonl", "-p", "exiting_rag:answer", "-o", "a.jsonl"])
     assert result.exit_code == 0 and "0 of 2 questions answered" in result.output, result.output
     assert [r["metadata"]["pipeline_error"] for r in _rows(workdir / "a.jsonl")] == ["RuntimeError: the pipeline raised SystemExit: 0"] * 2
+
+
+class _Unprintable(Exception):
+    def __str__(self):
+        raise RuntimeError("no message")
+
+
+class _UnprintableExit(SystemExit):
+    def __str__(self):
+        raise RuntimeError("no message")
+
+
+@pytest.mark.parametrize(
+    ("error", "recorded"),
+    [
+        (_Unprintable(), "_Unprintable: <its message cannot be shown: RuntimeError>"),
+        (_UnprintableExit(), "RuntimeError: the pipeline raised _UnprintableExit: <its message cannot be shown: RuntimeError>"),
+    ],
+)
+def test_an_exception_whose_message_fails_is_recorded_without_it(error, recorded):
+    """Formatting such an exception's message raised inside the run, which ended it ('unexpected
+    error', exit 2, nothing written)."""
+    run = run_sync(run_pipeline(_raising(error, False), load_dataset(SAMPLES), timeout=5))
+    assert run.errors == {"q2": recorded}
+    first, second = (loaded.sample for loaded in run.dataset)
+    assert first.response == "two" and second.metadata["pipeline_error"] == recorded

@@ -119,7 +119,16 @@ class PipelineRun:
 
 
 def _error_text(exc: BaseException) -> str:
-    return redact(f"{type(exc).__name__}: {exc}")
+    return redact(f"{type(exc).__name__}: {_message(exc)}")
+
+
+def _message(exc: BaseException) -> str:
+    """``str(exc)``, or a placeholder when the pipeline's exception cannot give its message
+    (its ``__str__`` raises): recording one question's error must not end the run."""
+    try:
+        return str(exc)
+    except Exception as failure:
+        return f"<its message cannot be shown: {type(failure).__name__}>"
 
 
 class PipelineTimeout(Exception):
@@ -167,7 +176,8 @@ def _recordable(exc: BaseException) -> Exception:
     """
     if isinstance(exc, Exception) and not isinstance(exc, StopIteration):
         return exc
-    error = RuntimeError(f"the pipeline raised {type(exc).__name__}{f': {exc}' if str(exc) else ''}")
+    message = _message(exc)
+    error = RuntimeError(f"the pipeline raised {type(exc).__name__}{f': {message}' if message else ''}")
     error.__cause__ = exc
     return error
 
