@@ -95,3 +95,26 @@ def test_an_exception_whose_message_fails_is_recorded_without_it(error, recorded
     assert run.errors == {"q2": recorded}
     first, second = (loaded.sample for loaded in run.dataset)
     assert first.response == "two" and second.metadata["pipeline_error"] == recorded
+
+
+@pytest.mark.parametrize(
+    ("name", "module", "spec", "message"),
+    [
+        ("exits_on_import", "import sys\nsys.exit(0)\n", "answer", "cannot import exits_on_import: SystemExit: 0"),
+        (
+            "exits_in_factory",
+            "import sys\ndef build():\n    sys.exit('usage: build.py DIR')\n",
+            "build()",
+            "build() failed: SystemExit: usage: build.py DIR",
+        ),
+    ],
+)
+def test_a_module_or_factory_that_calls_sys_exit_is_a_one_line_error(workdir, name, module, spec, message):
+    """A module that exits on import (a script parsing its own argv) or a factory that exits
+    ended ragmeter silently with the script's exit code (0: success, nothing written)."""
+    (workdir / f"{name}.py").write_text(module, encoding="utf-8")
+    sys.modules.pop(name, None)
+    result = runner.invoke(app, ["answer", "testset.jsonl", "-p", f"{name}:{spec}", "-o", "a.jsonl"])
+    assert result.exit_code == 2, result.output
+    assert result.output == f"error: pipeline '{name}:{spec}': {message}\n"
+    assert not (workdir / "a.jsonl").exists()

@@ -40,8 +40,9 @@ def load_pipeline(spec: str, timeout: float = 120.0) -> Callable[[str], Any]:
         timeout: Seconds an HTTP endpoint may take per question.
 
     Raises:
-        PipelineSourceError: The module or function does not exist, a factory failed, or
-            the spec is neither form; the message names the spec.
+        PipelineSourceError: The module or function does not exist, importing the module or
+            calling a factory failed (or called ``sys.exit``), or the spec is neither form;
+            the message names the spec.
     """
     if spec.startswith(("http://", "https://")):
         return http_pipeline(spec, timeout)
@@ -54,7 +55,7 @@ def load_pipeline(spec: str, timeout: float = 120.0) -> Callable[[str], Any]:
         sys.path.insert(0, str(Path.cwd()))
     try:
         module = importlib.import_module(module_name)
-    except Exception as exc:  # an import error inside the user's module is theirs to see, in one line
+    except (Exception, SystemExit) as exc:  # an error, or sys.exit() (a script's argparse), in the user's module: one line
         raise PipelineSourceError(f"pipeline '{spec}': cannot import {module_name}: {type(exc).__name__}: {exc}") from None
     function = getattr(module, attribute, None)
     if not callable(function):
@@ -63,7 +64,7 @@ def load_pipeline(spec: str, timeout: float = 120.0) -> Callable[[str], Any]:
         return function
     try:
         built = function()
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:
         raise PipelineSourceError(f"pipeline '{spec}': {attribute}() failed: {type(exc).__name__}: {exc}") from None
     if not callable(built):
         raise PipelineSourceError(f"pipeline '{spec}': {attribute}() returned {type(built).__name__}, not a callable pipeline")
