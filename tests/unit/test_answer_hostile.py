@@ -118,3 +118,22 @@ def test_a_module_or_factory_that_calls_sys_exit_is_a_one_line_error(workdir, na
     assert result.exit_code == 2, result.output
     assert result.output == f"error: pipeline '{name}:{spec}': {message}\n"
     assert not (workdir / "a.jsonl").exists()
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("http://", "no host given"),
+        ("http://[::1/rag", "Invalid IPv6 URL"),
+        ("http://127.0.0.1:99999/rag", "Port out of range 0-65535"),
+        ("http://127.0.0.1/my rag", "a URL cannot hold spaces or control characters"),
+        ("ftp://127.0.0.1/rag", "give an http:// or https:// endpoint"),
+    ],
+)
+def test_an_endpoint_url_no_question_can_reach_is_a_one_line_error(workdir, url, message):
+    """Each question failed on its own ('URLError: no host given', 'ValueError: Invalid IPv6
+    URL'), or ftp://... was read as the module 'ftp': the URL is checked before any question."""
+    result = runner.invoke(app, ["answer", "testset.jsonl", "-p", url, "-o", "a.jsonl"])
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith(f"error: pipeline '{url}': {message}") and len(result.output.splitlines()) == 1
+    assert not (workdir / "a.jsonl").exists()

@@ -21,6 +21,7 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from ragmeter.data.secrets import redirect_target, register_url
 
@@ -41,10 +42,10 @@ def load_pipeline(spec: str, timeout: float = 120.0) -> Callable[[str], Any]:
 
     Raises:
         PipelineSourceError: The module or function does not exist, importing the module or
-            calling a factory failed (or called ``sys.exit``), or the spec is neither form;
-            the message names the spec.
+            calling a factory failed (or called ``sys.exit``), the URL is not an http(s)
+            address with a host, or the spec is neither form; the message names the spec.
     """
-    if spec.startswith(("http://", "https://")):
+    if "://" in spec:  # never in a module name
         return http_pipeline(spec, timeout)
     module_name, _, attribute = spec.partition(":")
     if not module_name or not attribute:
@@ -77,14 +78,37 @@ def http_pipeline(url: str, timeout: float = 120.0) -> Callable[[str], Any]:
     Args:
         url: The endpoint; its credentials, if any, are masked wherever it is printed.
         timeout: Seconds per question.
+
+    Raises:
+        PipelineSourceError: ``url`` is not an http(s) address with a host (and a valid port).
     """
     register_url(url)
+    _check_url(url)
 
     def ask(question: str) -> Any:
         return post_json(url, {"question": question, "user_input": question}, timeout, "an object with answer and contexts")
 
     ask.__name__ = "http_pipeline"
     return ask
+
+
+def _check_url(url: str) -> None:
+    """Refuse, before any question is asked, a URL every question would fail on."""
+    problem = None
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018  (raises ValueError for a port that is not a number in range)
+    except ValueError as exc:
+        problem = str(exc)
+    else:
+        if parts.scheme.lower() not in ("http", "https"):
+            problem = "give an http:// or https:// endpoint"
+        elif not parts.hostname:
+            problem = "no host given"
+        elif any(character.isspace() or not character.isprintable() for character in url):
+            problem = "a URL cannot hold spaces or control characters (percent-encode them)"
+    if problem:
+        raise PipelineSourceError(f"pipeline '{url}': {problem}")
 
 
 def post_json(url: str, payload: dict[str, Any], timeout: float, expected: str) -> dict[str, Any]:
