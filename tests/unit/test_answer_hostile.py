@@ -137,3 +137,43 @@ def test_an_endpoint_url_no_question_can_reach_is_a_one_line_error(workdir, url,
     assert result.exit_code == 2, result.output
     assert result.output.startswith(f"error: pipeline '{url}': {message}") and len(result.output.splitlines()) == 1
     assert not (workdir / "a.jsonl").exists()
+
+
+COUNTING = """
+import pathlib
+def answer(question):
+    with pathlib.Path("calls.txt").open("a") as calls:
+        calls.write(question + "\\n")
+    return ["c"], "two"
+"""
+
+
+@pytest.fixture
+def counting(workdir):
+    """A pipeline module ``counting_rag:answer`` that writes each question to calls.txt."""
+    (workdir / "counting_rag.py").write_text(COUNTING, encoding="utf-8")
+    sys.modules.pop("counting_rag", None)
+    return workdir
+
+
+@pytest.mark.parametrize(
+    ("out", "message"),
+    [
+        ("taken.jsonl", "error: --out taken.jsonl is a directory; give the name of a file to write"),
+        ("testset.jsonl/a.jsonl", "error: --out testset.jsonl/a.jsonl: its folder testset.jsonl is a file, not a directory"),
+    ],
+)
+def test_an_out_that_cannot_be_written_is_refused_before_any_question(counting, out, message):
+    """Every question was asked, then writing failed ('unexpected error: IsADirectoryError'),
+    and all the answers were lost."""
+    (counting / "taken.jsonl").mkdir()
+    result = runner.invoke(app, ["answer", "testset.jsonl", "-p", "counting_rag:answer", "-o", out])
+    assert result.exit_code == 2 and result.output == message + "\n"
+    assert not (counting / "calls.txt").exists()
+
+
+def test_the_folder_of_out_is_created(counting):
+    """A new folder (runs/new/answered.jsonl) failed after every question: FileNotFoundError."""
+    result = runner.invoke(app, ["answer", "testset.jsonl", "-p", "counting_rag:answer", "-o", "runs/new/answered.jsonl"])
+    assert result.exit_code == 0, result.output
+    assert [r["response"] for r in _rows(counting / "runs" / "new" / "answered.jsonl")] == ["two", "two"]

@@ -62,7 +62,11 @@ def answer_command(
     except KeyboardInterrupt:
         say(("interrupted", "yellow"), ": nothing was written; run the same command again.")
         raise typer.Exit(INTERRUPTED) from None
-    write_json_lines(out, (loaded.sample.model_dump(exclude_none=True) for loaded in run.dataset))
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        write_json_lines(out, (loaded.sample.model_dump(exclude_none=True) for loaded in run.dataset))
+    except OSError as exc:
+        raise fail(f"--out {out}: cannot write: {exc.strerror or exc}") from None
     for line in run.warnings[:5]:
         say(("  warning ", "yellow"), line)
     if len(run.warnings) > 5:

@@ -17,6 +17,7 @@ import typer
 from ragmeter.cli.console import fail
 from ragmeter.judges.config import MAX_CONCURRENCY, JudgeConfig
 from ragmeter.run.config import RunConfig, load_config
+from ragmeter.run.outdir import OutputDirError, check_usable
 
 
 @dataclass(frozen=True)
@@ -127,10 +128,18 @@ JSON_LINES_SUFFIXES = (".jsonl", ".ndjson")
 def check_json_lines_out(out: Path) -> None:
     """Refuse (exit 2, one line) an ``--out`` samples file whose suffix is not a JSON-lines one:
     the file is written as JSON lines, and ``ragmeter eval`` picks the format by the suffix, so
-    ``out.csv`` would be read as CSV and every field found missing.
+    ``out.csv`` would be read as CSV and every field found missing. Refuse too, before any
+    work, an ``--out`` that is a directory or whose folder cannot be created or written (the
+    folder is created when the file is written).
 
     Args:
         out: The ``--out`` path given.
     """
     if out.suffix.lower() not in JSON_LINES_SUFFIXES:
         raise fail(f"--out {out}: the samples are written as JSON lines; give a file name ending in {' or '.join(JSON_LINES_SUFFIXES)}")
+    if out.is_dir():
+        raise fail(f"--out {out} is a directory; give the name of a file to write")
+    try:
+        check_usable(out.parent, f"--out {out}: its folder")
+    except OutputDirError as exc:
+        raise fail(str(exc)) from None
