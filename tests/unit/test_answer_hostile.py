@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
+import subprocess
 import sys
 
 import pytest
@@ -177,3 +180,44 @@ def test_the_folder_of_out_is_created(counting):
     result = runner.invoke(app, ["answer", "testset.jsonl", "-p", "counting_rag:answer", "-o", "runs/new/answered.jsonl"])
     assert result.exit_code == 0, result.output
     assert [r["response"] for r in _rows(counting / "runs" / "new" / "answered.jsonl")] == ["two", "two"]
+
+
+KILLING = """
+import os, pathlib, signal
+def answer(question):
+    with pathlib.Path("calls.txt").open("a") as calls:
+        calls.write(question + "\\n")
+    if question == os.environ.get("KILL_AT"):
+        os.kill(os.getpid(), signal.SIGKILL)
+    return {"contexts": ["c"], "answer": "answer to " + question, "trace": "t"}
+"""
+
+
+def _answer_process(workdir, *args, kill_at=""):
+    command = [sys.executable, "-m", "ragmeter", "answer", "testset.jsonl", "-p", "killing_rag:answer", "-o", "out/a.jsonl", *args]
+    env = {**os.environ, "KILL_AT": kill_at, "PYTHONPATH": os.pathsep.join([str(workdir), *sys.path])}
+    return subprocess.run(command, cwd=workdir, capture_output=True, text=True, timeout=120, env=env)
+
+
+def test_a_killed_run_resumes_asking_only_the_questions_not_answered(workdir):
+    """A run killed (or interrupted) after some answers lost them all ('nothing was written;
+    run the same command again'): each answer is journalled as it comes, and the same command
+    asks only the rest; --fresh asks everything again."""
+    questions = [f"question {i}?" for i in range(6)]
+    write_jsonl(workdir / "testset.jsonl", [{"id": f"q{i}", "user_input": q} for i, q in enumerate(questions)])
+    (workdir / "killing_rag.py").write_text(KILLING, encoding="utf-8")
+    killed = _answer_process(workdir, "--concurrency", "1", kill_at=questions[3])
+    assert killed.returncode == -signal.SIGKILL and not (workdir / "out" / "a.jsonl").exists()
+    assert (workdir / "calls.txt").read_text().splitlines() == questions[:4]
+    resumed = _answer_process(workdir)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "3 answered by an earlier run are kept from out/a.jsonl.journal" in resumed.stderr
+    assert "6 of 6 questions answered" in resumed.stderr
+    assert sorted((workdir / "calls.txt").read_text().splitlines()) == sorted(questions[:4] + questions[3:])
+    rows = _rows(workdir / "out" / "a.jsonl")
+    assert [r["response"] for r in rows] == [f"answer to {q}" for q in questions] and rows[0]["metadata"]["trace"] == "t"
+    assert not (workdir / "out" / "a.jsonl.journal").exists()
+    (workdir / "calls.txt").unlink()
+    killed = _answer_process(workdir, "--concurrency", "1", kill_at=questions[1])
+    assert _answer_process(workdir, "--fresh").returncode == 0
+    assert sorted((workdir / "calls.txt").read_text().splitlines()) == sorted(questions[:2] + questions)

@@ -11,8 +11,9 @@ from ragmeter.cli.issues import print_issues
 from ragmeter.cli.options import check_json_lines_out
 from ragmeter.data import InputError, load_dataset
 from ragmeter.data.files import write_json_lines
+from ragmeter.run.answer_journal import AnswerJournal, left_to_ask
 from ragmeter.run.pipeline_sources import PipelineSourceError, load_pipeline
-from ragmeter.run.pipelines import DEFAULT_PIPELINE_CONCURRENCY, run_pipeline
+from ragmeter.run.pipelines import DEFAULT_PIPELINE_CONCURRENCY, PipelineRun, run_pipeline
 from ragmeter.run.sync import INTERRUPTED, run_sync
 
 
@@ -34,12 +35,17 @@ def answer_command(
     ] = Path("answered.jsonl"),
     concurrency: Annotated[int, typer.Option(min=1, help="Most questions asked at once.")] = DEFAULT_PIPELINE_CONCURRENCY,
     timeout: Annotated[float, typer.Option(min=0.001, help="Seconds per question before it counts as failed.")] = 120.0,
+    fresh: Annotated[
+        bool, typer.Option("--fresh", help="Ask every question again, ignoring the answers an interrupted run journalled.")
+    ] = False,
 ) -> None:
     """Ask every question of the test set to your pipeline and write the samples with its
     answers and retrieved contexts; then run `ragmeter eval` on the output.
 
     A question whose call fails, times out or returns something malformed keeps no response
-    and names the error in metadata.pipeline_error; the others go on.
+    and names the error in metadata.pipeline_error; the others go on. Each answer is
+    journalled in <out>.journal as it comes: after an interruption, the same command asks
+    only the questions not answered yet.
     """
     check_json_lines_out(out)
     try:
@@ -56,26 +62,58 @@ def answer_command(
         function = load_pipeline(pipeline, timeout)
     except PipelineSourceError as exc:
         raise fail(str(exc)) from None
+    out.parent.mkdir(parents=True, exist_ok=True)
+    journal = AnswerJournal(out, pipeline)
+    try:
+        if fresh:
+            journal.remove()
+        resumed = journal.resumed(dataset)
+    except OSError as exc:  # a link planted at its name, a file that cannot be read
+        raise fail(f"{journal.path}: cannot use the journal of answers: {exc.strerror or exc}") from None
     say(f"Answering {len(dataset)} questions with {pipeline} → {out}")
+    if resumed:
+        say(f"{len(resumed)} answered by an earlier run are kept from {journal.path} (--fresh asks them again)")
     try:
-        run = run_sync(run_pipeline(function, dataset, name=pipeline, concurrency=concurrency, timeout=timeout))
+        run = run_sync(
+            run_pipeline(
+                function, left_to_ask(dataset, resumed), name=pipeline, concurrency=concurrency, timeout=timeout, on_answer=journal.record
+            )
+        )
     except KeyboardInterrupt:
-        say(("interrupted", "yellow"), ": nothing was written; run the same command again.")
+        kept = len(resumed) + journal.written
+        say(("interrupted", "yellow"), f": {kept} answers are journalled in {journal.path}; run the same command again to ask the rest.")
         raise typer.Exit(INTERRUPTED) from None
+    finally:
+        journal.close()
+    asked = {loaded.key: loaded.sample for loaded in run.dataset}
+    samples = [resumed[loaded.key][0] if loaded.key in resumed else asked[loaded.key] for loaded in dataset]
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        write_json_lines(out, (loaded.sample.model_dump(exclude_none=True) for loaded in run.dataset))
+        write_json_lines(out, (sample.model_dump(exclude_none=True) for sample in samples))
     except OSError as exc:
-        raise fail(f"--out {out}: cannot write: {exc.strerror or exc}") from None
-    for line in run.warnings[:5]:
+        raise fail(f"--out {out}: cannot write: {exc.strerror or exc} (the answers stay journalled in {journal.path})") from None
+    journal.remove()
+    earlier = [line for _, lines in resumed.values() for line in lines]
+    _report(run, earlier + run.warnings, len(samples), out)
+
+
+def _report(run: PipelineRun, warnings: list[str], total: int, out: Path) -> None:
+    """Print the refused reply keys, the failed questions and the count answered.
+
+    Args:
+        run: This run's pass over the questions not answered before.
+        warnings: Every refused reply key, earlier runs' included.
+        total: The questions in the test set.
+        out: The file written.
+    """
+    for line in warnings[:5]:
         say(("  warning ", "yellow"), line)
-    if len(run.warnings) > 5:
-        say(f"  … and {len(run.warnings) - 5} more reply key(s) ignored")
+    if len(warnings) > 5:
+        say(f"  … and {len(warnings) - 5} more reply key(s) ignored")
     for key, error in list(run.errors.items())[:5]:
         say(("  failed ", "yellow"), f"{key}: {error}")
     if len(run.errors) > 5:
         say(f"  … and {len(run.errors) - 5} more (metadata.pipeline_error in {out})")
-    answered = len(run.dataset) - len(run.errors)
-    say(f"{answered} of {len(run.dataset)} questions answered in {run.seconds:.1f} s; wrote {out}.")
+    answered = total - len(run.errors)
+    say(f"{answered} of {total} questions answered in {run.seconds:.1f} s; wrote {out}.")
     if answered:
         say(f"Next: ragmeter eval {out} --out runs/answered")

@@ -228,12 +228,17 @@ async def run_pipeline(
     concurrency: int = DEFAULT_PIPELINE_CONCURRENCY,
     timeout: float | None = None,
     with_sample: bool = False,
+    on_answer: Callable[[LoadedSample, LoadedSample, list[str]], None] | None = None,
 ) -> PipelineRun:
     """Answer every question of ``testset`` with ``pipeline``, at most ``concurrency`` at a
     time; an error in one question is recorded for that sample, never raised.
 
     ``with_sample`` calls the pipeline with the whole test-set :class:`Sample` (its id,
     metadata...) instead of the question text.
+
+    ``on_answer(asked, answered, warnings)``, if given, is called as each question finishes
+    with the test-set sample, the sample made of its reply (or error), and the reply keys
+    refused for it (to journal it at once).
 
     ``timeout`` (seconds per question) stops waiting for a call; a sync pipeline's thread
     cannot be killed and finishes in the background (each call has its own thread, so a
@@ -282,7 +287,9 @@ async def run_pipeline(
                 frames = traceback.format_exception(type(exc), exc, exc.__traceback__)
                 errors[loaded.key] = _error_text(exc)
                 sample = failed(loaded, errors[loaded.key], wall_ms, name, redact("".join(frames[-3:])[-2000:]))
-        samples[index] = LoadedSample(sample, loaded.key, loaded.source, loaded.location)
+        samples[index] = result = LoadedSample(sample, loaded.key, loaded.source, loaded.location)
+        if on_answer is not None:
+            on_answer(loaded, result, refused.get(index, []))
 
     await asyncio.gather(*(one(i, s) for i, s in enumerate(testset)))
     dataset = Dataset(samples=[s for s in samples if s is not None], issues=list(testset.issues))
