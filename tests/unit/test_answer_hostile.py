@@ -221,3 +221,18 @@ def test_a_killed_run_resumes_asking_only_the_questions_not_answered(workdir):
     killed = _answer_process(workdir, "--concurrency", "1", kill_at=questions[1])
     assert _answer_process(workdir, "--fresh").returncode == 0
     assert sorted((workdir / "calls.txt").read_text().splitlines()) == sorted(questions[:2] + questions)
+
+
+@pytest.mark.parametrize(("ids", "kind"), [([None], "NoneType"), (["a", {"id": 3}], "dict"), ([1.5], "float"), ([True], "bool")])
+def test_context_ids_that_are_no_ids_fail_the_question(ids, kind):
+    """They were written as the ids "None", "{'id': 3}", "1.5", "True", which retrieval metrics
+    then matched against the reference ids."""
+    run = run_sync(run_pipeline(lambda q: {"contexts": ["c"], "answer": "a", "context_ids": ids}, load_dataset(SAMPLES[:1]), timeout=5))
+    assert run.errors == {"q1": f"PipelineOutputError: context_ids must hold strings or integers, got {kind}"}
+
+
+def test_integer_context_ids_are_kept_as_text():
+    run = run_sync(
+        run_pipeline(lambda q: {"contexts": ["c"], "answer": "a", "context_ids": [3, "doc#1"]}, load_dataset(SAMPLES[:1]), timeout=5)
+    )
+    assert [loaded.sample.retrieved_context_ids for loaded in run.dataset] == [["3", "doc#1"]]

@@ -99,7 +99,7 @@ def normalise_output(value: Any) -> PipelineOutput:
     return PipelineOutput(
         contexts=_text_list(known["contexts"], "contexts"),
         answer=answer,
-        context_ids=None if context_ids is None else [str(c) for c in _list_of_ids(context_ids)],
+        context_ids=None if context_ids is None else _list_of_ids(context_ids),
         latency_ms=None if latency is None else float(latency),
         tokens=jsonable(known.get("tokens")),
         cost_usd=jsonable(known.get("cost_usd")),
@@ -107,10 +107,15 @@ def normalise_output(value: Any) -> PipelineOutput:
     )
 
 
-def _list_of_ids(value: Any) -> list[Any]:
+def _list_of_ids(value: Any) -> list[str]:
+    """``value`` as context ids: a list of strings or integers (as text); ``None``, a number
+    with a fraction, ``True`` or an object is no id (``str()`` made "None" or "{'id': 3}" of them)."""
     if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
         raise PipelineOutputError(f"context_ids must be a list, got {type(value).__name__}")
-    return list(value)
+    for item in value:
+        if isinstance(item, bool) or not isinstance(item, (str, int)):
+            raise PipelineOutputError(f"context_ids must hold strings or integers, got {type(item).__name__}")
+    return [str(item) for item in value]
 
 
 def answered(loaded: LoadedSample, output: PipelineOutput, wall_ms: float, name: str) -> tuple[Sample, list[str]]:
