@@ -339,6 +339,7 @@ def test_normalise_output_accepts_pairs_and_dicts_and_names_what_is_wrong():
         "strings only": (([1], "a"),),
         "latency_ms must be a number": ({"contexts": [], "answer": "a", "latency_ms": "fast"},),
         "non-negative finite": ({"contexts": [], "answer": "a", "latency_ms": math.nan},),
+        "got an integer of about 400 digits": ({"contexts": [], "answer": "a", "latency_ms": 10**400},),  # no OverflowError
         "context_ids must be a list": ({"contexts": [], "answer": "a", "context_ids": "d1"},),
     }
     for message, (value,) in problems.items():

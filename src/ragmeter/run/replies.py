@@ -8,7 +8,6 @@ ground truth, and no latency, tokens or cost of the test set is kept as the pipe
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,7 +15,9 @@ from typing import Any
 from ragmeter.data import LoadedSample
 from ragmeter.data.conversation import CONVERSATION, REFERENCE_TOOL_CALLS
 from ragmeter.data.files import jsonable
+from ragmeter.data.issues import describe_briefly
 from ragmeter.data.schema import Sample
+from ragmeter.metrics.base import finite_number
 
 _OUTPUT_KEYS = {
     "contexts": "contexts",
@@ -94,8 +95,8 @@ def normalise_output(value: Any) -> PipelineOutput:
     latency = known.get("latency_ms")
     if latency is not None and (isinstance(latency, bool) or not isinstance(latency, (int, float))):
         raise PipelineOutputError(f"latency_ms must be a number, got {type(latency).__name__}")
-    if latency is not None and not (math.isfinite(latency) and latency >= 0):
-        raise PipelineOutputError(f"latency_ms must be a non-negative finite number, got {latency!r}")
+    if latency is not None and not ((number := finite_number(latency)) is not None and number >= 0):
+        raise PipelineOutputError(f"latency_ms must be a non-negative finite number, got {describe_briefly(latency)}")
     return PipelineOutput(
         contexts=_text_list(known["contexts"], "contexts"),
         answer=answer,
