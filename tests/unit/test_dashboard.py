@@ -119,6 +119,17 @@ def test_serve_refuses_other_addresses_without_a_token(tmp_path):
     assert done.exit_code == 2 and "set --token" in done.output
 
 
+def test_serve_refuses_a_store_that_does_not_exist(tmp_path, monkeypatch):
+    """A misspelt --store made an empty SQLite database there and served an empty dashboard."""
+    import uvicorn
+
+    monkeypatch.setattr(uvicorn, "run", lambda *args, **kwargs: None)  # never listen in a test
+    nowhere = tmp_path / "runs_typo.db"
+    done = runner.invoke(cli, ["serve", "--store", str(nowhere)])
+    assert done.exit_code == 2 and f"--store {nowhere}: no such store" in done.output, done.output
+    assert not nowhere.exists()
+
+
 def test_the_drift_panel_shows_each_metric_s_control_chart(store):
     client = TestClient(create_app(store))
     page = client.get("/drift?baseline=1").text

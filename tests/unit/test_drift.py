@@ -150,3 +150,11 @@ def test_a_huge_permutations_or_limit_is_a_usage_error(tmp_path, option):
     found = runner.invoke(app, ["drift", "queries", "--store", str(tmp_path / "runs.db"), option, "9" * 29])
     assert found.exit_code == 2 and f"Invalid value for '{option}'" in found.output, found.output
     assert not (tmp_path / "runs.db").exists()
+
+
+def test_drift_queries_refuses_a_store_that_does_not_exist(tmp_path):
+    """A misspelt --store made an empty SQLite database there and reported on nothing."""
+    nowhere = tmp_path / "runs_typo.db"
+    found = runner.invoke(app, ["drift", "queries", "--store", str(nowhere)])
+    assert found.exit_code == 2 and f"--store {nowhere}: no such store" in found.output, found.output
+    assert not nowhere.exists()

@@ -9,7 +9,7 @@ import typer
 
 from ragmeter.cli.app import command, group
 from ragmeter.cli.console import fail, say
-from ragmeter.cli.runs import DEFAULT_STORE, StoreOption, open_store
+from ragmeter.cli.runs import DEFAULT_STORE, StoreOption, open_existing_store
 from ragmeter.data import InputError, load_dataset
 from ragmeter.data.files import write_json
 
@@ -107,7 +107,7 @@ def _stored_drift(store: str, days: int, limit: int, alpha: float, permutations:
     from ragmeter.monitor.query_windows import stored_query_drift
     from ragmeter.store.vectors import packaged_encoder
 
-    opened = open_store(store)
+    opened = open_existing_store(store)
     try:
         found = stored_query_drift(opened, packaged_encoder(), days, limit, alpha=alpha, permutations=permutations)
     finally:
@@ -180,9 +180,7 @@ def scores_command(
     _refuse_an_input(json_out, [store])
     if source not in ("runs", "traces"):
         raise fail(f"--source {source!r} is not known: choose 'runs' or 'traces'")
-    if "://" not in store and not Path(store).expanduser().exists():  # a misspelt path made an empty store, and exit 0
-        raise fail(f"--store {store}: no such store (`eval --store`, `runs import` and the tracer make one)")
-    opened = open_store(store)
+    opened = open_existing_store(store)
     charts = []
     try:
         for metric_id in metric:

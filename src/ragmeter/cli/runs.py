@@ -44,6 +44,19 @@ def open_store(store: str) -> RunStore:
         raise fail(str(exc)) from None
 
 
+def open_existing_store(store: str) -> RunStore:
+    """The store named by ``--store``, for a command that reads what is stored, or a one-line
+    usage error when it names a SQLite file that does not exist: opening that would make an
+    empty store at a misspelt path and report on nothing, with exit code 0.
+
+    Args:
+        store: The ``--store`` value: a SQLite file path, or a database URL (opened as it is).
+    """
+    if "://" not in store and not Path(store).expanduser().exists():
+        raise fail(f"--store {store}: no such store (`eval --store`, `runs import` and the tracer make one)")
+    return open_store(store)
+
+
 def save_run(store: RunStore, result: Result, source: Path | None, tags: list[str] | None = None) -> str:
     """Store ``result`` and say so; a one-line error when the store refuses it."""
     from ragmeter.store import StoreError

@@ -7,7 +7,7 @@ import typer
 
 from ragmeter.cli.app import command
 from ragmeter.cli.console import fail, say
-from ragmeter.cli.runs import DEFAULT_STORE, StoreOption, open_store
+from ragmeter.cli.runs import DEFAULT_STORE, StoreOption, open_existing_store
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -34,7 +34,7 @@ def serve_command(
         from ragmeter.dashboard.app import create_app
     except ImportError:
         raise fail("the dashboard needs FastAPI and uvicorn: pip install 'ragmeter[dashboard]'") from None
-    opened = open_store(store)
+    opened = open_existing_store(store)
     shown = f"[{host}]" if ":" in host else host
     say(f"Dashboard on http://{shown}:{port}/" + (" (add ?token=YOUR_TOKEN once)" if token else "") + "; Ctrl-C stops.")
     try:
