@@ -158,3 +158,18 @@ def test_drift_queries_refuses_a_store_that_does_not_exist(tmp_path):
     found = runner.invoke(app, ["drift", "queries", "--store", str(nowhere)])
     assert found.exit_code == 2 and f"--store {nowhere}: no such store" in found.output, found.output
     assert not nowhere.exists()
+
+
+def test_the_json_report_kept_inside_the_knowledge_base_is_no_document(tmp_path):
+    """Only the baseline was left out of the snapshot: a --json report written inside the folder
+    was an added document on the next run, then an edited one on every run after (exit 1)."""
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "a.md").write_text("A")
+    report = kb / "report.json"
+    args = ["drift", "kb", str(kb), "--baseline", str(kb / "base.json"), "--json", str(report)]
+    assert runner.invoke(app, args).exit_code == 0
+    for _ in range(3):
+        again = runner.invoke(app, [*args, "--update"])
+        assert again.exit_code == 0 and "0 added, 0 removed, 0 edited, 1 unchanged." in again.output, again.output
+    assert json.loads(report.read_text())["changed"] is False

@@ -142,7 +142,7 @@ def kb_command(
 
     _refuse_an_input(json_out, [baseline])
     try:
-        current = snapshot(folder, leave_out=baseline)
+        current = snapshot(folder, leave_out=[baseline, json_out])
         if not baseline.exists():
             write_snapshot(baseline, current)
             say(f"No baseline yet: wrote {baseline} ({len(current)} documents).")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -43,15 +44,16 @@ class KnowledgeBaseChange:
         return {**asdict(self), "changed": self.changed}
 
 
-def snapshot(folder: str | Path, leave_out: str | Path | None = None) -> dict[str, str]:
+def snapshot(folder: str | Path, leave_out: Iterable[Path | None] = ()) -> dict[str, str]:
     """The SHA-256 of every file under ``folder`` (hidden files and folders left out), by
     relative path with ``/`` separators; a name that is no UTF-8 with its bytes escaped
     (``bad\\xff.md``), so the key is the same on every run and two such names stay two.
 
     Args:
         folder: The knowledge base's folder.
-        leave_out: A file not to count, the snapshot file itself when it is kept inside
-            ``folder`` (it changes on every update: it alarmed on every run).
+        leave_out: Paths of files not to count (``None`` is passed over): the snapshot itself
+            and the ``drift kb --json`` report, when they are kept inside ``folder`` (they
+            change on every run: they alarmed on every run).
 
     Raises:
         SnapshotError: ``folder`` is not a readable folder.
@@ -59,11 +61,11 @@ def snapshot(folder: str | Path, leave_out: str | Path | None = None) -> dict[st
     root = Path(folder)
     if not root.is_dir():
         raise SnapshotError(f"{root} is not a folder")
-    skipped = Path(leave_out).resolve() if leave_out is not None else None
+    skipped = {Path(path).resolve() for path in leave_out if path is not None}
     hashes = {}
     for path in sorted(root.rglob("*")):
         relative = path.relative_to(root)
-        if path.is_file() and not any(part.startswith(".") for part in relative.parts) and path.resolve() != skipped:
+        if path.is_file() and not any(part.startswith(".") for part in relative.parts) and path.resolve() not in skipped:
             try:
                 hashes[_key(relative.as_posix())] = _sha256(path)
             except OSError as exc:
