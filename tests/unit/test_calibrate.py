@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from ragmeter.cli import app
 from ragmeter.data.schema import Sample
 from ragmeter.decide.calibrate import calibrate, calibrate_run
-from ragmeter.decide.labels import read_labels, score
+from ragmeter.decide.labels import preference, read_labels, score
 from ragmeter.metrics.base import Score
 from ragmeter.report.calibration import render_markdown
 from ragmeter.results import Result, SampleResult
@@ -199,6 +199,24 @@ def test_a_labels_file_that_starts_with_a_byte_order_mark_keeps_its_first_label(
     path.write_bytes(b'\xef\xbb\xbf{"id": "a", "label": 1}\n{"id": "b", "label": 0}\n')  # as Windows editors save UTF-8
     found = read_labels(path, "label", score)
     assert found.by_id == {"a": 1.0, "b": 0.0} and found.problems == []
+
+
+def test_a_huge_value_or_id_is_quoted_briefly_in_a_label_line_s_problem(tmp_path):
+    """A bad 'better' value was quoted whole, so a megabyte pasted into it flooded the message;
+    so did a long id in "'label' of ..." and "labelled again"."""
+    with pytest.raises(ValueError, match="must be A, B or tie, got 'xxx") as bad:
+        preference("x" * 1_000_000)
+    assert len(str(bad.value)) < 100
+    path = tmp_path / "human.jsonl"
+    long_id = "q" * 100_000
+    _write_rows(path, [{"id": long_id, "better": "C"}, {"id": long_id, "better": "A"}, {"id": long_id, "better": "B"}])
+    found = read_labels(path, "better", preference)
+    assert found.by_id == {long_id: "a"} and len(found.problems) == 2
+    assert found.problems[0].startswith(f"{path}, line 1: 'better' of 'qqq") and found.problems[0].endswith("got 'C'")
+    assert found.problems[1].startswith(f"{path}, line 3: id 'qqq") and found.problems[1].endswith(
+        "labelled again; the first label is kept"
+    )
+    assert all(len(problem) < len(str(path)) + 150 for problem in found.problems)
 
 
 def _write_rows(path, rows):

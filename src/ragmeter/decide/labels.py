@@ -42,7 +42,7 @@ def preference(value: Any) -> str:
     (written A, B or tie, in any case)."""
     text = str(value).strip().lower() if isinstance(value, str) else None
     if text not in ("a", "b", "tie"):
-        raise ValueError(f"must be A, B or tie, got {value!r}")
+        raise ValueError(f"must be A, B or tie, got {describe_briefly(value)}")
     return text
 
 
@@ -79,10 +79,10 @@ def read_labels(path: str | Path, field_name: str, parse: Callable[[Any], V]) ->
         try:
             value = parse(row[field_name])
         except ValueError as exc:
-            labels.problems.append(f"{where}: '{field_name}' of '{key}' {exc}")
+            labels.problems.append(f"{where}: '{field_name}' of {describe_briefly(key)} {exc}")
             continue
         if key in labels.by_id:
-            labels.problems.append(f"{where}: id '{key}' labelled again; the first label is kept")
+            labels.problems.append(f"{where}: id {describe_briefly(key)} labelled again; the first label is kept")
             continue
         labels.by_id[key] = value
     return labels
