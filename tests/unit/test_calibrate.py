@@ -219,6 +219,19 @@ def test_a_huge_value_or_id_is_quoted_briefly_in_a_label_line_s_problem(tmp_path
     assert all(len(problem) < len(str(path)) + 150 for problem in found.problems)
 
 
+def test_a_label_line_that_is_no_utf8_is_an_encoding_problem_naming_its_line(tmp_path):
+    """Invalid bytes were replaced by U+FFFD: the id matched no sample and was reported only
+    as "not in the run"."""
+    path = tmp_path / "human.jsonl"
+    path.write_bytes('{"id": "a", "label": 1}\n{"id": "café", "label": 0}\n'.encode() + '{"id": "café", "label": 1}\n'.encode("cp1252"))
+    found = read_labels(path, "label", score)
+    assert found.by_id == {"a": 1.0, "café": 0.0}
+    assert found.problems == [
+        f"{path}, line 3: invalid UTF-8 (byte 0xe9 at column 12); the file may be in Windows-1252: "
+        "convert it to UTF-8, e.g. iconv -f CP1252 -t UTF-8 in > out"
+    ]
+
+
 def _write_rows(path, rows):
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     return path

@@ -2,20 +2,23 @@
 
 ``{"id": "q7", "label": 1}`` (a score in [0, 1], for ``calibrate``) or
 ``{"id": "q7", "better": "A"}`` (a preference, for ``pairwise``). Every problem is kept
-with its file and line: bad JSON, a missing field, a value of the wrong kind, an id that is
-not text or a number (null, true, a list), an id labelled twice (the first label is kept).
-Nothing is dropped silently.
+with its file and line: bytes that are no UTF-8, bad JSON, a missing field, a value of the
+wrong kind, an id that is not text or a number (null, true, a list), an id labelled twice
+(the first label is kept). Nothing is dropped silently.
 """
 
 from __future__ import annotations
 
+import codecs
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from ragmeter.data.encodings import encoding_hint
 from ragmeter.data.files import json_value
 from ragmeter.data.issues import describe_briefly
+from ragmeter.data.readers import invalid_utf8
 from ragmeter.data.schema import id_text
 from ragmeter.metrics.base import finite_number
 
@@ -59,11 +62,18 @@ def read_labels(path: str | Path, field_name: str, parse: Callable[[Any], V]) ->
         OSError: The file cannot be read.
     """
     labels: Labels[V] = Labels()
-    text = Path(path).read_text(encoding="utf-8-sig", errors="replace")  # utf-8-sig: a byte-order mark is no part of line 1
-    for number, line in enumerate(text.split("\n"), start=1):
+    data = Path(path).read_bytes()
+    hint = None  # which encoding the file may be in: worked out once, for the first line that is no UTF-8
+    for number, raw in enumerate(data.removeprefix(codecs.BOM_UTF8).split(b"\n"), start=1):  # a byte-order mark is no part of line 1
+        where = f"{path}, line {number}"
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:  # replaced by U+FFFD, they made an id that matched no sample
+            hint = hint if hint is not None else encoding_hint(data)
+            labels.problems.append(f"{where}: {invalid_utf8(raw, exc, hint)}")
+            continue
         if not line.strip():
             continue
-        where = f"{path}, line {number}"
         try:
             row = json_value(line)
         except ValueError as exc:
