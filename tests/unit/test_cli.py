@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
+import ragmeter
 from ragmeter.cli import app
 
 runner = CliRunner()
@@ -133,3 +139,17 @@ def test_metric_groups_and_names_mix_in_one_list(tmp_path):
     # A name asked for twice is still an error, naming it.
     result = runner.invoke(app, ["eval", str(_data(tmp_path)), "-m", "token_f1,model-free,token_f1", "-o", str(tmp_path / "bad")])
     assert result.exit_code == 2 and "token_f1" in result.output and "twice" in result.output
+
+
+@pytest.mark.parametrize("args", [["metrics"], ["metrics", "--json"]], ids=["table", "json"])
+def test_a_reader_that_went_away_ends_the_command_quietly_with_141(args):
+    """``ragmeter metrics | head -1`` exited 1 (Rich's broken-pipe handling), which reads as a
+    failed quality gate; with --json (printed by Click) it said "unexpected error", exit 2."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first line is written
+    try:
+        env = {**os.environ, "PYTHONPATH": str(Path(ragmeter.__file__).resolve().parents[1])}
+        done = subprocess.run([sys.executable, "-m", "ragmeter", *args], stdout=write_end, stderr=subprocess.PIPE, env=env, timeout=120)
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (141, b"")  # 128 + SIGPIPE, as a shell reports it

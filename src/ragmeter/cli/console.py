@@ -5,10 +5,14 @@ messages that quote them) is printed as it is, never interpreted (``[/bold]`` or
 ``[link=...]`` in a sample stays text). Control characters, which could move the cursor,
 change colours or rewrite the terminal title, are shown as escapes (``\\x1b``). Styles come
 only from the code, as ``(text, style)`` pairs. Log records of ragmeter's modules (a judge's
-retries, warnings) are printed the same way (:func:`logs_on_console`).
+retries, warnings) are printed the same way (:func:`logs_on_console`). A reader that goes
+away (``ragmeter metrics | head -1``) ends the command quietly (:func:`quiet_on_broken_pipe`).
 """
 
+import errno
 import logging
+import os
+import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -22,11 +26,24 @@ from ragmeter.data.secrets import redact
 from ragmeter.data.text import visible_controls
 
 USAGE_ERROR = 2
+#: The exit code when the output's reader went away: 128 + SIGPIPE, what a shell reports of a
+#: tool that signal ended. Not 1 (a failed quality gate) nor 0 (a failed gate piped to ``head``
+#: would pass under ``set -o pipefail``).
+BROKEN_PIPE = 141
+
+
+class _Console(Console):
+    """A Rich console that raises :class:`BrokenPipeError` when its reader has gone, for
+    :func:`quiet_on_broken_pipe`; Rich's own handling exits with code 1, a failed gate here."""
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
 
 #: Messages and progress (stderr): soft_wrap keeps a file name and line on one line.
-console = Console(stderr=True, soft_wrap=True, markup=False, highlight=False, emoji=False)
+console = _Console(stderr=True, soft_wrap=True, markup=False, highlight=False, emoji=False)
 #: Listings a user may pipe (stdout).
-stdout = Console(markup=False, highlight=False, emoji=False)
+stdout = _Console(markup=False, highlight=False, emoji=False)
 
 
 def clean(value: Any) -> str:
@@ -106,3 +123,22 @@ def logs_on_console() -> Iterator[None]:
     finally:
         logger.removeHandler(handler)
         logger.propagate = propagate
+
+
+@contextmanager
+def quiet_on_broken_pipe() -> Iterator[None]:
+    """End with :data:`BROKEN_PIPE`, printing nothing, when the reader of the output goes away
+    (``ragmeter metrics | head -1``), as well-behaved Unix tools do. The standard streams are
+    pointed at the null device first: Python flushes them on exit, which would fail again and
+    print a warning."""
+    try:
+        yield
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                os.dup2(devnull, stream.fileno())
+            except (AttributeError, OSError, ValueError):  # not a file (a test's capture): nothing to flush on exit
+                pass
+        os.close(devnull)
+        raise typer.Exit(BROKEN_PIPE) from None
