@@ -205,8 +205,10 @@ def test_drift_queries_on_the_store(tmp_path, fake_use):
         (["a.jsonl", "--store", url], "give two samples files or --store, not both"),
         ([], "give two samples files (reference and recent) or --store"),
         (["--store", url, "--days", "366"], "needs at least 10 questions per window; got 0 reference and 300 recent"),
+        (["--store", str(tmp_path / "missing.db")], "no such store"),
         (["--store", str(tmp_path / "empty.db")], "no stored request has a question"),
     ]:
+        RunStore.open(str(tmp_path / "empty.db")).close()
         failed = runner.invoke(app, ["drift", "queries", *args])
         assert failed.exit_code == 2 and message in failed.output and "Traceback" not in failed.output, failed.output
 
