@@ -57,6 +57,9 @@ def test_the_command_line_imports_sqlalchemy_only_when_a_store_is_used():
 def test_runs_commands_fail_in_one_line(tmp_path):
     store = str(tmp_path / "r.db")
     (tmp_path / "notes.txt").write_text("not a database, given as --store by mistake (it was an 'unexpected error')\n")
+    missing = runner.invoke(app, ["runs", "list", "--store", store])  # a misspelt path made an empty store there
+    assert missing.exit_code == 2 and "no such store" in missing.output and not (tmp_path / "r.db").exists()
+    RunStore.open(store).close()
     empty = runner.invoke(app, ["runs", "list", "--store", store])
     assert empty.exit_code == 0 and "No run is stored." in empty.output
     for args, message in [

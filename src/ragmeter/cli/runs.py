@@ -99,7 +99,7 @@ def list_command(
     tag: Annotated[str | None, typer.Option("--tag", "-t", help="Only runs with this label.")] = None,
 ) -> None:
     """The stored runs, newest first, with each metric's mean."""
-    opened = open_store(store)
+    opened = open_existing_store(store)
     try:
         rows = opened.runs(limit=limit, tag=tag)
     finally:
@@ -130,7 +130,7 @@ def show_command(
     """One stored run: its settings and each metric's mean, 95% CI and counts."""
     from ragmeter.store import StoreError
 
-    opened = open_store(store)
+    opened = open_existing_store(store)
     try:
         row = opened.run(run_id)
     except StoreError as exc:
@@ -169,7 +169,7 @@ def delete_command(
     """Delete a stored run with its samples and scores (run directories are not touched)."""
     from ragmeter.store import StoreError
 
-    opened = open_store(store)
+    opened = open_existing_store(store)
     try:
         full = opened.resolve(run_id)
         if not yes and not _confirm(f"Delete run {full} from the store?"):

@@ -13,7 +13,7 @@ from ragmeter.cli.app import command, group
 from ragmeter.cli.console import fail, say
 from ragmeter.cli.issues import print_issues
 from ragmeter.cli.options import check_json_lines_out
-from ragmeter.cli.runs import DEFAULT_STORE, StoreOption, open_store
+from ragmeter.cli.runs import DEFAULT_STORE, StoreOption, open_existing_store, open_store
 from ragmeter.data.files import write_json_lines
 from ragmeter.data.issues import InputIssue
 from ragmeter.data.schema import Sample
@@ -108,7 +108,7 @@ def _say_skipped(issues: list[InputIssue]) -> None:
 
 def _stored_spans(store: str, since: str | None, until: str | None) -> list[SpanRecord]:
     """The spans of the stored traces whose request started in [since, until)."""
-    opened = open_store(store)
+    opened = open_existing_store(store)
     try:
         return opened.trace_spans(since=since, until=until)
     finally:
@@ -180,7 +180,7 @@ def embed_command(store: StoreOption = DEFAULT_STORE) -> None:
     """Store the vectors of the stored questions that have none yet (traces stored before vectors
     were kept, or by the application's store sink without `ragmeter monitor`), so query drift only
     reads vectors. Resumable: run it again after an interruption."""
-    opened = open_store(store)
+    opened = open_existing_store(store)
     try:
         _embed(opened, None)
     finally:
