@@ -118,6 +118,7 @@ def sentence_table(units_by_source: dict[str, list[dict[str, Any]]], records: di
                 prior = logit(r["p_prior"])
                 rows.append(
                     {
+                        "key": key_of(unit, claim),
                         "source": source,
                         "unit": unit["unit"],
                         "doc": unit["doc"],

@@ -68,6 +68,15 @@ class SurpriseReader:
     def surprise(self, evidence: list[str], statement: str, lang: str) -> float | None:
         """Largest top-choice gap over the statement's tokens after its first and outside
         its citations; None for a statement with no such token."""
+        gaps = [
+            float(logits.max() - logits[token]) for index, token, logits in self.statement_logits(evidence, statement, lang) if index > 0
+        ]
+        return round(max(gaps), 4) if gaps else None
+
+    def statement_logits(self, evidence: list[str], statement: str, lang: str) -> list[tuple[int, int, np.ndarray]]:
+        """``(index, token, logits)`` for each of the statement's tokens outside its
+        citations, in the product's ``supported`` prompt with ``evidence`` as the premise:
+        ``logits`` is the model's next-token row just before it read ``token``."""
         judge = self.judge
         book = PromptBook(lang)
         prompt = book.verdict("supported", {"premise": evidence})
@@ -83,14 +92,12 @@ class SurpriseReader:
         while matched < len(tokens) and opening + matched < len(item) and item[opening + matched] == tokens[matched]:
             matched += 1
         cited = [(len(text[: m.start()].encode()), len(text[: m.end()].encode())) for m in CITATION.finditer(text)]
-        gaps, end = [], 0
+        out, end = [], 0
         for index, token in enumerate(tokens[:matched]):
             start, end = end, end + len(llm.detokenize([token]))
-            if index == 0 or any(start < stop and end > begin for begin, stop in cited):
-                continue
-            logits = rows[opening + index - 1].astype(np.float64)
-            gaps.append(float(logits.max() - logits[token]))
-        return round(max(gaps), 4) if gaps else None
+            if not any(start < stop and end > begin for begin, stop in cited):
+                out.append((index, token, rows[opening + index - 1].astype(np.float64)))
+        return out
 
     def _evaluate_scored(self, segment: tuple[int, ...]) -> np.ndarray:
         """Evaluate ``segment`` keeping the logits after each of its tokens (row i predicts
