@@ -422,12 +422,24 @@ def test_an_unanswerable_question_swaps_the_name_it_holds_for_a_made_up_one_the_
         "question_before_swap": "How often is Forge Vault backed up?",
         "subject": "Forge Vault",
         "swapped_for": "Harbor Ledger",
-        "absent_from_knowledge_base": ["harbor", "ledger"],
+        "absent_from_knowledge_base": ["Harbor Ledger"],
         "subject_by": "name",
     }
     # The code found the name: the judge was asked only for others of its kind.
     assert [c.task for c in judge.calls] == ["testset_single_fact", "testset_unanswerable_names"]
     assert judge.calls[1].shared == {"context": BACKUP, "question": "How often is Forge Vault backed up?", "subject": "Forge Vault"}
+
+
+def test_a_made_up_name_of_words_the_knowledge_base_holds_apart_is_new():
+    # "Platform Vault": "platform" and "vault" are both in the knowledge base, never together.
+    judge = _swap_judge("Forge Vault 2031", "Platform Vault")
+    draft = _compose(Slot("q0002", "unanswerable", "plain", None, (1,), "en"), judge)
+    assert draft.question == "How often is Platform Vault backed up?"
+    assert draft.composition["absent_from_knowledge_base"] == ["Platform Vault"]
+    # A subject the judge picked is not a name: it still needs a word the knowledge base lacks.
+    judge = _swap_judge("platform vault", subject="backups", question="How often are backups made?")
+    with pytest.raises(SynthesisError, match="no other subject brings"):
+        _compose(Slot("q0002", "unanswerable", "plain", None, (1,), "en"), judge)
 
 
 def test_a_question_without_a_name_has_its_subject_named_by_the_judge():
@@ -492,7 +504,7 @@ def test_an_unanswerable_sample_keeps_its_composition_and_says_it_has_no_answer(
     outcome = asyncio.run(generate_slot(slot, kb, _swap_judge("Harbor Ledger"), BatchingEmbedder(FixedVectors({}))))
     sample = outcome.sample
     assert outcome.status == "kept" and sample["metadata"]["answerable"] is False and sample["reference_contexts"] == []
-    assert sample["metadata"]["composition"]["absent_from_knowledge_base"] == ["harbor", "ledger"]
+    assert sample["metadata"]["composition"]["absent_from_knowledge_base"] == ["Harbor Ledger"]
     assert sample["metadata"]["seed_context_ids"] == ["backup#1"] and len(sample["metadata"]["checks"]["searched"]) == 3
 
 

@@ -27,7 +27,8 @@ reply is checked in code before the next step:
   rewrite the question itself, it often gave it back unchanged). The subject must be words of
   the question; the code puts each other thing in its place (:func:`~ragmeter.generate.bridges.substitute`; not the
   subject again, nor a thing the prompt's examples name) and keeps the first question that
-  brings a word found nowhere in the whole knowledge base (:func:`~ragmeter.generate.swap.absent_words`).
+  brings a word found nowhere in the whole knowledge base, or a name found nowhere whole
+  (:func:`~ragmeter.generate.swap.brought`).
 
 A stand-in judge whose replies are placeholders (``--dry-run``'s: ``placeholders`` is true)
 is let through every check between steps, so that the estimate counts every step and the

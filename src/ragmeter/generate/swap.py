@@ -7,6 +7,8 @@ When the question holds a name ("Gutenberg", "SEV1", "Forge CI"), the code takes
 subject and the judge makes up three names of other things of its kind: on a broad corpus
 (600 Wikipedia passages) nearly every real thing the judge names is mentioned somewhere, and the
 subject it picks itself is often a generic noun ("method", "structures") whose swap is nonsense.
+A swapped-in name needs only to be absent as a whole (:func:`brought`): the judge's made-up
+names are common words put together.
 """
 
 from __future__ import annotations
@@ -72,7 +74,7 @@ async def swap_subject(slot: Slot, graph: KnowledgeGraph, judge: LLMJudge) -> Dr
     # Library" for a sign-off, in a run on the example knowledge base) is another thing of its kind.
     unusable = {normalize(subject), *_example_others(slot.lang)} if checking else set()
     swaps = [(other, substitute(before, subject, other, slot.lang)) for other in others if normalize(other) not in unusable]
-    found = next(((other, q, words) for other, q in swaps if (words := absent_words(q, before, graph.chunks))), None)
+    found = next(((other, q, new) for other, q in swaps if (new := brought(other, q, before, graph.chunks, slot.lang, bool(named)))), None)
     if found is None and not checking and swaps:
         found = (swaps[0][0], swaps[0][1], [])
     if found is None:
@@ -125,6 +127,27 @@ def reply_texts(reply: Any, key: str) -> list[str]:
     if not texts:
         raise SynthesisError(f"the judge's reply has no usable '{key}': {str(reply)[:200]!r}")
     return texts
+
+
+def brought(other: str, question: str, before: str, chunks: Sequence[Chunk], lang: str, by_name: bool) -> list[str]:
+    """What the swapped ``question`` brings that the knowledge base lacks, or ``[]``: for a
+    swapped-in name (``by_name``), the name itself when no chunk holds its words with a letter
+    together, as a made-up "Lily Thompson" is new to 600 Wikipedia passages that name a Lily
+    and a Thompson ("Forge Vault 2031" is not new beside "Forge Vault"); else, or when the
+    name is there, :func:`absent_words`.
+
+    Args:
+        other: The thing put in the subject's place.
+        question: The question with its subject swapped.
+        before: The question it was made from.
+        chunks: The knowledge base's chunks.
+        lang: ``"en"`` or ``"zh"``.
+        by_name: The subject was a name of the question (:func:`name_in`).
+    """
+    lettered = " ".join(word for word in other.split() if LETTER.search(word))
+    if by_name and lettered and not phrase_pattern(lettered, lang).search(_kb_text(tuple(chunks))):
+        return [other]
+    return absent_words(question, before, chunks)
 
 
 def absent_words(question: str, before: str, chunks: Sequence[Chunk]) -> list[str]:
