@@ -43,7 +43,7 @@ import pandas as pd
 from claim_contrast import cell
 from claim_data import DEFAULT_DATA_DIR, SOURCES, labelled_units
 from claim_prior import HEAD_FEATURES, NULL_PREMISE, C, loso_scores, sentence_table
-from claim_surprise import SurpriseReader
+from claim_surprise import SurpriseReader, rule_line
 
 from ragmeter.bench.report import git_commit
 from ragmeter.judges.local import LocalJudge
@@ -123,21 +123,6 @@ def report(table: pd.DataFrame) -> dict[str, Any]:
     return out
 
 
-def verdict_line(sources: dict[str, Any]) -> str:
-    old, new = "LOSO head", "LOSO head + pmi_min"
-
-    def mean(name: str, statistic: str) -> float:
-        return float(np.mean([r["scorers"][name][statistic]["value"] for r in sources.values()]))
-
-    higher = sum(r["scorers"][new]["auc"]["value"] > r["scorers"][old]["auc"]["value"] for r in sources.values())
-    met = mean(new, "ba") > mean(old, "ba") and mean(new, "auc") > mean(old, "auc") and higher >= 4
-    return (
-        f"Result: {'met' if met else 'not met'}. Mean held-out BA {mean(new, 'ba'):.3f} with pmi_min against "
-        f"{mean(old, 'ba'):.3f}, mean ROC-AUC {mean(new, 'auc'):.3f} against {mean(old, 'auc'):.3f}, ROC-AUC higher on "
-        f"{higher} of {len(sources)} sources."
-    )
-
-
 def markdown(document: dict[str, Any]) -> str:
     lines = [
         "# Claim support: does the evidence make a claim's words more likely? (pointwise mutual information)",
@@ -173,7 +158,13 @@ def markdown(document: dict[str, Any]) -> str:
         auc = np.mean([r["scorers"][name]["auc"]["value"] for r in sources.values()])
         ba = np.mean([r["scorers"][name]["ba"]["value"] for r in sources.values()])
         lines.append(f"- {name}: {auc:.3f} / {ba:.3f}")
-    lines += ["", verdict_line(sources), "", f"Seconds per sentence, both readings: {document['seconds_per_sentence']}.", ""]
+    lines += [
+        "",
+        rule_line({s: r["scorers"] for s, r in sources.items()}, "LOSO head", "LOSO head + pmi_min", "pmi_min"),
+        "",
+        f"Seconds per sentence, both readings: {document['seconds_per_sentence']}.",
+        "",
+    ]
     return "\n".join(lines)
 
 

@@ -211,16 +211,29 @@ def cell(statistic: dict[str, Any]) -> str:
 
 def verdict_line(results: dict[str, dict[str, Any]]) -> str:
     """Whether the surprise head met the rule, in one sentence with the figures."""
-    old, new = "P+L- (shipped head)", "P+L-+S"
+    return rule_line(results, "P+L- (shipped head)", "P+L-+S", "surprise")
+
+
+def rule_line(by_source: dict[str, dict[str, Any]], old: str, new: str, feature: str) -> str:
+    """Whether scorer ``new`` (the head with ``feature``) met the rule against ``old`` (the head
+    without it): higher mean BA and mean ROC-AUC over the held-out sources, with ROC-AUC higher
+    on at least 4 of them; one sentence with the figures.
+
+    Args:
+        by_source: Per held-out source, each scorer's ``{"ba": ..., "auc": ...}`` statistics.
+        old: The scorer without the feature.
+        new: The scorer with it.
+        feature: The feature's name, as the sentence says it.
+    """
 
     def mean(name: str, statistic: str) -> float:
-        return float(np.mean([r[name][statistic]["value"] for r in results.values()]))
+        return float(np.mean([r[name][statistic]["value"] for r in by_source.values()]))
 
-    higher = sum(r[new]["auc"]["value"] > r[old]["auc"]["value"] for r in results.values())
+    higher = sum(r[new]["auc"]["value"] > r[old]["auc"]["value"] for r in by_source.values())
     met = mean(new, "ba") > mean(old, "ba") and mean(new, "auc") > mean(old, "auc") and higher >= 4
     return (
-        f"Result: {'met' if met else 'not met'}. Mean BA {mean(new, 'ba'):.3f} with surprise against {mean(old, 'ba'):.3f}, "
-        f"mean ROC-AUC {mean(new, 'auc'):.3f} against {mean(old, 'auc'):.3f}, ROC-AUC higher on {higher} of {len(results)} sources."
+        f"Result: {'met' if met else 'not met'}. Mean BA {mean(new, 'ba'):.3f} with {feature} against {mean(old, 'ba'):.3f}, "
+        f"mean ROC-AUC {mean(new, 'auc'):.3f} against {mean(old, 'auc'):.3f}, ROC-AUC higher on {higher} of {len(by_source)} sources."
     )
 
 
