@@ -424,6 +424,7 @@ def test_an_unanswerable_question_swaps_the_name_it_holds_for_a_made_up_one_the_
         "swapped_for": "Harbor Ledger",
         "absent_from_knowledge_base": ["Harbor Ledger"],
         "subject_by": "name",
+        "unknown_to_knowledge_base": True,  # no chunk holds "harbor" or "ledger"
     }
     # The code found the name: the judge was asked only for others of its kind.
     assert [c.task for c in judge.calls] == ["testset_single_fact", "testset_unanswerable_names"]
@@ -505,7 +506,27 @@ def test_an_unanswerable_sample_keeps_its_composition_and_says_it_has_no_answer(
     sample = outcome.sample
     assert outcome.status == "kept" and sample["metadata"]["answerable"] is False and sample["reference_contexts"] == []
     assert sample["metadata"]["composition"]["absent_from_knowledge_base"] == ["Harbor Ledger"]
-    assert sample["metadata"]["seed_context_ids"] == ["backup#1"] and len(sample["metadata"]["checks"]["searched"]) == 3
+    # A name no chunk holds a word of: no chunk can be about it, so none is asked whether it answers.
+    assert sample["metadata"]["seed_context_ids"] == ["backup#1"] and sample["metadata"]["checks"]["searched"] == []
+
+
+@pytest.mark.parametrize(
+    ("other", "unknown"),
+    [
+        ("Harbor Ledger", True),
+        ("Platform Ledger", False),  # "platform" is a word of the knowledge base
+        ("Vault Ledger", False),  # shares "vault" with the subject, Forge Vault
+        ("harbor ledger", False),  # not a name
+    ],
+)
+def test_a_made_up_name_no_chunk_holds_a_word_of_is_searched_for_in_no_chunk(other, unknown):
+    kb = KnowledgeBase(5, [], GRAPH, np.eye(64, dtype=np.float32)[: len(CHUNKS)])
+    slot = Slot("q0002", "unanswerable", "plain", None, (1,), "en")
+    judge = _swap_judge(other)
+    outcome = asyncio.run(generate_slot(slot, kb, judge, BatchingEmbedder(FixedVectors({}))))
+    assert outcome.status == "kept" and outcome.sample["metadata"]["composition"].get("unknown_to_knowledge_base", False) is unknown
+    assert len(outcome.sample["metadata"]["checks"]["searched"]) == (0 if unknown else 3)
+    assert sum(call.task == "answerable" for call in judge.calls) == (0 if unknown else 3)
 
 
 def test_each_writer_refuses_the_types_of_the_other():

@@ -79,8 +79,9 @@ Checks, in this order (cheapest first, but for the model-free checks after the j
 - ``answer_in_knowledge_base``: an "unanswerable" question whose answer the judge finds in
   one of the :data:`TOP_K` chunks of the whole knowledge base closest to it (embeddings),
   each judged on its own (P(yes) at or above :data:`~ragmeter.judges.base.ANSWERABLE_LINE`,
-  not 0.5); then its self-containment, as above, every word of it counting (it asks for what
-  its chunk does not say).
+  not 0.5), unless it asks about a made-up name no chunk holds a word of
+  (:func:`~ragmeter.generate.swap.unknown_name`: the lenient verdict took a chunk on Forge CI
+  for the answer on "Jenkins"); then its self-containment, as above, every word counting.
 - ``near_duplicate`` (:func:`near_duplicates`, once all questions are written): a kept
   question whose embedding (a composed one's bridge question's) is at least :data:`DUPLICATE` close to an earlier kept one.
 
@@ -200,7 +201,7 @@ async def check(draft: Draft, graph: KnowledgeGraph, vectors: np.ndarray, judge:
     if rejected is not None:
         return rejected
     if not draft.answerable:
-        return await _check_unanswerable(asked, lang, graph, vectors, judge, embed, checks)
+        return await _check_unanswerable(draft, asked, graph, vectors, judge, embed, checks)
     premise = list(draft.contexts)
     p = (await judge.verdicts("answerable", {"premise": premise}, [asked], lang))[0].p_yes
     checks["answerable_from_contexts"] = round(p, 4)
@@ -360,10 +361,13 @@ async def _check_bridge(
     return None
 
 
-async def _check_unanswerable(asked: str, lang: str, graph: KnowledgeGraph, vectors: np.ndarray, judge: LLMJudge, embed, checks) -> Verdict:
-    query = (await embed([asked]))[0]
+async def _check_unanswerable(
+    draft: Draft, asked: str, graph: KnowledgeGraph, vectors: np.ndarray, judge: LLMJudge, embed, checks
+) -> Verdict:
+    lang, query = draft.slot.lang, (await embed([asked]))[0]
     order = np.argsort(-(vectors @ query), kind="stable")[:TOP_K] if len(vectors) else np.zeros(0, dtype=int)
-    top = [graph.chunks[int(i)] for i in order]
+    unknown = (draft.composition or {}).get("unknown_to_knowledge_base", False)  # no chunk is about it
+    top = [] if unknown else [graph.chunks[int(i)] for i in order]
     checks["searched"] = [c.id for c in top]
     for chunk in top:  # one chunk at a time, so that any chunk fits the judge's window
         p = (await judge.verdicts("answerable", {"premise": chunk.text}, [asked], lang))[0].p_yes

@@ -84,6 +84,8 @@ async def swap_subject(slot: Slot, graph: KnowledgeGraph, judge: LLMJudge) -> Dr
         "method": SWAP, "question_before_swap": before, "subject": subject, "swapped_for": other,
         "absent_from_knowledge_base": absent, "subject_by": "name" if named else "judge",
     }  # fmt: skip
+    if named and checking and unknown_name(other, subject, graph.chunks):
+        notes["unknown_to_knowledge_base"] = True
     styled = await restyle(slot, after, judge)
     return Draft(slot, styled, after, NO_ANSWER[slot.lang], (seed.text,), (seed.id,), notes)
 
@@ -148,6 +150,24 @@ def brought(other: str, question: str, before: str, chunks: Sequence[Chunk], lan
     if by_name and lettered and not phrase_pattern(lettered, lang).search(_kb_text(tuple(chunks))):
         return [other]
     return absent_words(question, before, chunks)
+
+
+def unknown_name(other: str, subject: str, chunks: Sequence[Chunk]) -> bool:
+    """Whether ``other`` is a name (capitalised words, as :func:`name_in` finds them) that
+    shares no word with ``subject`` and none of whose words (with a letter) any chunk holds,
+    even inside a longer word: nothing in the knowledge base can be about it ("Jenkins" for
+    "Forge CI"; not "CI Runner" for "CI", nor "Parr-Hart" where "Hart-Parr" is named).
+
+    Args:
+        other: The name swapped in.
+        subject: The name it replaced.
+        chunks: The knowledge base's chunks.
+    """
+    words = {word for word in content_words(other) if LETTER.search(word)}
+    if not _NAME.fullmatch(other.strip()) or not words or words & content_words(subject):
+        return False
+    text = _kb_text(tuple(chunks))
+    return not any(word in text for word in words)
 
 
 def absent_words(question: str, before: str, chunks: Sequence[Chunk]) -> list[str]:
