@@ -361,9 +361,7 @@ async def _check_bridge(
     return None
 
 
-async def _check_unanswerable(
-    draft: Draft, asked: str, graph: KnowledgeGraph, vectors: np.ndarray, judge: LLMJudge, embed, checks
-) -> Verdict:
+async def _check_unanswerable(draft: Draft, asked: str, graph: KnowledgeGraph, vectors, judge: LLMJudge, embed, checks) -> Verdict:
     lang, query = draft.slot.lang, (await embed([asked]))[0]
     order = np.argsort(-(vectors @ query), kind="stable")[:TOP_K] if len(vectors) else np.zeros(0, dtype=int)
     unknown = (draft.composition or {}).get("unknown_to_knowledge_base", False)  # no chunk is about it
