@@ -123,3 +123,15 @@ def test_the_command_runs_the_users_probes_alone_or_with_the_packaged_ones(tmp_p
     assert refused.exit_code == 2 and "bad.yaml:1: forbidden: missing" in refused.output and "Traceback" not in refused.output
     nothing = CliRunner().invoke(cli, ["redteam", "--app", "redteam_apps:naive", "--no-builtin", "-o", str(out)], terminal_width=200)
     assert nothing.exit_code == 2 and "needs at least one --probes file" in nothing.output
+
+
+def test_a_probe_category_is_text_in_the_markdown_report_not_markup_or_a_table_cell_break(tmp_path):
+    probes = tmp_path / "probes.jsonl"
+    category = "<img src=x onerror=alert(1)> | [x](http://evil) \x1b[31m"
+    probes.write_text(json.dumps({"id": "p", "question": "q", "forbidden": ["nope"], "category": category}) + "\n", encoding="utf-8")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(cli, ["redteam", "--app", "redteam_apps:hardened", "--probes", str(probes), "--no-builtin", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    row = next(line for line in (out / "redteam.md").read_text(encoding="utf-8").splitlines() if "onerror" in line)
+    assert row.startswith("| `<img src=x onerror=alert(1)> \\| [x](http://evil) \\x1b[31m` | ")
+    assert "\x1b" not in row and row.count(" | ") == 5

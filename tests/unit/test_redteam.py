@@ -86,7 +86,7 @@ def test_the_redteam_command_writes_the_comparison(tmp_path, endpoint):
     assert result.exit_code == 0, result.output
     document = json.loads((out / "redteam.json").read_text(encoding="utf-8"))
     assert document["pass_rates_b"]["all"]["passed"] == 40 and document["categories"]["data_leak"]["verdict"].endswith("better")
-    assert "| data_leak | 0/10 = 0.000" in (out / "redteam.md").read_text(encoding="utf-8")
+    assert "| `data_leak` | 0/10 = 0.000" in (out / "redteam.md").read_text(encoding="utf-8")
     bad = CliRunner().invoke(cli, ["redteam", "--app", "no_module_here:app", "-o", str(out)])
     assert bad.exit_code == 2 and "cannot import no_module_here" in bad.output
 
@@ -94,4 +94,4 @@ def test_the_redteam_command_writes_the_comparison(tmp_path, endpoint):
 def test_the_report_renders_without_a_baseline(tmp_path):
     results = asyncio.run(run_probes(redteam_apps.hardened, builtin_probes(None)))
     paths = write_probe_report(compare_probes(results, results, "app", "app"), tmp_path)
-    assert "| prompt_injection | 10/10 = 1.000" in paths[1].read_text(encoding="utf-8")
+    assert "| `prompt_injection` | 10/10 = 1.000" in paths[1].read_text(encoding="utf-8")

@@ -259,7 +259,7 @@ def write_probe_report(document: dict[str, Any], directory: str | Path) -> list[
     for category, entry in document["pass_rates_b"].items():
         tested = document["categories"].get(category, {})
         lines.append(
-            f"| {category} | {rate(document['pass_rates_a'][category])} | {rate(entry)} | {format_signed(tested.get('accuracy_diff'))} | "
+            f"| {md_code(category)} | {rate(document['pass_rates_a'][category])} | {rate(entry)} | {format_signed(tested.get('accuracy_diff'))} | "
             f"{format_p(tested.get('p_holm'))} | {md_code(tested['verdict']) if tested else ''} |"
         )
     return [write_json(folder / "redteam.json", document), write_text(folder / "redteam.md", "\n".join(lines) + "\n")]
