@@ -322,6 +322,25 @@ def test_a_span_whose_start_is_no_date_or_time_is_named_and_skipped(tmp_path):
     assert _questions(tmp_path / "s.jsonl") == ["q?"]
 
 
+def test_a_span_with_a_count_or_time_no_store_column_holds_is_named_and_skipped(tmp_path):
+    """A 29-digit token count made traces import fail as an 'unexpected error: OverflowError' with
+    nothing of the file stored; NaN and Infinity were read and exported as null without a word."""
+    good = observe.SpanRecord(trace_id="a" * 32, span_id="a" * 16, name="rag", started_at="2026-11-04T10:00:00Z", question="q?")
+    bad = {"prompt_tokens": 10**28, "completion_tokens": 2.5, "latency_ms": float("nan"), "cost_usd": float("inf")}
+    lines = [json.dumps(good.to_dict())]
+    for number, (key, value) in enumerate(bad.items(), start=2):
+        lines.append(json.dumps({**good.to_dict(), "trace_id": str(number) * 32, "span_id": str(number) * 16, key: value}))
+    traces = tmp_path / "traces.jsonl"
+    traces.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    done = runner.invoke(app, ["traces", "import", str(traces), "--store", str(tmp_path / "r.db"), "--no-embed"])
+    assert done.exit_code == 0 and "unexpected" not in done.output, done.output
+    assert "4 line(s) skipped, not a valid span:" in done.output and "traces.jsonl: 1 span(s) stored" in done.output
+    assert f"{traces}, line 2: not a valid span: 'prompt_tokens' must be a whole number from 0 to 2147483647, got 1" in done.output
+    assert f"{traces}, line 3: not a valid span: 'completion_tokens' must be a whole number from 0 to 2147483647, got 2.5" in done.output
+    assert f"{traces}, line 4: not a valid span: 'latency_ms' must be a number, got nan" in done.output
+    assert f"{traces}, line 5: not a valid span: 'cost_usd' must be a number, got inf" in done.output
+
+
 def test_a_span_started_at_another_offset_is_stored_in_utc_so_since_and_until_compare_times(tmp_path):
     """The store compares started_at as text: "2026-11-04T10:00:00+05:00" (05:00 UTC) kept as
     written fell after --since 06:00 UTC, and "2026-11-04T04:00:00-03:00" (07:00) before it."""

@@ -7,11 +7,16 @@ their parent. :mod:`ragmeter.observe.export` joins a trace's records into one sa
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from ragmeter.data.issues import describe_briefly
+
 #: What a span did, as OpenInference names it (``openinference.span.kind``).
 SPAN_KINDS = ("CHAIN", "RETRIEVER", "LLM", "TOOL", "EMBEDDING", "RERANKER", "AGENT")
+#: Most tokens a span may count: what the store's integer columns hold (PostgreSQL's INTEGER).
+MAX_TOKENS = 2**31 - 1
 
 
 @dataclass
@@ -104,8 +109,12 @@ class SpanRecord:
             raise ValueError("'attributes' must be an object")
         for key in ("latency_ms", "prompt_tokens", "completion_tokens", "cost_usd"):
             value = data.get(key)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-                raise ValueError(f"'{key}' must be a number")
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)):
+                raise ValueError(f"'{key}' must be a number, got {describe_briefly(value)}")
+        for key in ("prompt_tokens", "completion_tokens"):
+            value = data.get(key)
+            if value is not None and not (value == int(value) and 0 <= value <= MAX_TOKENS):
+                raise ValueError(f"'{key}' must be a whole number from 0 to {MAX_TOKENS}, got {describe_briefly(value)}")
         try:
             built = [RetrievedContext(**c) for c in contexts]
         except TypeError as exc:
