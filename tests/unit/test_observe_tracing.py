@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import threading
 
 import pytest
 
@@ -126,6 +127,22 @@ def test_a_failing_sink_never_breaks_the_application(caplog):
     assert [r.getMessage() for r in caplog.records].count(
         "ragmeter tracing: a sink failed (OSError: disk full); its spans are dropped"
     ) == 1
+
+
+def test_a_span_holding_an_object_that_cannot_be_copied_is_written_with_its_text(tmp_path):
+    """Writing a span deep-copied its attributes: one holding a lock (a client, a connection)
+    failed the sink and the whole span was dropped with a warning."""
+    path = tmp_path / "t.jsonl"
+    observe.configure(path=path, otel=False)
+    before = observe.dropped_spans()
+    try:
+        with ragmeter.span("retrieve", kind="RETRIEVER") as step:
+            step.set(client=threading.Lock(), top_k=3)
+    finally:
+        observe.configure(otel=False)
+    assert observe.dropped_spans() == before
+    (record,) = read_spans(path)
+    assert record.attributes["top_k"] == 3 and "lock" in record.attributes["client"]
 
 
 def test_jsonl_file_sink_and_export_to_samples(tmp_path, monkeypatch):

@@ -75,9 +75,12 @@ class SpanRecord:
     attributes: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        """The record as a JSON object; absent values are left out."""
-        data = asdict(self)
-        data["contexts"] = [{k: v for k, v in c.items() if v is not None} for c in data["contexts"]]
+        """The record as a JSON object; absent values are left out. The attributes' values are
+        taken as they are, never copied: the application's objects (a client, a lock) need not
+        be copyable, and a sink writes what JSON cannot hold as its text."""
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["contexts"] = [{k: v for k, v in asdict(c).items() if v is not None} for c in self.contexts]
+        data["attributes"] = dict(self.attributes)
         return {k: v for k, v in data.items() if v is not None and v != [] and v != {}}
 
     @classmethod
