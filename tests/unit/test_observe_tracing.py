@@ -145,6 +145,18 @@ def test_a_span_holding_an_object_that_cannot_be_copied_is_written_with_its_text
     assert record.attributes["top_k"] == 3 and "lock" in record.attributes["client"]
 
 
+def test_a_trace_file_from_the_environment_that_cannot_be_opened_never_fails_a_request(tmp_path, monkeypatch, caplog):
+    """The first traced call configured itself from RAGMETER_TRACE_FILE and raised the
+    application an IsADirectoryError (or a missing parent's error), and so did every later call."""
+    monkeypatch.setenv("RAGMETER_TRACE_FILE", str(tmp_path))
+    monkeypatch.setattr(observe.tracing, "_settings", observe.tracing._Settings())
+    traced = ragmeter.trace(lambda question: "fine")
+    with caplog.at_level(logging.WARNING, logger="ragmeter.observe"):
+        assert traced("a") == "fine" and traced("b") == "fine"
+    warnings = [r.getMessage() for r in caplog.records]
+    assert len(warnings) == 1 and warnings[0].startswith("ragmeter tracing: cannot open RAGMETER_TRACE_FILE ([Errno 21]")
+
+
 def test_jsonl_file_sink_and_export_to_samples(tmp_path, monkeypatch):
     path = tmp_path / "traces" / "t.jsonl"
     monkeypatch.setenv("RAGMETER_TRACE_FILE", str(path))

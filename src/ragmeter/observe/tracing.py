@@ -103,6 +103,18 @@ def configure(
     _settings.otel_loaded = True
 
 
+def _configure_by_default() -> None:
+    """:func:`configure` with its defaults, for a span started before any call of it. A
+    ``RAGMETER_TRACE_FILE`` that cannot be opened is logged once and no file is written: the
+    application's request never fails for it."""
+    try:
+        configure()
+    except OSError as exc:
+        log.warning("ragmeter tracing: cannot open RAGMETER_TRACE_FILE (%s); no trace file is written", exc)
+        _settings.otel = load_bridge()
+        _settings.otel_loaded = True
+
+
 def dropped_spans() -> int:
     """How many spans a failing sink could not take since the process started."""
     return _settings.dropped
@@ -205,7 +217,7 @@ def open_span(name: str, *, kind: str = "CHAIN", question: str | None = None, pa
     if kind not in SPAN_KINDS:
         raise ValueError(f"kind must be one of {', '.join(SPAN_KINDS)}, got {kind!r}")
     if not _settings.otel_loaded:
-        configure()
+        _configure_by_default()
     otel = _settings.otel
     started = otel.start(name, parent=parent.otel[0] if parent and parent.otel else None, attach=attach) if otel is not None else None
     record = SpanRecord(
