@@ -45,6 +45,12 @@ def test_trace_records_question_contexts_response_and_usage(sink):
     assert len(root.trace_id) == 32 and len(root.span_id) == 16
 
 
+def test_a_score_that_is_no_number_is_recorded_as_unknown_never_raised_into_the_application(sink):
+    with ragmeter.span("retrieve", kind="RETRIEVER") as step:
+        step.retrieved(["a", "b", "c", "d"], scores=[None, float("nan"), "0.5", "high"])
+    assert [c.score for c in sink[0].contexts] == [None, None, 0.5, None]
+
+
 def test_return_values_pass_through_untouched(sink):
     returned = {"answer": "Yes.", "contexts": ["c1", "c2"], "extra": object()}
 

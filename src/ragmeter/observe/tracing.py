@@ -23,6 +23,7 @@ import contextvars
 import functools
 import inspect
 import logging
+import math
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -175,7 +176,8 @@ class Span:
         Args:
             texts: The texts given to the model.
             ids: Their document or chunk identifiers (same order), when known.
-            scores: The retriever's scores (same order), when known.
+            scores: The retriever's scores (same order), when known; one that is not a
+                finite number (``None``, NaN, a text) is recorded as unknown.
         """
         for name, values in (("ids", ids), ("scores", scores)):
             if values is not None and len(values) != len(texts):
@@ -184,7 +186,7 @@ class Span:
             RetrievedContext(
                 text=str(text),
                 id=None if ids is None else str(ids[i]),
-                score=None if scores is None else float(scores[i]),
+                score=None if scores is None else _score(scores[i]),
             )
             for i, text in enumerate(texts)
         ]
@@ -195,6 +197,16 @@ class Span:
         """Set ``key`` (a field of the record) to ``value`` unless the application set it or ``value`` is ``None``."""
         if key not in self._explicit and value is not None:
             setattr(self.record, key, value)
+
+
+def _score(value: Any) -> float | None:
+    """A retriever's score as a float, or ``None`` when it is not a finite number: the
+    application's request never fails for what it traces."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return number if math.isfinite(number) else None
 
 
 def current_span() -> Span | None:
