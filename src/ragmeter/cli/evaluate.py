@@ -23,11 +23,13 @@ from ragmeter.report import REPORT_HTML, REPORT_MD, write_reports
 from ragmeter.report.formatting import format_number
 from ragmeter.report.judge import judge_line, judge_warnings
 from ragmeter.results import Result
-from ragmeter.results.rundir import RESULTS_FILE, SUMMARY_FILE
+from ragmeter.results.rundir import ISSUES_FILE, RESULTS_FILE, RUN_FILE, SUMMARY_FILE
 from ragmeter.run.engine import DEFAULT_CONCURRENCY, Evaluator, applicable_metrics, resolve_metrics
 from ragmeter.run.estimate import estimate_usage
 from ragmeter.run.executor import ExecutorError, RemoteExecutor
-from ragmeter.run.outdir import OutputDirError, locked
+from ragmeter.run.journal import JOURNAL_FILE, SHARD_PREFIX
+from ragmeter.run.outdir import LOCK_FILE, OutputDirError, locked
+from ragmeter.run.recorder import SPOOL_FILE
 from ragmeter.run.sync import INTERRUPTED, run_sync
 
 #: Where the pairs are scored (``--executor`` and the Ray executor's settings).
@@ -94,6 +96,7 @@ def eval_command(
         raise fail("--tag labels the run in a store: give --store too")
     if metrics is not None:
         _named_metrics(metrics)  # a misspelt metric is said before the data's own issues are listed
+    _refuse_own_outputs(data, out)
     dataset = _load(data, strict)
     judges, unavailable = _judges(settings)
     chosen = _choose_metrics(metrics, run_config.metrics if run_config else None, dataset, unavailable)
@@ -185,6 +188,33 @@ def _run(evaluator: Evaluator, dataset: Dataset, judges: Judges) -> Result:
     except InputError as exc:
         print_issues(exc.issues, written=False)
         raise fail("samples lack fields the chosen metrics require (--strict)") from None
+
+
+#: The files a run writes in --out (besides its journal shards, ``journal.shard-*.jsonl``).
+OUTPUT_FILES = (RESULTS_FILE, RUN_FILE, ISSUES_FILE, SUMMARY_FILE, REPORT_MD, REPORT_HTML, JOURNAL_FILE, SPOOL_FILE, LOCK_FILE)
+
+
+def _refuse_own_outputs(data: list[Path], out: Path) -> None:
+    """A usage error when a samples file is one of the files the run writes in ``out``
+    (through a link or another spelling of the path too): the run would read its own
+    results as samples and replace the file it reads."""
+    if not out.is_dir():
+        return
+    own = [out / name for name in OUTPUT_FILES] + sorted(out.glob(f"{SHARD_PREFIX}*.jsonl"))
+    for path in data:
+        clash = next((written for written in own if _same_file(path, written)), None)
+        if clash is not None:
+            raise fail(
+                f"samples file {path} is the run's own {clash.name} in --out {out}: the run would replace what it reads; "
+                "copy the samples elsewhere or choose another --out"
+            )
+
+
+def _same_file(path: Path, other: Path) -> bool:
+    try:
+        return path.samefile(other)
+    except OSError:  # the other file does not exist (yet)
+        return False
 
 
 def _load(data: list[Path], strict: bool) -> Dataset:
