@@ -25,6 +25,7 @@ import numpy as np
 
 from ragmeter.data import InputIssue
 from ragmeter.data.files import json_object, read_json_lines, write_json, write_json_lines
+from ragmeter.data.issues import describe_briefly
 from ragmeter.results.records import SampleResult
 
 RESULTS_FILE = "results.jsonl"
@@ -190,10 +191,72 @@ def _read_header(directory: Path) -> dict[str, Any]:
             raise RunDirError(f"{path}, line {exc.lineno}: invalid JSON: {exc.msg}") from None
         if not isinstance(header, dict) or not isinstance(header.get("metrics"), list):
             raise RunDirError(f"{path}: expected an object with a 'metrics' list")
-        if not all(isinstance(m, dict) and isinstance(m.get("id"), str) for m in header["metrics"]):
-            raise RunDirError(f"{path}: every entry of 'metrics' needs an 'id'")
+        problem = _header_problem(header)
+        if problem is not None:
+            raise RunDirError(f"{path}: {problem}")
         return header
     raise RunDirError(f"{directory / RUN_FILE} not found: is {directory} a directory written by `ragmeter eval`?")
+
+
+#: Field types: the types a value may have, and how a message says them.
+_Kind = tuple[tuple[type, ...], str]
+_TEXT: _Kind = ((str,), "text")
+_OBJECT: _Kind = ((dict,), "an object")
+_LIST: _Kind = ((list,), "a list")
+#: Each field of a metric's description with its type, and whether it must be there (the
+#: reports read the required ones of every metric).
+_METRIC_FIELDS: dict[str, tuple[_Kind, bool]] = {
+    "id": (_TEXT, True),
+    "family": (_TEXT, True),
+    "unit": (((str, type(None)), "text or null"), True),
+    "higher_is_better": (((bool,), "true or false"), True),
+    "name": (_TEXT, False),
+    "needs": (_TEXT, False),
+    "description": (_TEXT, False),
+    "required": (_LIST, False),
+    "config": (_OBJECT, False),
+}
+#: The run settings the reports read, with the type each must have when it is there.
+_RUN_FIELDS: dict[str, _Kind] = {
+    "n_samples": ((int,), "a whole number"),
+    "seconds": ((int, float), "a number"),
+    "sources": _LIST,
+    "started_at": _TEXT,
+    "ragmeter_version": _TEXT,
+    "judge": ((dict, type(None)), "an object or null"),
+}
+
+
+def _header_problem(header: dict[str, Any]) -> str | None:
+    """What is wrong with a header's fields (``field 'run.seconds' must be ...``), or ``None``."""
+    run = header.get("run")
+    if run is not None and not isinstance(run, dict):
+        return f"field 'run' must be an object, not {type(run).__name__}"
+    for name, kind in _RUN_FIELDS.items():
+        if run and name in run and not _is(run[name], kind):
+            return f"field 'run.{name}' must be {kind[1]}, not {type(run[name]).__name__}"
+    if run and isinstance(run.get("sources"), list) and not all(isinstance(s, str) for s in run["sources"]):
+        return "field 'run.sources' must be a list of text"
+    seen: set[str] = set()
+    for position, metric in enumerate(header["metrics"]):
+        where = f"metrics[{position}]"
+        if not isinstance(metric, dict):
+            return f"field '{where}' must be an object, not {type(metric).__name__}"
+        for name, (kind, required) in _METRIC_FIELDS.items():
+            if name not in metric and required:
+                return f"field '{where}.{name}' is missing"
+            if name in metric and not _is(metric[name], kind):
+                return f"field '{where}.{name}' must be {kind[1]}, not {type(metric[name]).__name__}"
+        if metric["id"] in seen:
+            return f"field '{where}.id': metric {describe_briefly(metric['id'])} is listed twice"
+        seen.add(metric["id"])
+    return None
+
+
+def _is(value: Any, kind: _Kind) -> bool:
+    """Whether ``value`` has the type ``kind`` asks for; ``True`` and ``False`` are not numbers here."""
+    types = kind[0]
+    return isinstance(value, types) and (bool in types or not isinstance(value, bool))
 
 
 def _records(path: Path, build: Callable[[dict[str, Any]], T], what: str) -> list[T]:

@@ -1,0 +1,90 @@
+"""A run folder whose files were damaged by hand or by a tool: report, compare and gate end in
+one line naming the file and the field, exit 2. A header (run.json) of the wrong shape gave
+"unexpected error: AttributeError: 'list' object has no attribute 'get'" (or KeyError,
+TypeError, ValueError) from report, and compare and gate read it as if it were whole."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from cli_helpers import one_line_error, run_eval, runner, write_jsonl
+
+from ragmeter.cli import app
+
+ROWS = [
+    {"id": "s1", "user_input": "q one", "response": "blue sky", "reference": "blue"},
+    {"id": "s2", "user_input": "q two", "response": "blue", "reference": "blue"},
+]
+
+
+@pytest.fixture
+def run_dir(tmp_path):
+    done = run_eval(write_jsonl(tmp_path / "data.jsonl", ROWS), "-m", "token_f1", "-o", tmp_path / "run", "--no-progress")
+    assert done.exit_code == 0, done.output
+    return tmp_path / "run"
+
+
+def _commands(run_dir, damaged, tmp_path):
+    thresholds = tmp_path / "t.yaml"
+    thresholds.write_text("token_f1: 0.1\n")
+    return (
+        ["report", str(damaged)],
+        ["compare", str(run_dir), str(damaged), "-o", str(tmp_path / "cmp")],
+        ["gate", str(damaged), "--thresholds", str(thresholds)],
+    )
+
+
+def _set(path, value):
+    def change(header):
+        *parents, last = path
+        for step in parents:
+            header = header[step]
+        header[last] = value
+
+    return change
+
+
+def _drop(path):
+    def change(header):
+        *parents, last = path
+        for step in parents:
+            header = header[step]
+        del header[last]
+
+    return change
+
+
+HEADER_DAMAGE = {
+    "run is a list": (_set(["run"], [1]), "field 'run' must be an object, not list"),
+    "seconds is text": (_set(["run", "seconds"], "fast"), "field 'run.seconds' must be a number, not str"),
+    "n_samples is true": (_set(["run", "n_samples"], True), "field 'run.n_samples' must be a whole number, not bool"),
+    "sources is a number": (_set(["run", "sources"], 5), "field 'run.sources' must be a list, not int"),
+    "a source is a number": (_set(["run", "sources"], [5]), "field 'run.sources' must be a list of text"),
+    "judge is text": (_set(["run", "judge"], "local"), "field 'run.judge' must be an object or null, not str"),
+    "started_at is a number": (_set(["run", "started_at"], 5), "field 'run.started_at' must be text, not int"),
+    "a metric is text": (_set(["metrics", 0], "token_f1"), "field 'metrics[0]' must be an object, not str"),
+    "family missing": (_drop(["metrics", 0, "family"]), "field 'metrics[0].family' is missing"),
+    "unit is a number": (_set(["metrics", 0, "unit"], 3), "field 'metrics[0].unit' must be text or null, not int"),
+    "higher_is_better is text": (
+        _set(["metrics", 0, "higher_is_better"], "no"),
+        "field 'metrics[0].higher_is_better' must be true or false, not str",
+    ),
+    "higher_is_better missing": (_drop(["metrics", 0, "higher_is_better"]), "field 'metrics[0].higher_is_better' is missing"),
+    "config is a list": (_set(["metrics", 0, "config"], []), "field 'metrics[0].config' must be an object, not list"),
+    "a metric twice": (lambda h: h["metrics"].append(dict(h["metrics"][0])), "field 'metrics[1].id': metric 'token_f1' is listed twice"),
+}
+
+
+@pytest.mark.parametrize("damage", HEADER_DAMAGE, ids=list(HEADER_DAMAGE))
+def test_a_damaged_header_is_named_by_file_and_field(tmp_path, run_dir, damage):
+    change, message = HEADER_DAMAGE[damage]
+    damaged = tmp_path / "damaged"
+    damaged.mkdir()
+    header = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    change(header)
+    (damaged / "run.json").write_text(json.dumps(header), encoding="utf-8")
+    (damaged / "results.jsonl").write_bytes((run_dir / "results.jsonl").read_bytes())
+    for args in _commands(run_dir, damaged, tmp_path):
+        line = one_line_error(runner.invoke(app, args), f"{damaged / 'run.json'}: {message}")
+        assert "unexpected" not in line, (args, line)
