@@ -88,3 +88,40 @@ def test_a_damaged_header_is_named_by_file_and_field(tmp_path, run_dir, damage):
     for args in _commands(run_dir, damaged, tmp_path):
         line = one_line_error(runner.invoke(app, args), f"{damaged / 'run.json'}: {message}")
         assert "unexpected" not in line, (args, line)
+
+
+RESULT_DAMAGE = {
+    "seconds is text": (
+        lambda r: r.update(seconds={"token_f1": "fast"}),
+        "'seconds.token_f1': must be a number of seconds (0 or more), got 'fast'",
+    ),
+    "seconds is negative": (lambda r: r.update(seconds={"token_f1": -1}), "'seconds.token_f1': must be a number of seconds"),
+    "seconds is null": (lambda r: r.update(seconds={"token_f1": None}), "'seconds.token_f1': must be a number of seconds"),
+    "sample is a number": (lambda r: r.update(sample=5), "'sample' must be an object, not int"),
+    "sample is a list": (lambda r: r.update(sample=["q"]), "'sample' must be an object, not list"),
+    "sample is missing": (lambda r: r.pop("sample"), "'sample' is missing"),
+    "a sample field of the wrong type": (
+        lambda r: r["sample"].update(user_input=5),
+        "sample.user_input: Input should be a valid string (got 5)",
+    ),
+    "key is a list": (lambda r: r.update(key=["s1"]), "'key' must be text, not list"),
+    "key is missing": (lambda r: r.pop("key"), "'key' is missing"),
+}
+
+
+@pytest.mark.parametrize("damage", RESULT_DAMAGE, ids=list(RESULT_DAMAGE))
+def test_a_damaged_result_line_is_named_by_file_line_and_field(tmp_path, run_dir, damage):
+    """A bad ``seconds`` gave "unexpected error: ValueError: could not convert string to float"
+    (and passed compare), a sample that is not an object a pydantic message of several lines,
+    a list as key "unexpected error: TypeError: unhashable type"."""
+    change, message = RESULT_DAMAGE[damage]
+    damaged = tmp_path / "damaged"
+    damaged.mkdir()
+    (damaged / "run.json").write_bytes((run_dir / "run.json").read_bytes())
+    first, second = (run_dir / "results.jsonl").read_text(encoding="utf-8").splitlines()
+    record = json.loads(second)
+    change(record)
+    (damaged / "results.jsonl").write_text(f"{first}\n{json.dumps(record)}\n", encoding="utf-8")
+    for args in _commands(run_dir, damaged, tmp_path):
+        line = one_line_error(runner.invoke(app, args), f"{damaged / 'results.jsonl'}, line 2: not a valid sample result: {message}")
+        assert "unexpected" not in line, (args, line)

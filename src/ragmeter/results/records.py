@@ -6,9 +6,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from pydantic import ValidationError
+
+from ragmeter.data.issues import describe_briefly
 from ragmeter.data.schema import Sample
+from ragmeter.judges.config import validation_message
 from ragmeter.judges.metering import Usage
-from ragmeter.metrics.base import Score
+from ragmeter.metrics.base import Score, finite_number
 
 T = TypeVar("T")
 
@@ -60,20 +64,46 @@ class SampleResult:
         """The record :meth:`to_dict` wrote.
 
         Raises:
-            KeyError, TypeError, ValueError: A field is missing or of the wrong type (a
-                hand-edited or damaged file); the message names the field.
+            TypeError, ValueError: A field is missing or of the wrong type, or a wall time
+                is not a number of seconds (a hand-edited or damaged file); the message
+                names the field, on one line.
         """
+        for name, required in (("key", True), ("source", False), ("location", False), ("fingerprint", False)):
+            if required and name not in data:
+                raise ValueError(f"'{name}' is missing")
+            if data.get(name) is not None and not isinstance(data[name], str):
+                raise TypeError(f"'{name}' must be text, not {type(data[name]).__name__}")
         return cls(
             key=data["key"],
-            sample=Sample.model_validate(data["sample"]),
-            source=data.get("source", ""),
-            location=data.get("location", ""),
+            sample=_sample(data),
+            source=data.get("source") or "",
+            location=data.get("location") or "",
             scores=_each(data, "scores", Score.from_dict),
-            seconds=_mapping(data, "seconds"),
+            seconds=_each(data, "seconds", _seconds),
             usage=_each(data, "usage", Usage.from_dict),
             fingerprint=data.get("fingerprint"),
             configs=_mapping(data, "configs"),
         )
+
+
+def _sample(data: dict[str, Any]) -> Sample:
+    """The sample of a record; an error names the field (``sample.user_input``) on one line."""
+    if "sample" not in data:
+        raise ValueError("'sample' is missing")
+    if not isinstance(data["sample"], dict):
+        raise TypeError(f"'sample' must be an object, not {type(data['sample']).__name__}")
+    try:
+        return Sample.model_validate(data["sample"])
+    except ValidationError as exc:
+        raise ValueError(validation_message(exc, "sample.")) from None
+
+
+def _seconds(value: Any) -> float:
+    """A wall time in seconds: a finite number, 0 or more."""
+    seconds = finite_number(value)
+    if seconds is None or seconds < 0:
+        raise ValueError(f"must be a number of seconds (0 or more), got {describe_briefly(value)}")
+    return seconds
 
 
 def _mapping(data: dict[str, Any], name: str) -> dict[str, Any]:
