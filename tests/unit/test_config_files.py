@@ -1,6 +1,8 @@
 """Config files: a metric's cut-off ``k`` has the same 9-digit limit as ``@k`` (``{name: ndcg,
 k: 10**23}`` was accepted while ``-m ndcg@<same>`` was refused), and ``judge.concurrency`` is at
-most 1024 (a 29-digit value was accepted)."""
+most 1024 (a 29-digit value was accepted); a metrics list that is empty or names a metric twice is
+refused naming the file and the entry (it said "unexpected error: ValueError: no metrics to run" or
+"is asked for twice" without the file, and --dry-run passed it)."""
 
 from __future__ import annotations
 
@@ -47,3 +49,22 @@ def test_the_judge_concurrency_option_has_the_same_limit(tmp_path):
     assert JudgeConfig().updated(concurrency=1024).concurrency == 1024
     with pytest.raises(ValueError, match="concurrency: Input should be less than or equal to 1024"):
         JudgeConfig().updated(concurrency=1025)
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "what"),
+    [
+        ("metrics: []\n", ":", "metrics: the list is empty"),
+        ("metrics:\n", ":", "metrics: the list is empty"),
+        ("metrics:\n  - token_f1\n  - rougeL\n  - {name: token_f1}\n", ", metrics[2]:", "metric 'token_f1' is already metrics[0]"),
+        ("metrics:\n  - ndcg@5\n  - {name: ndcg, k: 5}\n", ", metrics[1]:", "metric 'ndcg@5' is already metrics[0]"),
+    ],
+    ids=["empty list", "nothing under the key", "a name twice", "the same cut-off twice"],
+)
+def test_an_empty_or_repeated_metrics_list_is_refused_naming_the_file(tmp_path, text, where, what):
+    data = write_jsonl(tmp_path / "d.jsonl", [{"id": "a", "response": "x", "reference": "x"}])
+    config = tmp_path / "c.yaml"
+    config.write_text(text, encoding="utf-8")
+    for extra in (["--dry-run"], ["-o", str(tmp_path / "out")]):
+        one_line_error(run_eval(data, "--config", config, *extra), f"{config}{where} {what}")
+    assert not (tmp_path / "out").exists()

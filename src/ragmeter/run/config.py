@@ -44,7 +44,7 @@ class RunConfig:
 
     Attributes:
         judge: The judge settings the file gives (command-line options override them).
-        metrics: Metrics with their parameters, or ``None`` when the file lists none.
+        metrics: Metrics with their parameters, or ``None`` when the file has no metrics section.
     """
 
     judge: dict[str, Any]
@@ -78,12 +78,33 @@ def load_config(path: str | Path) -> RunConfig:
             raise ValueError(f"{source}: prices: expected the path of a price table file (JSON or YAML), got {describe_briefly(prices)}")
         path_of_prices = Path(prices)
         judge["prices"] = str(path_of_prices if path_of_prices.is_absolute() else path.parent / path_of_prices)
-    metrics = None
-    if data.get("metrics") is not None:
-        if not isinstance(data["metrics"], list):
-            raise ValueError(f"{source}: metrics: expected a list of metric names or mappings, got {type(data['metrics']).__name__}")
-        metrics = [_metric(entry, f"{source}, metrics[{i}]") for i, entry in enumerate(data["metrics"])]
+    metrics = _metrics(data["metrics"], source) if "metrics" in data else None
     return RunConfig(judge=judge, metrics=metrics)
+
+
+def _metrics(entries: Any, source: str) -> list[Metric]:
+    """The metrics section: a list of at least one metric, each id once.
+
+    Raises:
+        ValueError: It is not a list, is empty (``metrics: []``, or ``metrics:`` with nothing
+            under it), names a metric twice, or holds an invalid entry; the message names
+            the file and the entry.
+    """
+    if entries is not None and not isinstance(entries, list):
+        raise ValueError(f"{source}: metrics: expected a list of metric names or mappings, got {type(entries).__name__}")
+    if not entries:
+        raise ValueError(
+            f"{source}: metrics: the list is empty; name at least one metric (`ragmeter metrics` lists them), "
+            "or leave the section out for the automatic choice"
+        )
+    metrics: list[Metric] = []
+    for position, entry in enumerate(entries):
+        metric = _metric(entry, f"{source}, metrics[{position}]")
+        earlier = next((n for n, m in enumerate(metrics) if m.id == metric.id), None)
+        if earlier is not None:
+            raise ValueError(f"{source}, metrics[{position}]: metric {describe_briefly(metric.id)} is already metrics[{earlier}]")
+        metrics.append(metric)
+    return metrics
 
 
 def _with_prompt_paths(judge: dict[str, Any], folder: Path, source: str) -> dict[str, Any]:
