@@ -101,7 +101,7 @@ def test_thresholds_file_gives_a_rule_per_metric(tmp_path):
         ("token_f1: {min: 0.6, on: ci_high}\n", "key 'token_f1': on must be mean or ci_low, got 'ci_high'"),
         ("token_f1: {max: 0.6}\n", "key 'token_f1': higher is better for this metric: use min, not max"),
         ("token_f1: {min: 60}\n", "key 'token_f1': token_f1 scores are in [0, 1]; got min 60"),
-        ("token_f1: {min: 0.5, above: 0.1}\n", "key 'token_f1': unknown key(s) above; use min and on"),
+        ("token_f1: {min: 0.5, above: 0.1}\n", "key 'token_f1': unknown key(s) 'above'; use min and on"),
         ("token_f1: {min: 0.5, max: 0.9}\n", "key 'token_f1': give exactly one of min or max"),
         ("latency_ms: 1500\n", "key 'latency_ms': lower is better for this metric: write {max: 1500}"),
         (
@@ -129,6 +129,34 @@ def test_a_bad_thresholds_file_is_an_error_naming_file_and_key_and_exit_2(tmp_pa
     assert outcome.exit_code == 2, outcome.output
     assert f"error: {caught.value}" in outcome.output
     assert "Quality gate" not in outcome.output  # no table for a gate that could not run
+
+
+HUGE = "x" * 100_000
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (f"? {HUGE}\n: 0.5\n", "key 'xxxxxxxxxxxx...xxxxxxxxxxxxx': unknown metric:"),
+        ('? "tok\\x1b]0;owned\\x07en_f1"\n: 0.5\n', "key 'tok\\x1b]0;owned\\x07en_f1': unknown metric:"),
+        (f"token_f1:\n  min: 0.5\n  ? {HUGE}\n  : 1\n", "key 'token_f1': unknown key(s) 'xxxxxxxxxxxx...xxxxxxxxxxxxx'; use min"),
+        (f"? {HUGE}\n: 0.5\n? {HUGE}\n: 0.6\n", "key 'xxxxxxxxxxxx...xxxxxxxxxxxxx' is repeated (first on line 1)"),
+    ],
+    ids=["huge key", "control characters", "huge key in a rule", "huge key twice"],
+)
+def test_a_thresholds_key_is_quoted_briefly_and_never_as_control_characters(tmp_path, monkeypatch, text, expected):
+    """The key was quoted whole, twice: a 100,000-character key printed 200,000 characters (and
+    a rule's unknown key, or a repeated one, in full)."""
+    monkeypatch.chdir(tmp_path)
+    Path("thresholds.yaml").write_text(text, encoding="utf-8")
+    save_run(tmp_path / "run", {"token_f1": [0.5, 0.7, 0.6]})
+    with pytest.raises(GateInputError) as caught:
+        load_thresholds("thresholds.yaml", Result.load(tmp_path / "run"))
+    message = str(caught.value)
+    assert expected in message and len(message) < 250, message
+    assert not any(ord(c) < 32 for c in message)
+    outcome = gate("run", "--thresholds", "thresholds.yaml")
+    assert outcome.exit_code == 2 and outcome.output == f"error: {message}\n"
 
 
 def test_a_missing_thresholds_file_a_missing_run_or_nothing_to_check_exit_2(tmp_path, monkeypatch):

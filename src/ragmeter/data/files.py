@@ -29,6 +29,7 @@ from typing import IO, Any
 
 import yaml
 
+from ragmeter.data.issues import describe_briefly
 from ragmeter.data.secrets import mask_registered
 
 #: Characters JSON allows raw inside strings that some readers treat as line breaks.
@@ -259,7 +260,8 @@ class UniqueKeyLoader(yaml.SafeLoader):
         for key_node, _ in node.value:
             if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
                 if key_node.value in first_line:
-                    problem = f"key '{key_node.value}' is repeated (first on line {first_line[key_node.value]})"
+                    # Quoted briefly: a key can be of any length and hold any character.
+                    problem = f"key {describe_briefly(key_node.value)} is repeated (first on line {first_line[key_node.value]})"
                     raise yaml.constructor.ConstructorError(None, None, problem, key_node.start_mark)
                 first_line[key_node.value] = key_node.start_mark.line + 1
         return super().construct_mapping(node, deep)

@@ -83,9 +83,10 @@ def parse_threshold(spec: Any, info: dict[str, Any], *, allow_on: bool = True) -
         spec = {"min": spec}
     if not isinstance(spec, dict):
         raise ValueError(f"expected a number or a mapping like {{{bound_key}: 0.7, on: mean}}, got {_describe(spec)}")
-    unknown = sorted(str(k) for k in spec if k not in ("min", "max", "on"))
+    unknown = [k for k in spec if k not in ("min", "max", "on")]
     if unknown:
-        raise ValueError(f"unknown key(s) {', '.join(unknown)}; use {bound_key}" + (" and on" if allow_on else ""))
+        shown = ", ".join(_describe(k) for k in unknown[:3]) + (f" and {len(unknown) - 3} more" if len(unknown) > 3 else "")
+        raise ValueError(f"unknown key(s) {shown}; use {bound_key}" + (" and on" if allow_on else ""))
     bounds = [k for k in ("min", "max") if k in spec]
     if len(bounds) != 1:
         raise ValueError(f"give exactly one of min or max ({direction} is better for this metric: use {bound_key})")
@@ -145,15 +146,14 @@ def load_thresholds(path: str | Path, result: Result) -> list[Threshold]:
     for key, spec in data.items():
         metric = str(key)
         if metric not in known:
-            name = metric.split("@")[0]
-            what = "was not evaluated in this run" if name in metric_classes() else "is not a ragmeter metric"
-            raise GateInputError(
-                f"{path}: key '{metric}': unknown metric: '{metric}' {what}; the run has {', '.join(known) or 'no metric'}"
-            )
+            # Quoted briefly: a key from the file can be of any length and hold any character.
+            what = "was not evaluated in this run" if metric.split("@")[0] in metric_classes() else "is not a ragmeter metric"
+            quoted = _describe(key)
+            raise GateInputError(f"{path}: key {quoted}: unknown metric: {quoted} {what}; the run has {', '.join(known) or 'no metric'}")
         try:
             rules.append(parse_threshold(spec, known[metric]))
         except ValueError as exc:
-            raise GateInputError(f"{path}: key '{metric}': {exc}") from None
+            raise GateInputError(f"{path}: key {_describe(key)}: {exc}") from None
     return rules
 
 
