@@ -1,5 +1,6 @@
 """Hardening of input loading (issue 13): long CSV cells (defect 10), deep nesting (11), a
-DataFrame id column made float by a NaN (14), files in another encoding (18)."""
+DataFrame id column made float by a NaN (14), files in another encoding (18); a CSV cell with
+a number too long to read."""
 
 from __future__ import annotations
 
@@ -305,3 +306,32 @@ def test_an_rgb_line_that_is_not_an_object_is_named(tmp_path):
     path.write_text('["query", "answer"]\n', encoding="utf-8")
     with pytest.raises(ValueError, match=r"rgb\.jsonl, line 1: expected a JSON object, got list"):
         load_rgb(path)
+
+
+def test_a_csv_number_too_long_to_read_is_shown_briefly_as_json(tmp_path):
+    """A cell of 5,000 digits (in a metadata column, a list column or the metadata object) was
+    an issue saying Python's "Exceeds the limit (4300 digits) for integer string conversion ...
+    use sys.set_int_max_str_digits()", without the value; now it shows the cell as a JSON
+    string, cut to 40 characters, with its length."""
+    digits = "1" * 5000
+    cells = {"score": digits, "retrieved_contexts": f"[{digits}]", "metadata": '{"\u202e": ' + digits + "}"}
+    path = tmp_path / "long.csv"
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["id", "user_input", "response", "reference", *cells])
+        for column in cells:
+            writer.writerow(["q", "q", "blue", "blue", *(cell if name == column else "" for name, cell in cells.items())])
+        writer.writerow(["d", "q", "blue", "blue", "1", "", ""])
+    dataset = load_dataset(path)
+    assert len(dataset.samples) == 1
+    prefix = "invalid JSON: a number with more digits than can be read: "
+    expected = {
+        (f"line {n}", column): f"{prefix}{json.dumps(cell[:40])}… ({len(cell):,} characters)"
+        for n, (column, cell) in enumerate(cells.items(), start=2)
+    }
+    assert '"{\\"\\u202e\\": 1111' in expected[("line 4", "metadata")]  # the bidirectional override escaped
+    assert {(i.location, i.field): i.message for i in dataset.issues} == expected
+    out = runner.invoke(app, ["eval", str(path), "-m", "token_f1", "-o", str(tmp_path / "run"), "--no-progress"])
+    assert out.exit_code == 0, out.output
+    assert "set_int_max_str_digits" not in out.output and "\u202e" not in out.output
+    assert expected[("line 2", "score")] in out.output

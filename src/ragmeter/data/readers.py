@@ -307,7 +307,7 @@ def _csv_value(column: str, cell: str) -> Any:
         return cell
     if column in LIST_FIELDS:
         try:
-            value = json.loads(cell)
+            value = _json_cell(cell)
         except json.JSONDecodeError:
             try:
                 value = ast.literal_eval(cell)
@@ -318,15 +318,33 @@ def _csv_value(column: str, cell: str) -> Any:
         return value
     if column == "metadata":
         try:
-            value = json.loads(cell)
+            value = _json_cell(cell)
         except json.JSONDecodeError as exc:
             raise ValueError(json_problem(exc)) from None
         return value
     # Other columns become metadata; numbers and booleans keep their type.
     try:
-        return json.loads(cell) if cell.strip()[:1] in set("-0123456789tfn[{") else cell
+        return _json_cell(cell) if cell.strip()[:1] in set("-0123456789tfn[{") else cell
     except json.JSONDecodeError:
         return cell
+
+
+def _json_cell(cell: str, limit: int = 40) -> Any:
+    """The JSON value of a CSV cell.
+
+    Raises:
+        json.JSONDecodeError: It is not JSON.
+        ValueError: It writes a number of more digits than Python converts; the message
+            shows the cell as a JSON string (control characters escaped), cut to ``limit``
+            characters, never Python's advice to change an interpreter limit.
+    """
+    try:
+        return json.loads(cell)
+    except json.JSONDecodeError:
+        raise
+    except ValueError:
+        shown = json.dumps(cell[:limit]) + (f"… ({len(cell):,} characters)" if len(cell) > limit else "")
+        raise ValueError(f"{TOO_LONG_NUMBER}: {shown}") from None
 
 
 def _rows_of_frame(frame: Any, unit: str = "row") -> Rows:
