@@ -1,11 +1,14 @@
 """A run folder whose files were damaged by hand or by a tool: report, compare and gate end in
-one line naming the file and the field, exit 2. A header (run.json) of the wrong shape gave
+one line naming the file and the field, exit 2; so does report into a folder it cannot write. A header (run.json) of the wrong shape gave
 "unexpected error: AttributeError: 'list' object has no attribute 'get'" (or KeyError,
 TypeError, ValueError) from report, and compare and gate read it as if it were whole."""
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import tempfile
 
 import pytest
 from cli_helpers import one_line_error, run_eval, runner, write_jsonl
@@ -125,3 +128,29 @@ def test_a_damaged_result_line_is_named_by_file_line_and_field(tmp_path, run_dir
     for args in _commands(run_dir, damaged, tmp_path):
         line = one_line_error(runner.invoke(app, args), f"{damaged / 'results.jsonl'}, line 2: not a valid sample result: {message}")
         assert "unexpected" not in line, (args, line)
+
+
+def test_report_into_a_folder_it_cannot_write_is_one_line(run_dir, monkeypatch):
+    """It said "unexpected error: IsADirectoryError: [Errno 21] Is a directory:
+    '.../.report.html.x1y2.tmp' -> '.../report.html'" (or PermissionError)."""
+    (run_dir / "report.html").unlink()
+    (run_dir / "report.html").mkdir()
+    one_line_error(
+        runner.invoke(app, ["report", str(run_dir)]), f"cannot write the reports into {run_dir}: {run_dir / 'report.html'}: Is a directory"
+    )
+    (run_dir / "report.html").rmdir()
+
+    def refused(*args, **kwargs):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(run_dir / ".summary.json.tmp"))
+
+    monkeypatch.setattr(tempfile, "mkstemp", refused)  # what a folder without write permission does, also for root
+    one_line_error(runner.invoke(app, ["report", str(run_dir)]), f"cannot write the reports into {run_dir}: Permission denied")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write into any folder, so an unwritable one cannot be made")
+def test_report_into_a_read_only_folder_is_one_line(run_dir):
+    os.chmod(run_dir, 0o500)
+    try:
+        one_line_error(runner.invoke(app, ["report", str(run_dir)]), f"cannot write the reports into {run_dir}: Permission denied")
+    finally:
+        os.chmod(run_dir, 0o700)
