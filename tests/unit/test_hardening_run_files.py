@@ -8,6 +8,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import tempfile
 
 import pytest
@@ -154,3 +155,34 @@ def test_report_into_a_read_only_folder_is_one_line(run_dir):
         one_line_error(runner.invoke(app, ["report", str(run_dir)]), f"cannot write the reports into {run_dir}: Permission denied")
     finally:
         os.chmod(run_dir, 0o700)
+
+
+def test_a_metric_id_and_unit_from_the_run_files_are_text_in_report_md_and_compare_md(tmp_path, run_dir):
+    """report.md wrote the metric id raw between single backticks and the unit raw: an id with
+    a backtick closed the code span, so the rest of it (HTML, a '|' that splits the table row)
+    became markup; so did a unit, and the run's start time and version, in report.md and compare.md."""
+    evil_id, evil_unit = "tok`en <img src=x onerror=alert(1)>|x", "ms <b>u</b>|"
+    header = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    header["metrics"][0].update(id=evil_id, unit=evil_unit, higher_is_better=False)
+    header["run"]["started_at"] = "<script>alert(1)</script>"
+    (run_dir / "run.json").write_text(json.dumps(header), encoding="utf-8")
+    lines = [json.loads(line) for line in (run_dir / "results.jsonl").read_text(encoding="utf-8").splitlines()]
+    for record in lines:
+        for part in ("scores", "seconds", "usage", "configs"):
+            record[part] = {evil_id: record[part]["token_f1"]}
+    (run_dir / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")
+    other = tmp_path / "other"
+    other.mkdir()
+    for name in ("run.json", "results.jsonl"):
+        (other / name).write_bytes((run_dir / name).read_bytes())
+    assert runner.invoke(app, ["report", str(run_dir)]).exit_code == 0
+    done = runner.invoke(app, ["compare", str(run_dir), str(other), "-o", str(tmp_path / "cmp")])
+    assert done.exit_code == 0, done.output
+    for markdown in (run_dir / "report.md", tmp_path / "cmp" / "compare.md"):
+        text = markdown.read_text(encoding="utf-8")
+        assert "``tok`en <img src=x onerror=alert(1)>\\|x``" in text, markdown
+        assert "<b>" not in text and "<script>" not in text and "ms &lt;b&gt;u&lt;/b&gt;\\|" in text, markdown
+        rows = text.splitlines()
+        at = next(n for n, line in enumerate(rows) if line.startswith("| ``tok`en"))
+        header = next(line for line in reversed(rows[:at]) if line.startswith("| metric |"))
+        assert len(re.findall(r"(?<!\\)\|", rows[at])) == header.count("|"), rows[at]  # the data's '|' split no cell

@@ -53,7 +53,7 @@ def render_markdown(document: dict[str, Any]) -> str:
     ]
     for m in document["metrics"]:
         unit = m["unit"]
-        name = f"{md_code(m['metric'])}" + (f" ({unit}, {'higher' if m['higher_is_better'] else 'lower'} is better)" if unit else "")
+        name = md_code(m["metric"]) + (f" ({md_text(unit)}, {'higher' if m['higher_is_better'] else 'lower'} is better)" if unit else "")
         verdict = f"**{m['verdict']}**" if m["verdict"] in _WINNERS else m["verdict"]
         lines.append(
             f"| {name} | {m['n_pairs']} | {format_number(m['mean_a'], unit)} | {format_number(m['mean_b'], unit)} | "

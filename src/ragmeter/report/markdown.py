@@ -62,11 +62,12 @@ def md_code(text: Any, limit: int = 120) -> str:
 def render_markdown(summary: dict[str, Any], result: Result) -> str:
     """The Markdown report of a run from its summary (see :func:`build_summary`)."""
     run = summary["run"]
+    started, version = md_text(run.get("started_at", "?")), md_text(run.get("ragmeter_version", "?"))
     lines = [
         "# ragmeter report",
         "",
         f"{run.get('n_samples', len(result.samples))} samples from {', '.join(md_text(s) for s in run.get('sources', []))}; "
-        f"started {run.get('started_at', '?')}, {run.get('seconds', 0):.1f} s; ragmeter {run.get('ragmeter_version', '?')}.",
+        f"started {started}, {run.get('seconds', 0):.1f} s; ragmeter {version}.",
         "",
     ]
     lines += _judge_section(run.get("judge"))
@@ -92,7 +93,7 @@ def _diagnosis_section(diagnosis: dict[str, Any], result: Result) -> list[str]:
     signals = diagnosis["signals"]
     if not signals:
         return [*lines, "No retrieval, correctness or groundedness metric was run, so there is no diagnosis.", ""]
-    used = ", ".join(f"{s}: `{v['metric']}` (low < {v['low_below']}, high ≥ {v['high_from']})" for s, v in signals.items())
+    used = ", ".join(f"{s}: {md_code(v['metric'])} (low < {v['low_below']}, high ≥ {v['high_from']})" for s, v in signals.items())
     lines += [f"Signals: {used}.", ""]
     questions = dict(zip(result.table.keys, result.table.questions, strict=True))
     lines += ["| pattern | samples | share | what it means |", "|---|---:|---:|---|"]
@@ -127,7 +128,7 @@ def _scores_section(summary: dict[str, Any]) -> list[str]:
         for metric in metrics:
             a, unit = metric["aggregate"], metric["unit"]
             interval = f"[{format_number(a['ci_low'], unit)}, {format_number(a['ci_high'], unit)}]" if a["ci_low"] is not None else "–"
-            name = f"`{metric['id']}`" + (f" ({unit}, lower is better)" if unit and not metric["higher_is_better"] else "")
+            name = md_code(metric["id"]) + (f" ({md_text(unit)}, lower is better)" if unit and not metric["higher_is_better"] else "")
             lines.append(
                 f"| {name} | {format_number(a['mean'], unit)} | {interval} | {format_number(a['median'], unit)} | "
                 f"{format_number(a['std'], unit)} | {format_number(a['p95'], unit)} | {a['n_scored']} | {a['n_unscored']} | {a['n_failed']} |"
