@@ -518,3 +518,16 @@ def test_compare_command_on_runs_that_share_no_sample_exits_2(tmp_path):
     result = runner.invoke(app, ["compare", str(dir_a), str(dir_b), "--out", str(tmp_path / "o")])
     assert result.exit_code == 2 and "no sample of one matches a sample of the other (by id or question)" in result.output
     assert not (tmp_path / "o").exists()
+
+
+def test_compare_command_on_runs_that_share_no_metric_exits_2(tmp_path):
+    # It wrote three reports with an empty table and exited 0, as if nothing had changed.
+    samples = numbered(3)
+    dir_a = _run_dir(tmp_path, "a", make_result(samples, {"token_f1": [0.1, 0.2, 0.3]}))
+    dir_b = _run_dir(tmp_path, "b", make_result(samples, {"rougeL": [0.1, 0.2, 0.3]}))
+    result = runner.invoke(app, ["compare", str(dir_a), str(dir_b), "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2, result.output
+    assert (
+        result.output == f"error: cannot compare {dir_a} and {dir_b}: no metric was evaluated in both runs (A has token_f1; B has rougeL)\n"
+    )
+    assert not (tmp_path / "o").exists()

@@ -31,7 +31,7 @@ def compare_command(
 
     Samples are matched by id, else by question; unmatched and duplicate samples are listed.
     Writes compare.md, compare.json and compare.html to --out. Exit code 0 (a report, not a
-    gate); 2 when no sample matches.
+    gate); 2 when no sample matches or no metric was evaluated in both runs.
     """
     try:
         comparison = compare_runs(a, b, alpha=alpha, n_permutations=permutations, seed=seed)
@@ -40,6 +40,11 @@ def compare_command(
     if comparison.matching.to_dict()["n_matched"] == 0:  # a report of empty rows said "0 samples matched by nothing"
         raise fail(
             f"cannot compare {a} and {b}: no sample of one matches a sample of the other (by id or question): is it the same dataset?"
+        )
+    if not comparison.metrics:  # an empty table with exit 0 read as "no difference"
+        raise fail(
+            f"cannot compare {a} and {b}: no metric was evaluated in both runs "
+            f"(A has {', '.join(comparison.metrics_only_in_a) or 'none'}; B has {', '.join(comparison.metrics_only_in_b) or 'none'})"
         )
     try:
         paths = write_comparison(comparison, out)
