@@ -186,3 +186,24 @@ def test_a_metric_id_and_unit_from_the_run_files_are_text_in_report_md_and_compa
         at = next(n for n, line in enumerate(rows) if line.startswith("| ``tok`en"))
         header = next(line for line in reversed(rows[:at]) if line.startswith("| metric |"))
         assert len(re.findall(r"(?<!\\)\|", rows[at])) == header.count("|"), rows[at]  # the data's '|' split no cell
+
+
+def test_a_results_file_that_lost_samples_is_flagged_by_report(run_dir):
+    """results.jsonl cut to fewer samples than run.json's n_samples was re-rendered without a
+    word: "2 samples" above means and counts of one."""
+    first = (run_dir / "results.jsonl").read_text(encoding="utf-8").splitlines()[0]
+    (run_dir / "results.jsonl").write_text(first + "\n", encoding="utf-8")
+    done = runner.invoke(app, ["report", str(run_dir)])
+    assert done.exit_code == 0, done.output
+    warning = "the results hold 1 sample(s) but the run had 2: results.jsonl was cut short or edited"
+    assert f"warning: {warning}" in done.output
+    assert json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))["warnings"][0].startswith(warning)
+    assert "> **Warning**: the results hold 1 sample\\(s\\) but the run had 2" in (run_dir / "report.md").read_text(encoding="utf-8")
+    assert f"<b>Warning:</b> {warning}" in (run_dir / "report.html").read_text(encoding="utf-8")
+
+
+def test_a_whole_results_file_has_no_warning(run_dir):
+    done = runner.invoke(app, ["report", str(run_dir)])
+    assert done.exit_code == 0 and "warning" not in done.output.lower()
+    assert json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))["warnings"] == []
+    assert "Warning" not in (run_dir / "report.md").read_text(encoding="utf-8")

@@ -24,10 +24,12 @@ def report_command(
     except RunDirError as exc:
         raise fail(f"cannot read run directory {run_dir}: {exc}") from None
     try:
-        write_reports(result, run_dir)
+        summary = write_reports(result, run_dir)
     except OSError as exc:  # a folder without write permission, a folder in a report's place, a full disk
         in_the_way = f"{exc.filename2}: " if exc.filename2 else ""
         raise fail(f"cannot write the reports into {run_dir}: {in_the_way}{exc.strerror or exc}") from None
+    for warning in summary["warnings"]:
+        say(("warning", "bold yellow"), f": {warning}")
     say(f"Wrote {run_dir / SUMMARY_FILE}, {run_dir / REPORT_MD}, {run_dir / REPORT_HTML}")
 
 

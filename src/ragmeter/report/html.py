@@ -155,6 +155,7 @@ def render_html(summary: dict[str, Any], result: Result) -> str:
         "run": run,
         "judge_line": judge_line(run.get("judge")),
         "judge_warnings": judge_warnings(run.get("judge")),
+        "run_warnings": summary.get("warnings", []),
         "n_samples": run.get("n_samples", len(result.samples)),
         "selection": _selection_note(len(rows), len(result.samples)),
         "seconds": f"{seconds:.1f}" if isinstance(seconds, (int, float)) and math.isfinite(seconds) else "?",

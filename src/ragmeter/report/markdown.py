@@ -70,6 +70,7 @@ def render_markdown(summary: dict[str, Any], result: Result) -> str:
         f"started {started}, {run.get('seconds', 0):.1f} s; ragmeter {version}.",
         "",
     ]
+    lines += [line for warning in summary.get("warnings", []) for line in (f"> **Warning**: {md_text(warning, 1000)}", "")]
     lines += _judge_section(run.get("judge"))
     lines += _diagnosis_section(summary["diagnosis"], result)
     lines += _scores_section(summary)

@@ -7,6 +7,7 @@ Layout::
     families     per metric family: the mean of its quality metrics' means (radar chart)
     input_issues counts and the first issues
     diagnosis    see :mod:`ragmeter.report.diagnosis`
+    warnings     what makes the numbers doubtful (a results file that lost samples)
 """
 
 from __future__ import annotations
@@ -36,6 +37,18 @@ def family_scores(result: Result) -> dict[str, dict[str, Any]]:
     return families
 
 
+def run_warnings(result: Result) -> list[str]:
+    """What makes a run's numbers doubtful: a results file holding another number of samples
+    than the run had (``n_samples``), cut short or edited since; its scores are of what it holds."""
+    expected, held = result.run.get("n_samples"), len(result.samples)
+    if not isinstance(expected, int) or isinstance(expected, bool) or expected == held:
+        return []
+    return [
+        f"the results hold {held} sample(s) but the run had {expected}: results.jsonl was cut short or edited; "
+        f"every score, mean and count here is of the {held} it holds"
+    ]
+
+
 def build_summary(result: Result) -> dict[str, Any]:
     """Everything the reports show, as plain JSON-ready data."""
     skipped = sum(1 for i in result.issues if i.skipped)
@@ -49,4 +62,5 @@ def build_summary(result: Result) -> dict[str, Any]:
             "listed": [i.to_dict() for i in result.issues[:MAX_LISTED_ISSUES]],
         },
         "diagnosis": diagnose(result),
+        "warnings": run_warnings(result),
     }
