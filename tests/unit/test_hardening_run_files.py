@@ -1,5 +1,6 @@
 """A run folder whose files were damaged by hand or by a tool: report, compare and gate end in
-one line naming the file and the field, exit 2; so does report into a folder it cannot write. A header (run.json) of the wrong shape gave
+one line naming the file and the field, exit 2; so do report, eval and compare when a report
+cannot be written. A header (run.json) of the wrong shape gave
 "unexpected error: AttributeError: 'list' object has no attribute 'get'" (or KeyError,
 TypeError, ValueError) from report, and compare and gate read it as if it were whole."""
 
@@ -207,3 +208,20 @@ def test_a_whole_results_file_has_no_warning(run_dir):
     assert done.exit_code == 0 and "warning" not in done.output.lower()
     assert json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))["warnings"] == []
     assert "Warning" not in (run_dir / "report.md").read_text(encoding="utf-8")
+
+
+def test_eval_and_compare_with_a_folder_in_a_reports_place_are_one_line(tmp_path, run_dir):
+    """Both said "unexpected error: IsADirectoryError: [Errno 21] Is a directory:
+    '.../.report.html.x1y2.tmp' -> '.../report.html'"."""
+    out, compared = tmp_path / "again", tmp_path / "cmp"
+    (out / "report.html").mkdir(parents=True)
+    (compared / "compare.md").mkdir(parents=True)
+    data = write_jsonl(tmp_path / "more.jsonl", ROWS)
+    done = run_eval(data, "-m", "token_f1", "-o", out, "--no-progress")
+    assert done.exit_code == 2 and "Traceback" not in done.output, done.output
+    last = f"error: cannot write the results and reports into {out}: {out / 'report.html'}: Is a directory"
+    assert done.output.strip().splitlines()[-1] == last  # after "Evaluating 2 samples ..."
+    one_line_error(
+        runner.invoke(app, ["compare", str(run_dir), str(run_dir), "-o", str(compared)]),
+        f"cannot write the comparison into {compared}: {compared / 'compare.md'}: Is a directory",
+    )

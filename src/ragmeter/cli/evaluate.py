@@ -12,6 +12,7 @@ from ragmeter.cli.issues import print_issues
 from ragmeter.cli.options import JudgeOptions, judge_options
 from ragmeter.cli.runs import open_store, save_run
 from ragmeter.data import Dataset, InputError, load_dataset
+from ragmeter.data.files import write_problem
 from ragmeter.data.secrets import register_url
 from ragmeter.judges import BatchingEmbedder, JudgeError, Judges
 from ragmeter.judges.cache import EmbeddingStore
@@ -294,8 +295,11 @@ def _save_and_print(result: Result, out: Path) -> None:
     if field_issues:
         say((f"{len(field_issues)} missing field(s); the metrics that need them leave those samples unscored:", "yellow"))
         print_issues(field_issues)
-    result.save(out)
-    summary = write_reports(result, out)
+    try:
+        result.save(out)
+        summary = write_reports(result, out)
+    except OSError as exc:  # a folder in a report's place, a full disk
+        raise fail(f"cannot write the results and reports into {out}: {write_problem(exc)}") from None
     console.print(scores_table(result))
     usage = usage_rows(result)
     if usage:

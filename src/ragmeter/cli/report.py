@@ -8,6 +8,7 @@ import typer
 
 from ragmeter.cli.app import command
 from ragmeter.cli.console import fail, say, stdout
+from ragmeter.data.files import write_problem
 from ragmeter.metrics import FAMILIES, metric_classes
 from ragmeter.report import REPORT_HTML, REPORT_MD, write_reports
 from ragmeter.results import Result, RunDirError
@@ -26,8 +27,7 @@ def report_command(
     try:
         summary = write_reports(result, run_dir)
     except OSError as exc:  # a folder without write permission, a folder in a report's place, a full disk
-        in_the_way = f"{exc.filename2}: " if exc.filename2 else ""
-        raise fail(f"cannot write the reports into {run_dir}: {in_the_way}{exc.strerror or exc}") from None
+        raise fail(f"cannot write the reports into {run_dir}: {write_problem(exc)}") from None
     for warning in summary["warnings"]:
         say(("warning", "bold yellow"), f": {warning}")
     say(f"Wrote {run_dir / SUMMARY_FILE}, {run_dir / REPORT_MD}, {run_dir / REPORT_HTML}")

@@ -121,6 +121,12 @@ def write_text(path: str | Path, text: str) -> Path:
     return Path(path)
 
 
+def write_problem(exc: OSError) -> str:
+    """Why :func:`write_text` failed, for a one-line message: the file in the way when the
+    error names it (a folder in its place), then the system's reason ("Permission denied")."""
+    return (f"{exc.filename2}: " if exc.filename2 else "") + (exc.strerror or str(exc))
+
+
 def write_json(path: str | Path, value: Any, indent: int | None = 1) -> Path:
     """Write ``value`` as strict JSON to ``path``, atomically; return the path."""
     return write_text(path, json_text(value, indent))

@@ -10,11 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
-from ragmeter.data.files import write_json, write_text
+from ragmeter.data.files import write_json, write_problem, write_text
 from ragmeter.report.formatting import format_interval, format_number, format_p, format_signed
 from ragmeter.report.html import environment
 from ragmeter.report.markdown import md_code, md_text
-from ragmeter.run.outdir import prepare
+from ragmeter.run.outdir import OutputDirError, prepare
 
 COMPARE_MD = "compare.md"
 COMPARE_JSON = "compare.json"
@@ -186,8 +186,11 @@ def write_comparison(comparison: HasDocument, directory: str | Path) -> list[Pat
     """
     directory = prepare(directory)
     document = comparison.to_dict()
-    return [
-        write_text(directory / COMPARE_MD, render_markdown(document)),
-        write_json(directory / COMPARE_JSON, document),
-        write_text(directory / COMPARE_HTML, render_html(document)),
-    ]
+    try:
+        return [
+            write_text(directory / COMPARE_MD, render_markdown(document)),
+            write_json(directory / COMPARE_JSON, document),
+            write_text(directory / COMPARE_HTML, render_html(document)),
+        ]
+    except OSError as exc:  # a folder in a report's place, a full disk
+        raise OutputDirError(f"cannot write the comparison into {directory}: {write_problem(exc)}") from None
