@@ -149,15 +149,6 @@ def test_report_into_a_folder_it_cannot_write_is_one_line(run_dir, monkeypatch):
     one_line_error(runner.invoke(app, ["report", str(run_dir)]), f"cannot write the reports into {run_dir}: Permission denied")
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root may write into any folder, so an unwritable one cannot be made")
-def test_report_into_a_read_only_folder_is_one_line(run_dir):
-    os.chmod(run_dir, 0o500)
-    try:
-        one_line_error(runner.invoke(app, ["report", str(run_dir)]), f"cannot write the reports into {run_dir}: Permission denied")
-    finally:
-        os.chmod(run_dir, 0o700)
-
-
 def test_a_metric_id_and_unit_from_the_run_files_are_text_in_report_md_and_compare_md(tmp_path, run_dir):
     """report.md wrote the metric id raw between single backticks and the unit raw: an id with
     a backtick closed the code span, so the rest of it (HTML, a '|' that splits the table row)
