@@ -1,5 +1,6 @@
 """Does a probe of the local judge's hidden state tell supported claims apart better than
-its yes/no, on sources the probe was not fitted on?
+its yes/no, on sources the probe was not fitted on? (Measured: not on a fresh draw. The
+product does not use it.)
 
 The packaged 1.5B judge's P(yes) is one direction of its last hidden state (the "Yes" row
 minus the "No" row of the output layer). Work on larger models finds that a linear probe
