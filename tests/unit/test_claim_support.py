@@ -117,6 +117,19 @@ def test_negation_added_compares_the_claim_with_its_evidence():
     assert lexical_evidence("It is not open on Mondays.", premise).negation_added == 0.0
 
 
+def test_chinese_negations_inside_words_count():
+    """rjieba keeps "不算" whole: a claim saying 不计入 (split as 不 / 计入) had a negation its
+    evidence, saying 不算, seemed to lack, and a correct Chinese answer was marked down."""
+    assert negations("作者本人的审批不算") == 1
+    assert negations("这一点并非如此，他从未去过。") == 2
+    assert negations("未经审批不得合并。") == 2
+    for not_negated in ("非常重要", "未来三天", "不过可以申请", "不同的分支", "不仅如此", "无论如何"):
+        assert negations(not_negated) == 0, not_negated
+    evidence = "审批必须来自作者以外的人：作者本人的审批不算。"
+    assert lexical_evidence("你作为作者的审批不计入。", evidence).negation_added == 0.0
+    assert lexical_evidence("你作为作者的审批不计入。", "作者本人的审批也计入。").negation_added == 1.0
+
+
 def test_claim_tokens_counts_words():
     assert lexical_evidence("The library opens at 9 am.", "x").claim_tokens == 6.0
     assert lexical_evidence("借期为三周。", "x").claim_tokens == 3.0  # 借期 / 为 / 三周

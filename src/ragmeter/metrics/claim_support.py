@@ -50,6 +50,12 @@ _ZH_STOPWORDS = frozenset(
 )
 _EN_NEGATIONS = frozenset("not no never without none nobody nothing neither nor cannot".split())  # noqa: SIM905
 _ZH_NEGATIONS = frozenset("不 没 没有 无 未 非 别 勿 无需 不能 不得 不可 不要 不需要 不用 不会 不是 禁止 无法 不再".split())  # noqa: SIM905
+#: rjieba keeps many negated verbs whole ("不算", "没收到", "未经"): a word that starts with one
+#: of these characters is a negation, unless it starts with a word that negates nothing.
+_ZH_NEGATION_HEADS = ("不", "没", "未")
+_ZH_NOT_NEGATING = ("不过", "不断", "不仅", "不但", "不少", "不久", "不论", "不管", "不如", "不同", "不错", "不止", "未来", "没收")
+#: Negations inside a word rjieba keeps whole ("并非如此", "从未"), at its start.
+_ZH_INNER_NEGATIONS = ("并非", "并不", "并没", "并未", "从不", "从未", "从没", "绝不", "决不", "毫不", "永不", "绝非", "尚未", "仍未", "还没", "还未")
 _NUMBER_WORDS = {
     "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
     "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17,
@@ -152,12 +158,19 @@ def _is_novel(word: str, premise_stems: set[str], premise_text: str) -> bool:
 
 
 def negations(text: str) -> int:
-    """Negation cues in ``text``: "not", "never", "n't"..., 不, 没有, 无需..."""
+    """Negation cues in ``text``: "not", "never", "n't"..., 不, 没有, 无需, and Chinese words
+    that hold one ("不算", "未经", "并非如此"; not "不过", "未来", "非常")."""
     count = 0
     for word in tokenize(text):
-        if word in _EN_NEGATIONS or word in _ZH_NEGATIONS or word.endswith(("n't", "n’t")):
+        if word in _EN_NEGATIONS or word in _ZH_NEGATIONS or word.endswith(("n't", "n’t")) or _negated_chinese_word(word):
             count += 1
     return count
+
+
+def _negated_chinese_word(word: str) -> bool:
+    if word.startswith(_ZH_INNER_NEGATIONS):
+        return True
+    return word.startswith(_ZH_NEGATION_HEADS) and not word.startswith(_ZH_NOT_NEGATING)
 
 
 def lexical_evidence(claim: str, premise: str | Sequence[str], evidence: str | Sequence[str] | None = None) -> ClaimEvidence:
