@@ -308,6 +308,31 @@ def test_an_rgb_line_that_is_not_an_object_is_named(tmp_path):
         load_rgb(path)
 
 
+@pytest.mark.parametrize("suffix", [".jsonl", ".json"])
+def test_a_json_number_too_long_to_read_is_shown_briefly_with_its_field(tmp_path, suffix):
+    """A JSON or JSON-lines sample with a number of 5,000 digits was an issue saying only "a
+    number with more digits than can be read": which number, and in which field, was not said.
+    Now the issue names the field (a hostile key escaped) and shows the number cut to 40 characters."""
+    digits = "-" + "7" * 5000
+    rows = [
+        '{"id": "a", "response": "x", "reference": "x", "metadata": {"n": ' + digits + "}}",
+        '{"id": "b", "response": "x", "reference": "x", "retrieved_contexts": ["c", ' + digits + "]}",
+        '{"id": "c", "response": "x", "reference": "x", "metadata": {"\u202e": [' + digits + "]}}",
+        '{"id": "d", "response": "x", "reference": "x"}',
+    ]
+    path = tmp_path / f"long{suffix}"
+    path.write_text("\n".join(rows) + "\n" if suffix == ".jsonl" else "[" + ",\n".join(rows) + "]\n", encoding="utf-8")
+    dataset = load_dataset(path)
+    assert [s.key for s in dataset] == ["d"]
+    shown = f'invalid JSON: a number with more digits than can be read: "{digits[:40]}"… (5,001 characters)'
+    fields = ["metadata.n", "retrieved_contexts[1]", 'metadata["\\u202e"][0]']
+    assert [(i.location, i.field, i.message) for i in dataset.issues] == [(f"line {n}", f, shown) for n, f in enumerate(fields, 1)]
+    out = runner.invoke(app, ["eval", str(path), "-m", "token_f1", "-o", str(tmp_path / "run"), "--no-progress"])
+    assert out.exit_code == 0, out.output
+    assert "set_int_max_str_digits" not in out.output and "\u202e" not in out.output
+    assert f"line 1, field 'metadata.n': {shown}" in " ".join(out.output.split())
+
+
 def test_a_csv_number_too_long_to_read_is_shown_briefly_as_json(tmp_path):
     """A cell of 5,000 digits (in a metadata column, a list column or the metadata object) was
     an issue saying Python's "Exceeds the limit (4300 digits) for integer string conversion ...

@@ -21,7 +21,8 @@ from typer.testing import CliRunner
 from ragmeter.cli import app
 from ragmeter.dashboard.app import create_app
 from ragmeter.data import load_dataset
-from ragmeter.data.files import TOO_LONG_NUMBER, json_line, json_value, write_text
+from ragmeter.data.files import json_line, json_value, write_text
+from ragmeter.data.json_numbers import TOO_LONG_NUMBER
 from ragmeter.observe.tracing import configure, trace
 from ragmeter.store import RunStore
 
@@ -39,8 +40,11 @@ def test_json_value_refuses_half_a_pair_and_reads_a_whole_one():
     for text in ('{"q": "a \\ud800 b"}', '{"\\uD800": 1}', '[["x", {"k": "\\udfff"}]]', '"\\ude00\\ud83d"'):
         with pytest.raises(ValueError, match="half of a surrogate pair"):
             json_value(text)
-    with pytest.raises(ValueError, match=TOO_LONG_NUMBER):
+    with pytest.raises(ValueError, match=TOO_LONG_NUMBER + " in field 'n'"):
         json_value('{"n": ' + "9" * 5001 + "}")
+    # Bytes that are not UTF-8 (a results.jsonl line) were said to hold a number too long to read.
+    with pytest.raises(ValueError, match=r"^invalid UTF-8 \(byte 0xff at column 8\)$"):
+        json_value(b'{"a": "\xff"}')
 
 
 @pytest.mark.parametrize("suffix", [".jsonl", ".json"])
@@ -56,7 +60,11 @@ def test_a_sample_with_half_a_pair_or_a_huge_number_is_a_named_row_issue(tmp_pat
     dataset = load_dataset(path)
     assert [s.key for s in dataset] == ["ok-1", "ok-2"]
     first = 2 if suffix == ".jsonl" else 3  # the JSON list opens on a line of its own
-    assert [(i.location, i.message) for i in dataset.issues] == [(f"line {first}", HALF), (f"line {first + 1}", TOO_LONG_NUMBER)]
+    huge = f'{TOO_LONG_NUMBER}: "{"9" * 40}"… (5,001 characters)'
+    assert [(i.location, i.field, i.message) for i in dataset.issues] == [
+        (f"line {first}", None, HALF),
+        (f"line {first + 1}", "metadata.n", huge),
+    ]
 
 
 def test_eval_scores_the_other_samples_and_names_the_line(tmp_path):

@@ -30,6 +30,7 @@ from typing import IO, Any
 import yaml
 
 from ragmeter.data.issues import describe_briefly
+from ragmeter.data.json_numbers import json_loads
 from ragmeter.data.secrets import mask_registered
 
 #: Characters JSON allows raw inside strings that some readers treat as line breaks.
@@ -153,8 +154,6 @@ def read_json_lines(path: str | Path) -> Iterator[tuple[int, str]]:
 
 #: What :func:`json_value` says of JSON nested deeper than Python's parser can follow.
 TOO_DEEP = "invalid JSON: lists and objects nested too deeply to read"
-#: What :func:`json_value` says of an integer too long to convert (Python's digit limit).
-TOO_LONG_NUMBER = "invalid JSON: a number with more digits than can be read"
 
 
 def json_problem(exc: json.JSONDecodeError) -> str:
@@ -170,17 +169,18 @@ def json_value(text: str | bytes) -> Any:
     Raises:
         ValueError: It is not JSON (``invalid JSON: <why> at column <n>``), nests lists
             and objects deeper than the parser can follow (``RecursionError``: a hostile
-            file), writes a number of more digits than Python converts, or escapes half of
-            a surrogate pair (:func:`unpaired_surrogate`); the caller adds the file and line.
+            file), writes a number of more digits than Python converts (:class:`TooLongNumber`),
+            is bytes that are not UTF-8, or escapes half of a surrogate pair
+            (:func:`unpaired_surrogate`); the caller adds the file and line.
     """
     try:
-        value = json.loads(text)
+        value = json_loads(text)
     except json.JSONDecodeError as exc:
         raise ValueError(json_problem(exc)) from None
     except RecursionError:
         raise ValueError(TOO_DEEP) from None
-    except ValueError:  # Python's limit on the digits of an integer
-        raise ValueError(TOO_LONG_NUMBER) from None
+    except UnicodeDecodeError as exc:  # bytes that are not UTF-8
+        raise ValueError(f"invalid UTF-8 (byte 0x{exc.object[exc.start]:02x} at column {exc.start + 1})") from None
     problem = unpaired_surrogate(text, value)
     if problem is not None:
         raise ValueError(problem)

@@ -19,8 +19,9 @@ from typing import Any
 
 from ragmeter.data.encodings import decode_text, encoding_hint, unicode_bom
 from ragmeter.data.files import TOO_DEEP as JSON_TOO_DEEP
-from ragmeter.data.files import TOO_LONG_NUMBER, json_problem, json_value, unpaired_surrogate
+from ragmeter.data.files import json_problem, json_value, unpaired_surrogate
 from ragmeter.data.issues import InputError, InputIssue
+from ragmeter.data.json_numbers import TOO_LONG_NUMBER, TooLongNumber, brief_json, json_loads, too_long_number
 
 #: Fields that hold lists; CSV cells for them are JSON (or Python literal) lists.
 LIST_FIELDS = frozenset(
@@ -156,6 +157,8 @@ def parse_json_line(name: str, location: str, text: str | bytes) -> Any:
     """The record on one JSON line, or the :class:`InputIssue` that says why it is not one."""
     try:
         return json_value(text)
+    except TooLongNumber as exc:
+        return InputIssue(name, location, exc.field, exc.problem)
     except ValueError as exc:  # a sample nested too deeply is said with this reader's depth limit
         return InputIssue(name, location, None, TOO_DEEP if str(exc) == JSON_TOO_DEEP else str(exc))
 
@@ -166,13 +169,13 @@ def _rows_of_json(name: str, text: str) -> Rows:
     position = _skip_space(text, 0)
     if position >= len(text) or text[position] != "[":
         try:
-            value = json.loads(text)
+            value = json_loads(text)
         except json.JSONDecodeError as exc:
             raise InputError([InputIssue(name, f"line {exc.lineno}", None, json_problem(exc))]) from None
         except RecursionError:
             raise InputError([InputIssue(name, "file", None, TOO_DEEP)]) from None
-        except ValueError:
-            raise InputError([InputIssue(name, "file", None, TOO_LONG_NUMBER)]) from None
+        except TooLongNumber as exc:
+            raise InputError([InputIssue(name, "file", exc.field, exc.problem)]) from None
         raise InputError([InputIssue(name, "line 1", None, f"expected a JSON list of samples, got {type(value).__name__}")])
     position = _skip_space(text, position + 1)
     if position < len(text) and text[position] == "]":
@@ -188,8 +191,9 @@ def _rows_of_json(name: str, text: str) -> Rows:
             end = _end_of_container(text, position)
             if end is None:
                 raise InputError([InputIssue(name, "end of file", None, "invalid JSON: the list is not closed with ']'")]) from None
-            problem = TOO_DEEP if isinstance(exc, RecursionError) else TOO_LONG_NUMBER
-            item, position = InputIssue(name, f"line {line}", None, problem), end
+            number = None if isinstance(exc, RecursionError) else too_long_number(text[position:end])
+            problem = (number.field, number.problem) if number is not None else (None, TOO_DEEP)
+            item, position = InputIssue(name, f"line {line}", *problem), end
         else:
             surrogate = unpaired_surrogate(text[start:position], item)
             if surrogate is not None:
@@ -343,8 +347,7 @@ def _json_cell(cell: str, limit: int = 40) -> Any:
     except json.JSONDecodeError:
         raise
     except ValueError:
-        shown = json.dumps(cell[:limit]) + (f"… ({len(cell):,} characters)" if len(cell) > limit else "")
-        raise ValueError(f"{TOO_LONG_NUMBER}: {shown}") from None
+        raise ValueError(f"{TOO_LONG_NUMBER}: {brief_json(cell, limit)}") from None
 
 
 def _rows_of_frame(frame: Any, unit: str = "row") -> Rows:
