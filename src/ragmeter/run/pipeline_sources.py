@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from ragmeter.data.json_numbers import TooLongNumber, json_loads
 from ragmeter.data.secrets import redirect_target, register_url
 
 #: Longest HTTP reply read, in bytes.
@@ -139,8 +140,12 @@ def post_json(url: str, payload: dict[str, Any], timeout: float, expected: str) 
     if len(data) > MAX_REPLY_BYTES:
         raise RuntimeError(f"the endpoint's reply is larger than {MAX_REPLY_BYTES} bytes")
     try:
-        value = json.loads(data, object_pairs_hook=_unique_keys)
-    except ValueError as exc:  # not JSON or UTF-8, a repeated key, a number past Python's digit limit
+        value = json_loads(data, object_pairs_hook=_unique_keys)
+    except TooLongNumber as exc:  # Python's message advised changing an interpreter limit
+        raise RuntimeError(
+            f"the endpoint's reply is not usable JSON: a number{exc.where} has more digits than can be read: {exc.shown}"
+        ) from None
+    except ValueError as exc:  # not JSON or UTF-8, a repeated key
         raise RuntimeError(f"the endpoint's reply is not usable JSON: {exc}") from None
     if not isinstance(value, dict):
         raise RuntimeError(f"the endpoint's reply is a JSON {type(value).__name__}, not {expected}")
