@@ -216,3 +216,105 @@ def test_eval_and_compare_with_a_folder_in_a_reports_place_are_one_line(tmp_path
         runner.invoke(app, ["compare", str(run_dir), str(run_dir), "-o", str(compared)]),
         f"cannot write the comparison into {compared}: {compared / 'compare.md'}: Is a directory",
     )
+
+
+def _member(model):
+    tried = [
+        {"mode": "batch", "method": "text", "roc_auc": None, "balanced_accuracy": None, "error": "timed out"},
+        {"mode": "single", "method": "logprobs", "roc_auc": 0.91, "balanced_accuracy": 0.84, "error": None},
+    ]
+    return {
+        "backend": "openai",
+        "model": model,
+        "base_url": "http://127.0.0.1:8000/v1",
+        "verdict_mode": "auto",
+        "verdict_mode_used": "single",
+        "verdict_methods": {"logprobs": 12},
+        "prompt_files": {"en": "prompts/en.yaml"},
+        "probe": {"chosen": "single", "tried": tried},
+        "warnings": ["all 3 verdicts were yes"],
+    }
+
+
+#: A whole ensemble judge's description, as `ragmeter eval` writes it into run.json.
+JUDGE = {
+    "backend": "ensemble",
+    "model": "m1 + m2",
+    "combine": "mean",
+    "members": [_member("m1"), {**_member("m2"), "probe": "not run yet (no verdicts asked)"}],
+    "p_yes_spread": {"faithfulness": {"n": 3, "mean": 0.1, "max": 0.2, "share_split": 0.5}},
+    "warnings": ["member 1 (m1): all 3 verdicts were yes"],
+}
+
+JUDGE_DAMAGE = {
+    "members is text": (_set(["members"], "m1"), "field 'run.judge.members' must be a list, not str"),
+    "a member is a number": (_set(["members", 1], 5), "field 'run.judge.members[1]' must be an object, not int"),
+    "a member's model is a list": (_set(["members", 0, "model"], ["m"]), "field 'run.judge.members[0].model' must be text, not list"),
+    "probe is a number": (_set(["members", 0, "probe"], 3), "field 'run.judge.members[0].probe' must be an object or text, not int"),
+    "probe.tried is text": (
+        _set(["members", 0, "probe", "tried"], "batch"),
+        "field 'run.judge.members[0].probe.tried' must be a list, not str",
+    ),
+    "a tried mode is a list": (
+        _set(["members", 0, "probe", "tried", 1], []),
+        "field 'run.judge.members[0].probe.tried[1]' must be an object, not list",
+    ),
+    "roc_auc is text": (
+        _set(["members", 0, "probe", "tried", 1, "roc_auc"], "high"),
+        "field 'run.judge.members[0].probe.tried[1].roc_auc' must be a number or null, not str",
+    ),
+    "p_yes_spread is a list": (_set(["p_yes_spread"], []), "field 'run.judge.p_yes_spread' must be an object, not list"),
+    "a task's spread is a number": (
+        _set(["p_yes_spread", "faithfulness"], 0.1),
+        "field 'run.judge.p_yes_spread['faithfulness']' must be an object, not float",
+    ),
+    "a spread's mean is text": (
+        _set(["p_yes_spread", "faithfulness", "mean"], "low"),
+        "field 'run.judge.p_yes_spread['faithfulness'].mean' must be a number, not str",
+    ),
+    "verdict_methods counts are text": (
+        _set(["members", 0, "verdict_methods", "logprobs"], "12"),
+        "field 'run.judge.members[0].verdict_methods['logprobs']' must be a whole number, not str",
+    ),
+    "prompt_files is a list": (_set(["members", 0, "prompt_files"], ["a"]), "field 'run.judge.members[0].prompt_files' must be an object"),
+    "warnings is text": (_set(["warnings"], "beware"), "field 'run.judge.warnings' must be a list, not str"),
+    "a warning is an object": (_set(["warnings", 0], {}), "field 'run.judge.warnings[0]' must be text, not dict"),
+    "combine is a number": (_set(["combine"], 1), "field 'run.judge.combine' must be text, not int"),
+}
+
+
+@pytest.mark.parametrize("damage", JUDGE_DAMAGE, ids=list(JUDGE_DAMAGE))
+def test_a_damaged_judge_description_is_named_by_file_and_field(tmp_path, run_dir, damage):
+    """run.json's judge was only checked to be an object: a bad field inside it (members,
+    probe, p_yes_spread...) made report say "unexpected error: TypeError ..." (from judge_line)
+    while compare and gate took it as it was."""
+    change, message = JUDGE_DAMAGE[damage]
+    damaged = tmp_path / "damaged"
+    damaged.mkdir()
+    header = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    header["run"]["judge"] = judge = json.loads(json.dumps(JUDGE))
+    change(judge)
+    (damaged / "run.json").write_text(json.dumps(header), encoding="utf-8")
+    (damaged / "results.jsonl").write_bytes((run_dir / "results.jsonl").read_bytes())
+    for args in _commands(run_dir, damaged, tmp_path):
+        line = one_line_error(runner.invoke(app, args), f"{damaged / 'run.json'}: {message}")
+        assert "unexpected" not in line, (args, line)
+
+
+def test_a_whole_judge_description_is_rendered(run_dir):
+    """A probe mode that failed has no ROC-AUC (null): it is said to have failed. One without
+    a measure and without an error (null, or left out) made report say "unexpected error:
+    TypeError: unsupported format string passed to NoneType.__format__"; it shows '?'."""
+    header = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    header["run"]["judge"] = judge = json.loads(json.dumps(JUDGE))
+    judge["members"][0]["probe"]["tried"].append({"mode": "both", "method": "text", "roc_auc": None})
+    (run_dir / "run.json").write_text(json.dumps(header), encoding="utf-8")
+    done = runner.invoke(app, ["report", str(run_dir)])
+    assert done.exit_code == 0, done.output
+    text = " ".join((run_dir / "report.html").read_text(encoding="utf-8").split())
+    assert "Judge: ensemble (mean of 2 members): openai m1 at http://127.0.0.1:8000/v1" in text
+    assert (
+        "verdict probe chose single: batch failed (timed out); single (logprobs) ROC-AUC 0.91, balanced accuracy 0.84; "
+        "both (text) ROC-AUC ?, balanced accuracy ?;"
+    ) in text
+    assert "faithfulness 0.100 (max 0.200, members split on 50%)" in text

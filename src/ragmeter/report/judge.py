@@ -47,10 +47,13 @@ def _single(judge: Mapping[str, Any]) -> str:
 def _tried(separation: Mapping[str, Any]) -> str:
     if separation.get("error"):
         return f"{separation.get('mode')} failed ({separation['error']})"
-    return (
-        f"{separation.get('mode')} ({separation.get('method')}) ROC-AUC {separation.get('roc_auc', 0):.2f}, "
-        f"balanced accuracy {separation.get('balanced_accuracy', 0):.2f}"
-    )
+    return f"{separation.get('mode')} ({separation.get('method')}) ROC-AUC {_two(separation, 'roc_auc')}, balanced accuracy {_two(separation, 'balanced_accuracy')}"
+
+
+def _two(separation: Mapping[str, Any], key: str) -> str:
+    """A measure of the probe with two decimals, ``?`` when not given."""
+    value = separation.get(key)
+    return "?" if value is None else f"{value:.2f}"
 
 
 def judge_warnings(judge: Mapping[str, Any] | None) -> list[str]:

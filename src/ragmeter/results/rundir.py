@@ -203,6 +203,8 @@ _Kind = tuple[tuple[type, ...], str]
 _TEXT: _Kind = ((str,), "text")
 _OBJECT: _Kind = ((dict,), "an object")
 _LIST: _Kind = ((list,), "a list")
+_NUMBER: _Kind = ((int, float), "a number")
+_TEXT_OR_NULL: _Kind = ((str, type(None)), "text or null")
 #: Each field of a metric's description with its type, and whether it must be there (the
 #: reports read the required ones of every metric).
 _METRIC_FIELDS: dict[str, tuple[_Kind, bool]] = {
@@ -237,6 +239,10 @@ def _header_problem(header: dict[str, Any]) -> str | None:
             return f"field 'run.{name}' must be {kind[1]}, not {type(run[name]).__name__}"
     if run and isinstance(run.get("sources"), list) and not all(isinstance(s, str) for s in run["sources"]):
         return "field 'run.sources' must be a list of text"
+    if run and run.get("judge"):
+        problem = _judge_problem(run["judge"], "run.judge")
+        if problem is not None:
+            return problem
     seen: set[str] = set()
     for position, metric in enumerate(header["metrics"]):
         where = f"metrics[{position}]"
@@ -250,6 +256,80 @@ def _header_problem(header: dict[str, Any]) -> str | None:
         if metric["id"] in seen:
             return f"field '{where}.id': metric {describe_briefly(metric['id'])} is listed twice"
         seen.add(metric["id"])
+    return None
+
+
+#: The fields of a judge's description (``run.judge``) the reports read, with their types; an
+#: ensemble's members are judges too. Each list's or object's items: :data:`_JUDGE_ITEMS`.
+_JUDGE_FIELDS: dict[str, _Kind] = {
+    "backend": _TEXT,
+    "model": _TEXT,
+    "combine": _TEXT,
+    "verdict_mode": _TEXT,
+    "base_url": _TEXT_OR_NULL,
+    "verdict_mode_used": _TEXT_OR_NULL,
+    "verdict_methods": _OBJECT,
+    "prompt_files": _OBJECT,
+    "p_yes_spread": _OBJECT,
+    "probe": ((dict, str), "an object or text"),
+    "members": _LIST,
+    "warnings": _LIST,
+}
+_JUDGE_ITEMS: dict[str, _Kind] = {
+    "verdict_methods": ((int,), "a whole number"),
+    "prompt_files": _TEXT,
+    "p_yes_spread": _OBJECT,
+    "members": _OBJECT,
+    "warnings": _TEXT,
+}
+#: A task's entry of an ensemble's ``p_yes_spread``, the verdict probe, and each mode it tried.
+_SPREAD_FIELDS: dict[str, _Kind] = {"mean": _NUMBER, "max": _NUMBER, "share_split": _NUMBER}
+_PROBE_FIELDS: dict[str, _Kind] = {"chosen": _TEXT_OR_NULL, "tried": _LIST}
+_TRIED_FIELDS: dict[str, _Kind] = {
+    "mode": _TEXT_OR_NULL,
+    "method": _TEXT_OR_NULL,
+    "error": _TEXT_OR_NULL,
+    "roc_auc": ((int, float, type(None)), "a number or null"),
+    "balanced_accuracy": ((int, float, type(None)), "a number or null"),
+}
+
+
+def _judge_problem(judge: dict[str, Any], where: str) -> str | None:
+    """What is wrong with a judge's description at ``where`` (``run.judge.members[1]``), or ``None``."""
+    problem = _fields_problem(judge, _JUDGE_FIELDS, where)
+    if problem is not None:
+        return problem
+    for name, kind in _JUDGE_ITEMS.items():
+        items = judge.get(name) or []
+        for key, item in items.items() if isinstance(items, dict) else enumerate(items):
+            place = f"{where}.{name}[{describe_briefly(key)}]"
+            if not _is(item, kind):
+                return f"field '{place}' must be {kind[1]}, not {type(item).__name__}"
+            if name == "members":
+                problem = _judge_problem(item, place)
+            elif name == "p_yes_spread":
+                problem = _fields_problem(item, _SPREAD_FIELDS, place)
+            if problem is not None:
+                return problem
+    probe = judge.get("probe")
+    if not isinstance(probe, dict):
+        return None
+    problem = _fields_problem(probe, _PROBE_FIELDS, f"{where}.probe")
+    for position, tried in enumerate(probe.get("tried") or [] if problem is None else []):
+        place = f"{where}.probe.tried[{position}]"
+        if not isinstance(tried, dict):
+            return f"field '{place}' must be an object, not {type(tried).__name__}"
+        problem = _fields_problem(tried, _TRIED_FIELDS, place)
+        if problem is not None:
+            return problem
+    return problem
+
+
+def _fields_problem(record: dict[str, Any], fields: dict[str, _Kind], where: str) -> str | None:
+    """The first field of ``record`` (when there) not of its type in ``fields``, said as a problem, or ``None``."""
+    for name, kind in fields.items():
+        if name in record and not _is(record[name], kind):
+            return f"field '{where}.{name}' must be {kind[1]}, not {type(record[name]).__name__}"
     return None
 
 
