@@ -318,3 +318,35 @@ def test_a_whole_judge_description_is_rendered(run_dir):
         "both (text) ROC-AUC ?, balanced accuracy ?;"
     ) in text
     assert "faithfulness 0.100 (max 0.200, members split on 50%)" in text
+
+
+def test_a_results_file_that_lost_samples_is_flagged_by_gate_and_compare(tmp_path, run_dir):
+    """report warned of results.jsonl holding fewer samples than run.json's n_samples, but gate
+    passed its thresholds on the one sample left and compare compared it, without a word."""
+    cut = tmp_path / "cut"
+    cut.mkdir()
+    (cut / "run.json").write_bytes((run_dir / "run.json").read_bytes())
+    (cut / "results.jsonl").write_text((run_dir / "results.jsonl").read_text(encoding="utf-8").splitlines()[1] + "\n", encoding="utf-8")
+    warning = "the results hold 1 sample(s) but the run had 2: results.jsonl was cut short or edited"
+    thresholds = tmp_path / "t.yaml"
+    thresholds.write_text("token_f1: 0.1\n")
+    gated = runner.invoke(app, ["gate", str(cut), "--thresholds", str(thresholds), "--baseline", str(cut)])
+    assert gated.exit_code == 0, gated.output
+    out = " ".join(gated.output.split())
+    assert f"warning: {warning}" in out and f"warning: baseline {cut}: {warning}" in out
+    compared = runner.invoke(app, ["compare", str(run_dir), str(cut), "-o", str(tmp_path / "cmp")])
+    assert compared.exit_code == 0, compared.output
+    assert f"warning: B ({cut}): {warning}" in " ".join(compared.output.split()) and "warning: A" not in compared.output
+    document = json.loads((tmp_path / "cmp" / "compare.json").read_text(encoding="utf-8"))
+    assert [w.startswith(f"B ({cut}): {warning}") for w in document["warnings"]] == [True]
+    assert "> **Warning**: B \\(" in (tmp_path / "cmp" / "compare.md").read_text(encoding="utf-8")
+    assert f"<b>Warning:</b> B ({cut}): {warning}" in (tmp_path / "cmp" / "compare.html").read_text(encoding="utf-8")
+
+
+def test_whole_runs_have_no_warning_in_gate_or_compare(tmp_path, run_dir):
+    thresholds = tmp_path / "t.yaml"
+    thresholds.write_text("token_f1: 0.1\n")
+    gated = runner.invoke(app, ["gate", str(run_dir), "--thresholds", str(thresholds), "--baseline", str(run_dir)])
+    compared = runner.invoke(app, ["compare", str(run_dir), str(run_dir), "-o", str(tmp_path / "cmp")])
+    assert gated.exit_code == compared.exit_code == 0 and "warning" not in (gated.output + compared.output).lower()
+    assert json.loads((tmp_path / "cmp" / "compare.json").read_text(encoding="utf-8"))["warnings"] == []

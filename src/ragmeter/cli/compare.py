@@ -51,6 +51,8 @@ def compare_command(
     except OutputDirError as exc:
         raise fail(str(exc)) from None
     console.print(comparison_table(comparison))
+    for warning in comparison.warnings:
+        say(("warning", "bold yellow"), f": {warning}")
     for line in summary_lines(comparison):
         say(line)
     say(f"Wrote {', '.join(str(p) for p in paths)}")

@@ -51,6 +51,8 @@ def gate_command(
     except GateInputError as exc:
         raise fail(str(exc)) from None
     console.print(checks_table(report))
+    for warning in report.warnings:  # a cut-short run must not pass its thresholds unremarked
+        say(("warning", "bold yellow"), f": {warning}")
     for line in summary_lines(report):
         say(line)
     if junit is not None:

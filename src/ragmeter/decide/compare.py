@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter.decide.matching import Matching, pair_items
+from ragmeter.report.summary import run_warnings
 from ragmeter.results import Result, SampleResult
 from ragmeter.results.inference import (
     EXACT_PERMUTATION_MAX_N,
@@ -122,6 +123,8 @@ class Comparison:
     metrics_only_in_a: list[str]
     metrics_only_in_b: list[str]
     settings: dict[str, Any]
+    #: What makes either run's numbers doubtful (:func:`~ragmeter.report.summary.run_warnings`), each said of its run.
+    warnings: list[str] = field(default_factory=list)
 
     def metric(self, metric_id: str) -> MetricComparison:
         for m in self.metrics:
@@ -147,6 +150,7 @@ class Comparison:
             "metrics_only_in_a": self.metrics_only_in_a,
             "metrics_only_in_b": self.metrics_only_in_b,
             "verdicts": self.counts,
+            "warnings": self.warnings,
         }
 
 
@@ -215,6 +219,7 @@ def compare_results(
         metrics_only_in_a=[m for m in a.metric_ids if m not in b.metric_ids],
         metrics_only_in_b=[m for m in b.metric_ids if m not in a.metric_ids],
         settings=settings,
+        warnings=[f"{side} ({label}): {w}" for side, label, run in (("A", label_a, a), ("B", label_b, b)) for w in run_warnings(run)],
     )
 
 

@@ -44,6 +44,7 @@ from ragmeter.decide.compare import Comparison, MetricComparison, compare_result
 from ragmeter.decide.thresholds import GateInputError, Threshold, load_thresholds
 from ragmeter.report.formatting import format_number, format_p_equals, format_signed
 from ragmeter.report.junit import render_junit
+from ragmeter.report.summary import run_warnings
 from ragmeter.results import Aggregate, Result, SampleResult
 
 PASS, FAIL, SKIPPED = "pass", "fail", "skipped"
@@ -87,6 +88,8 @@ class GateReport:
     run: str
     checks: list[Check]
     comparison: Comparison | None = None
+    #: What makes the run's (or the baseline's) numbers doubtful: a results file that lost samples.
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def failed(self) -> list[Check]:
@@ -108,6 +111,7 @@ class GateReport:
             "n_failed": len(self.failed),
             "checks": [c.to_dict() for c in self.checks],
             "baseline_matching": self.comparison.matching.to_dict() if self.comparison else None,
+            "warnings": self.warnings,
         }
 
     def to_junit(self) -> str:
@@ -331,11 +335,13 @@ def run_gate(
     checks: list[Check] = []
     if thresholds is not None:
         checks += threshold_checks(result, load_thresholds(thresholds, result))
-    comparison = None
+    comparison, warnings = None, run_warnings(result)
     if baseline is not None:
+        reference = _load(baseline)
+        warnings += [f"baseline {baseline}: {w}" for w in run_warnings(reference)]
         baseline_checks_, comparison = baseline_checks(
             result,
-            _load(baseline),
+            reference,
             max_drop,
             alpha=alpha,
             n_permutations=n_permutations,
@@ -344,7 +350,7 @@ def run_gate(
             baseline_label=str(baseline),
         )
         checks += baseline_checks_
-    return GateReport(str(run_dir), checks, comparison)
+    return GateReport(str(run_dir), checks, comparison, warnings)
 
 
 def _load(directory: str | Path) -> Result:

@@ -43,6 +43,7 @@ def render_markdown(document: dict[str, Any]) -> str:
         f"{match['n_unmatched_a']} of A and {match['n_unmatched_b']} of B unmatched; "
         f"{match['n_duplicate_samples_a']} of A and {match['n_duplicate_samples_b']} of B left out as duplicates.",
         "",
+        *(line for warning in document["warnings"] for line in (f"> **Warning**: {md_text(warning, 1000)}", "")),
         f"Differences are B − A over matched samples scored in both runs. 95% CI: paired bootstrap ({s['n_resamples']} resamples). "
         f"p: paired sign-flip permutation test (two-sided; exact up to {s['exact_permutation_max_n']} non-zero differences, "
         f"else {s['n_permutations']} random flips), Holm-adjusted across the {len(document['metrics'])} metrics; "
@@ -154,6 +155,7 @@ def render_html(document: dict[str, Any]) -> str:
             rows=rows,
             settings=document["settings"],
             counts=counts,
+            warnings=document["warnings"],
             fmt_p=format_p,
             signed=format_signed,
         )
