@@ -55,7 +55,24 @@ _ZH_NEGATIONS = frozenset("不 没 没有 无 未 非 别 勿 无需 不能 不�
 _ZH_NEGATION_HEADS = ("不", "没", "未")
 _ZH_NOT_NEGATING = ("不过", "不断", "不仅", "不但", "不少", "不久", "不论", "不管", "不如", "不同", "不错", "不止", "未来", "没收")
 #: Negations inside a word rjieba keeps whole ("并非如此", "从未"), at its start.
-_ZH_INNER_NEGATIONS = ("并非", "并不", "并没", "并未", "从不", "从未", "从没", "绝不", "决不", "毫不", "永不", "绝非", "尚未", "仍未", "还没", "还未")
+_ZH_INNER_NEGATIONS = (
+    "并非",
+    "并不",
+    "并没",
+    "并未",
+    "从不",
+    "从未",
+    "从没",
+    "绝不",
+    "决不",
+    "毫不",
+    "永不",
+    "绝非",
+    "尚未",
+    "仍未",
+    "还没",
+    "还未",
+)
 _NUMBER_WORDS = {
     "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
     "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17,
