@@ -143,18 +143,18 @@ def test_out_under_a_file_is_a_one_line_error(tmp_path):
     one_line_error(run_eval(data, "-m", "token_f1", "-o", existing / "run"), "cannot be created")
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root may write into any directory, so an unwritable --out cannot be made")
-def test_out_that_is_not_writable_is_a_one_line_error(tmp_path):
-    """Defect 9: --out in a directory without write permission."""
+def test_out_that_is_not_writable_is_a_one_line_error(tmp_path, monkeypatch):
+    """Defect 9: --out in a directory without write permission. Root may write anywhere (CI
+    runs as root), so the permission check is told that this folder is not writable."""
     data = write_jsonl(tmp_path / "data.jsonl", GOOD)
     locked_dir = tmp_path / "read-only"
     locked_dir.mkdir()
-    os.chmod(locked_dir, 0o500)
-    try:
-        one_line_error(run_eval(data, "-m", "token_f1", "-o", locked_dir), "not writable")
-        one_line_error(run_eval(data, "-m", "token_f1", "-o", locked_dir / "run"), "cannot be created")
-    finally:
-        os.chmod(locked_dir, 0o700)
+    access = os.access
+    monkeypatch.setattr(
+        os, "access", lambda path, mode, **kw: access(path, mode, **kw) and not (mode & os.W_OK and str(path) == str(locked_dir))
+    )
+    one_line_error(run_eval(data, "-m", "token_f1", "-o", locked_dir), "not writable")
+    one_line_error(run_eval(data, "-m", "token_f1", "-o", locked_dir / "run"), "cannot be created")
 
 
 # ---- defect 12: config types -----------------------------------------------------------
