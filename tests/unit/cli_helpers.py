@@ -13,6 +13,20 @@ from ragmeter.cli import app
 runner = CliRunner()
 
 
+#: Two samples that token_f1 scores: what :func:`token_f1_run` evaluates.
+TWO_SAMPLES = [
+    {"id": "s1", "user_input": "q one", "response": "blue sky", "reference": "blue"},
+    {"id": "s2", "user_input": "q two", "response": "blue", "reference": "blue"},
+]
+
+
+def token_f1_run(folder: Path) -> Path:
+    """A finished ``ragmeter eval -m token_f1`` run of :data:`TWO_SAMPLES` in ``folder/run``; its path."""
+    done = run_eval(write_jsonl(folder / "data.jsonl", TWO_SAMPLES), "-m", "token_f1", "-o", folder / "run", "--no-progress")
+    assert done.exit_code == 0, done.output
+    return folder / "run"
+
+
 def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
     """Write ``rows`` to ``path`` as JSON lines (UTF-8, non-ASCII kept as it is); ``path``."""
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")

@@ -7,19 +7,12 @@ from __future__ import annotations
 import os
 
 import pytest
-from cli_helpers import one_line_error, run_eval, write_jsonl
-
-ROWS = [
-    {"id": "s1", "user_input": "q one", "response": "blue sky", "reference": "blue"},
-    {"id": "s2", "user_input": "q two", "response": "blue", "reference": "blue"},
-]
+from cli_helpers import TWO_SAMPLES, one_line_error, run_eval, token_f1_run, write_jsonl
 
 
 @pytest.fixture
 def run_dir(tmp_path):
-    done = run_eval(write_jsonl(tmp_path / "data.jsonl", ROWS), "-m", "token_f1", "-o", tmp_path / "run", "--no-progress")
-    assert done.exit_code == 0, done.output
-    return tmp_path / "run"
+    return token_f1_run(tmp_path)
 
 
 @pytest.mark.parametrize("name", ["results.jsonl", "input_issues.jsonl", "summary.json", "run.json"])
@@ -44,7 +37,7 @@ def test_the_same_file_through_a_link_or_another_spelling_is_refused(tmp_path, r
 
 
 def test_a_samples_file_beside_the_outputs_or_a_copy_of_one_is_evaluated(tmp_path, run_dir):
-    beside = write_jsonl(run_dir / "data.jsonl", ROWS)
+    beside = write_jsonl(run_dir / "data.jsonl", TWO_SAMPLES)
     copy = tmp_path / "copy.jsonl"
     copy.write_bytes((run_dir / "results.jsonl").read_bytes())
     assert run_eval(beside, "-m", "token_f1", "-o", run_dir, "--no-progress").exit_code == 0

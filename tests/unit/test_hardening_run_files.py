@@ -13,21 +13,14 @@ import re
 import tempfile
 
 import pytest
-from cli_helpers import one_line_error, run_eval, runner, write_jsonl
+from cli_helpers import TWO_SAMPLES, one_line_error, run_eval, runner, token_f1_run, write_jsonl
 
 from ragmeter.cli import app
-
-ROWS = [
-    {"id": "s1", "user_input": "q one", "response": "blue sky", "reference": "blue"},
-    {"id": "s2", "user_input": "q two", "response": "blue", "reference": "blue"},
-]
 
 
 @pytest.fixture
 def run_dir(tmp_path):
-    done = run_eval(write_jsonl(tmp_path / "data.jsonl", ROWS), "-m", "token_f1", "-o", tmp_path / "run", "--no-progress")
-    assert done.exit_code == 0, done.output
-    return tmp_path / "run"
+    return token_f1_run(tmp_path)
 
 
 def _commands(run_dir, damaged, tmp_path):
@@ -207,7 +200,7 @@ def test_eval_and_compare_with_a_folder_in_a_reports_place_are_one_line(tmp_path
     out, compared = tmp_path / "again", tmp_path / "cmp"
     (out / "report.html").mkdir(parents=True)
     (compared / "compare.md").mkdir(parents=True)
-    data = write_jsonl(tmp_path / "more.jsonl", ROWS)
+    data = write_jsonl(tmp_path / "more.jsonl", TWO_SAMPLES)
     done = run_eval(data, "-m", "token_f1", "-o", out, "--no-progress")
     assert done.exit_code == 2 and "Traceback" not in done.output, done.output
     last = f"error: cannot write the results and reports into {out}: {out / 'report.html'}: Is a directory"
