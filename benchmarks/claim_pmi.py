@@ -43,7 +43,7 @@ import pandas as pd
 from claim_contrast import cell
 from claim_data import DEFAULT_DATA_DIR, SOURCES, labelled_units
 from claim_prior import HEAD_FEATURES, NULL_PREMISE, C, loso_scores, sentence_table
-from claim_surprise import SurpriseReader, rule_line
+from claim_surprise import SurpriseReader, means_lines, rule_line
 
 from ragmeter.bench.report import git_commit
 from ragmeter.judges.local import LocalJudge
@@ -152,15 +152,10 @@ def markdown(document: dict[str, Any]) -> str:
                 f"| {source} | {row['units']} ({row['unsupported']}) | {pmi['supported']:.2f} / {pmi['unsupported']:.2f} "
                 f"| {name} | {cell(stats['auc'])} | {gain} | {cell(stats['ba'])} |"
             )
-    sources = document["sources"]
-    lines += ["", "Means over the sources (ROC-AUC / BA at 0.5):", ""]
-    for name in FEATURE_SETS:
-        auc = np.mean([r["scorers"][name]["auc"]["value"] for r in sources.values()])
-        ba = np.mean([r["scorers"][name]["ba"]["value"] for r in sources.values()])
-        lines.append(f"- {name}: {auc:.3f} / {ba:.3f}")
     lines += [
+        *means_lines(document["sources"], list(FEATURE_SETS)),
         "",
-        rule_line({s: r["scorers"] for s, r in sources.items()}, "LOSO head", "LOSO head + pmi_min", "pmi_min"),
+        rule_line({s: r["scorers"] for s, r in document["sources"].items()}, "LOSO head", "LOSO head + pmi_min", "pmi_min"),
         "",
         f"Seconds per sentence, both readings: {document['seconds_per_sentence']}.",
         "",

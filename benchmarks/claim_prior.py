@@ -41,9 +41,10 @@ import argparse
 import asyncio
 import json
 import time
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import numpy as np
 import pandas as pd
@@ -81,6 +82,21 @@ async def judge_unit(judges: Judges, unit: dict[str, Any]) -> list[dict[str, Any
     return records
 
 
+def write_unit(out: TextIO, unit: dict[str, Any], records: list[dict[str, Any]], seconds: float) -> None:
+    """Append one JSON line per sentence of ``unit`` (its record, and the seconds a sentence took) to ``out``."""
+    for claim, record in zip(unit["claims"], records, strict=True):
+        row = {"key": key_of(unit, claim), "unit": unit["unit"], "claim": claim, **record, "seconds": seconds}
+        out.write(json.dumps(row, ensure_ascii=False) + "\n")
+    out.flush()
+
+
+def progress(n: int, total: int, started: float) -> None:
+    """Every tenth unit and the last: units done, seconds a unit, minutes left."""
+    if n % 10 == 0 or n == total:
+        rate = (time.perf_counter() - started) / n
+        print(f"{n}/{total} {rate:.1f} s/unit, eta {rate * (total - n) / 60:.0f} min", flush=True)
+
+
 def collect(units: list[dict[str, Any]], path: Path) -> None:
     done = {r["key"] for r in map(json.loads, path.read_text(encoding="utf-8").splitlines())} if path.exists() else set()
     todo = [u for u in units if any(key_of(u, c) not in done for c in u["claims"])]
@@ -92,13 +108,33 @@ def collect(units: list[dict[str, Any]], path: Path) -> None:
             began = time.perf_counter()
             records = asyncio.run(judge_unit(judges, unit))
             seconds = round((time.perf_counter() - began) / len(records), 2)
-            for claim, record in zip(unit["claims"], records, strict=True):
-                row = {"key": key_of(unit, claim), "unit": unit["unit"], "claim": claim, **record, "seconds": seconds}
-                out.write(json.dumps(row, ensure_ascii=False) + "\n")
-            out.flush()
-            if n % 10 == 0 or n == len(todo):
-                rate = (time.perf_counter() - started) / n
-                print(f"{n}/{len(todo)} {rate:.1f} s/unit, eta {rate * (len(todo) - n) / 60:.0f} min", flush=True)
+            write_unit(out, unit, records, seconds)
+            progress(n, len(todo), started)
+
+
+def sentence_row(source: str, unit: dict[str, Any], claim: str, label: int | None) -> dict[str, Any]:
+    """Where one judged sentence comes from, with its unit's label and its own (``None`` unknown)."""
+    return {
+        "key": key_of(unit, claim),
+        "source": source,
+        "unit": unit["unit"],
+        "doc": unit["doc"],
+        "unit_label": unit["label"],
+        "label": label,
+    }
+
+
+def judged_sentences(
+    units_by_source: dict[str, list[dict[str, Any]]], records: dict[str, dict[str, Any]]
+) -> Iterator[tuple[str, dict[str, Any], str, int | None, dict[str, Any]]]:
+    """``(source, unit, claim, label, record)`` for each sentence of every unit whose sentences all have a record."""
+    for source, units in units_by_source.items():
+        for unit in units:
+            found = [records.get(key_of(unit, c)) for c in unit["claims"]]
+            if found and all(r is not None for r in found):
+                yield from (
+                    (source, unit, claim, label, r) for claim, label, r in zip(unit["claims"], unit["claim_labels"], found, strict=True)
+                )
 
 
 def sentence_table(units_by_source: dict[str, list[dict[str, Any]]], records: dict[str, dict[str, Any]]) -> pd.DataFrame:
@@ -106,33 +142,23 @@ def sentence_table(units_by_source: dict[str, list[dict[str, Any]]], records: di
     head = packaged_head()
     weight = head.coefficients["logit_p_yes"]
     rows = []
-    for source, units in units_by_source.items():
-        for unit in units:
-            found = [records.get(key_of(unit, c)) for c in unit["claims"]]
-            if not found or any(r is None for r in found):
-                continue
-            for claim, label, r in zip(unit["claims"], unit["claim_labels"], found, strict=True):
-                lexical = lexical_evidence(claim, unit["premise"], r["evidence"]).as_dict()
-                features = derived_features(r["p"], lexical)
-                head_score = head.score(r["p"], lexical)
-                prior = logit(r["p_prior"])
-                rows.append(
-                    {
-                        "key": key_of(unit, claim),
-                        "source": source,
-                        "unit": unit["unit"],
-                        "doc": unit["doc"],
-                        "unit_label": unit["label"],
-                        "label": label,
-                        "raw": logit(r["p"]),
-                        "lift": logit(r["p"]) - prior,
-                        "head": head_score,
-                        "head - prior": head_score - weight * prior,
-                        "logit_prior": prior,
-                        "p_prior": r["p_prior"],
-                        **{name: features[name] for name in HEAD_FEATURES},
-                    }
-                )
+    for source, unit, claim, label, r in judged_sentences(units_by_source, records):
+        lexical = lexical_evidence(claim, unit["premise"], r["evidence"]).as_dict()
+        features = derived_features(r["p"], lexical)
+        head_score = head.score(r["p"], lexical)
+        prior = logit(r["p_prior"])
+        rows.append(
+            {
+                **sentence_row(source, unit, claim, label),
+                "raw": logit(r["p"]),
+                "lift": logit(r["p"]) - prior,
+                "head": head_score,
+                "head - prior": head_score - weight * prior,
+                "logit_prior": prior,
+                "p_prior": r["p_prior"],
+                **{name: features[name] for name in HEAD_FEATURES},
+            }
+        )
     return pd.DataFrame(rows)
 
 

@@ -62,9 +62,9 @@ import numpy as np
 import pandas as pd
 from claim_contrast import cell, key_of
 from claim_data import DEFAULT_DATA_DIR, SOURCES, interleave, labelled_units
-from claim_prior import HEAD_FEATURES, C
+from claim_prior import HEAD_FEATURES, C, judged_sentences, progress, sentence_row, write_unit
 from claim_support_eval import balanced_weights, fit
-from claim_surprise import rule_line
+from claim_surprise import means_lines, rule_line
 from sklearn.decomposition import PCA
 from sklearn.linear_model import LogisticRegression
 
@@ -91,13 +91,12 @@ class HiddenStateJudge(LocalJudge):
     with no pooling, the embedding of an output position is the normalised hidden state the
     output layer reads. Only that token is re-read (embeddings on for the whole prompt
     would make llama.cpp compute the logits of every token). :attr:`states` holds one per
-    verdict, in order; :attr:`drift` the largest difference between the two passes' logits.
+    verdict, in order.
     """
 
     def __init__(self, **kwargs: Any):
         super().__init__(**kwargs)
         self.states: list[np.ndarray] = []
-        self.drift = 0.0
 
     def _next_token_logits(self) -> np.ndarray:
         logits = super()._next_token_logits()
@@ -110,8 +109,6 @@ class HiddenStateJudge(LocalJudge):
             llm._ctx.decode(llm._batch)
             width = llama_cpp.llama_model_n_embd(llm._model.model)
             state = np.ctypeslib.as_array(llama_cpp.llama_get_embeddings_ith(ctx, 0), shape=(width,)).astype(np.float32)
-            again = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(ctx, 0), shape=(llm.n_vocab(),))
-            self.drift = max(self.drift, float(np.abs(again - logits).max()))
         finally:
             llama_cpp.llama_set_embeddings(ctx, False)
         self.states.append(state)
@@ -162,37 +159,17 @@ def collect(units: list[dict[str, Any]], path: Path) -> None:
                     )
                     if abs(reference[0].p_yes - record["p"]) > 1e-3:
                         raise RuntimeError(f"P(yes) {record['p']:.4f} with embeddings on, {reference[0].p_yes:.4f} without")
-            for claim, record in zip(unit["claims"], records, strict=True):
-                row = {"key": key_of(unit, claim), "unit": unit["unit"], "claim": claim, **record, "seconds": seconds}
-                out.write(json.dumps(row, ensure_ascii=False) + "\n")
-            out.flush()
-            if n % 10 == 0 or n == len(todo):
-                rate = (time.perf_counter() - started) / n
-                print(f"{n}/{len(todo)} {rate:.1f} s/unit, eta {rate * (len(todo) - n) / 60:.0f} min", flush=True)
+            write_unit(out, unit, records, seconds)
+            progress(n, len(todo), started)
 
 
 def sentence_table(units_by_source: dict[str, list[dict[str, Any]]], records: dict[str, dict[str, Any]]) -> tuple[pd.DataFrame, np.ndarray]:
     """One row per judged sentence of a fully judged unit (head features), and their hidden states."""
     rows, states = [], []
-    for source, units in units_by_source.items():
-        for unit in units:
-            found = [records.get(key_of(unit, c)) for c in unit["claims"]]
-            if not found or any(r is None for r in found):
-                continue
-            for claim, label, r in zip(unit["claims"], unit["claim_labels"], found, strict=True):
-                features = derived_features(r["p"], lexical_evidence(claim, unit["premise"], r["evidence"]).as_dict())
-                rows.append(
-                    {
-                        "key": key_of(unit, claim),
-                        "source": source,
-                        "unit": unit["unit"],
-                        "doc": unit["doc"],
-                        "unit_label": unit["label"],
-                        "label": label,
-                        **{name: features[name] for name in HEAD_FEATURES},
-                    }
-                )
-                states.append(decode(r["state"]))
+    for source, unit, claim, label, r in judged_sentences(units_by_source, records):
+        features = derived_features(r["p"], lexical_evidence(claim, unit["premise"], r["evidence"]).as_dict())
+        rows.append({**sentence_row(source, unit, claim, label), **{name: features[name] for name in HEAD_FEATURES}})
+        states.append(decode(r["state"]))
     return pd.DataFrame(rows), np.array(states)
 
 
@@ -335,15 +312,10 @@ def markdown(document: dict[str, Any]) -> str:
             lines.append(
                 f"| {source} | {row['units']} ({row['unsupported']}) | {name} | {chosen} | {cell(stats['auc'])} | {gain} | {cell(stats['ba'])} |"
             )
-    sources = document["sources"]
-    lines += ["", "Means over the sources (ROC-AUC / BA at 0.5):", ""]
-    for name in SCORERS:
-        auc = np.mean([r["scorers"][name]["auc"]["value"] for r in sources.values()])
-        ba = np.mean([r["scorers"][name]["ba"]["value"] for r in sources.values()])
-        lines.append(f"- {name}: {auc:.3f} / {ba:.3f}")
     lines += [
+        *means_lines(document["sources"], SCORERS),
         "",
-        rule_line({s: r["scorers"] for s, r in sources.items()}, "LOSO head", "head + probe", "the probe"),
+        rule_line({s: r["scorers"] for s, r in document["sources"].items()}, "LOSO head", "head + probe", "the probe"),
         "",
         f"Seconds per sentence (verdict and hidden state in one pass): {document['seconds_per_sentence']}.",
         "",

@@ -33,6 +33,7 @@ import argparse
 import asyncio
 import json
 import time
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -212,6 +213,17 @@ def cell(statistic: dict[str, Any]) -> str:
 def verdict_line(results: dict[str, dict[str, Any]]) -> str:
     """Whether the surprise head met the rule, in one sentence with the figures."""
     return rule_line(results, "P+L- (shipped head)", "P+L-+S", "surprise")
+
+
+def means_lines(sources: dict[str, dict[str, Any]], scorers: Sequence[str]) -> list[str]:
+    """Markdown lines: each scorer's mean held-out ROC-AUC / BA at 0.5 over ``sources``
+    (per source, each scorer's ``{"auc": ..., "ba": ...}`` statistics under ``"scorers"``)."""
+    lines = ["", "Means over the sources (ROC-AUC / BA at 0.5):", ""]
+    for name in scorers:
+        auc = np.mean([r["scorers"][name]["auc"]["value"] for r in sources.values()])
+        ba = np.mean([r["scorers"][name]["ba"]["value"] for r in sources.values()])
+        lines.append(f"- {name}: {auc:.3f} / {ba:.3f}")
+    return lines
 
 
 def rule_line(by_source: dict[str, dict[str, Any]], old: str, new: str, feature: str) -> str:
