@@ -8,10 +8,10 @@ of the hidden state separates true from false statements better than the model's
 answer (Azaria and Mitchell, 2023, "The internal state of an LLM knows when it's lying";
 Marks and Tegmark, 2023). Here the probe reads the final normalised hidden state (the
 input of the output layer, 1,536 numbers) at the position where the judge answers the
-product's ``supported`` question, in the same forward pass as the verdict: llama.cpp
-returns it beside the logits once embeddings are switched on for the context. The
-judge's P(yes), read in that pass, is checked against the product's own
-(``LocalJudge.verdicts``) on every sentence.
+product's ``supported`` question: after the verdict, the prompt's last token is read
+again with embeddings switched on for the context, and llama.cpp returns the state beside
+the logits (:class:`HiddenStateJudge`). On the first three units, the P(yes) of the
+judge that reads the state is checked against a plain ``LocalJudge``'s.
 
 For every sentence of the seeded units of ``claim_data.py`` (QAGS cnndm and xsum,
 SummEdits news, podcast, samsum, sales_email), with its evidence as faithfulness picks it
@@ -317,7 +317,7 @@ def markdown(document: dict[str, Any]) -> str:
         "",
         rule_line({s: r["scorers"] for s, r in document["sources"].items()}, "LOSO head", "head + probe", "the probe"),
         "",
-        f"Seconds per sentence (verdict and hidden state in one pass): {document['seconds_per_sentence']}.",
+        f"Seconds per sentence (the verdict, the hidden state's re-read, and on three units the plain judge's check): {document['seconds_per_sentence']}.",
         "",
     ]
     return "\n".join(lines)
