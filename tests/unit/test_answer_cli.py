@@ -175,12 +175,16 @@ def test_an_endpoint_that_redirects_is_not_followed(workdir):
 
 
 class _AmbiguousHandler(BaseHTTPRequestHandler):
-    """Replies by path: a repeated "answer" key, or a number too long for Python to read."""
+    """Replies by path: a repeated "answer" key, a repeated long key with control characters,
+    or a number too long for Python to read."""
 
     def do_POST(self):
         self.rfile.read(int(self.headers["Content-Length"]))
         if self.path == "/dupkey":
             body = b'{"answer": "right", "contexts": ["c"], "answer": "wrong"}'
+        elif self.path == "/dupcontrol":
+            key = b'"\\u001b[2J\\r' + b"k" * 100 + b'"'
+            body = b'{"answer": "x", "contexts": ["c"], ' + key + b": 1, " + key + b": 2}"
         else:
             body = b'{"answer": "x", "contexts": ["c"], "n": 1' + b"0" * 5000 + b"}"
         self.send_response(200)
@@ -192,10 +196,15 @@ class _AmbiguousHandler(BaseHTTPRequestHandler):
         pass
 
 
+_UNUSABLE = "the endpoint's reply is not usable JSON:"
+
+
 @pytest.mark.parametrize(
     ("path", "message"),
     [
-        ("/dupkey", "the endpoint's reply is not usable JSON: the key 'answer' is given twice in one object"),
+        ("/dupkey", f'{_UNUSABLE} the key "answer" is given twice in one object'),
+        # quoted briefly, its control characters escaped: never a raw escape sequence in a message
+        ("/dupcontrol", f'{_UNUSABLE} the key "\\u001b[2J\\r{"k" * 35}"… (105 characters) is given twice in one object'),
         # Python's "Exceeds the limit (4300 digits) ... use sys.set_int_max_str_digits()" is not said
         (
             "/hugeint",

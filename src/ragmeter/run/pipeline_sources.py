@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ragmeter.data.json_numbers import TooLongNumber, json_loads
+from ragmeter.data.json_numbers import TooLongNumber, brief_json, json_loads
 from ragmeter.data.secrets import redirect_target, register_url
 
 #: Longest HTTP reply read, in bytes.
@@ -153,11 +153,12 @@ def post_json(url: str, payload: dict[str, Any], timeout: float, expected: str) 
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object's pairs as a dict; a key given twice is refused (which one counts is a guess)."""
+    """A JSON object's pairs as a dict; a key given twice is refused (which one counts is a guess),
+    the key quoted briefly with control characters escaped (:func:`brief_json`): it comes from the endpoint."""
     seen: dict[str, Any] = {}
     for key, value in pairs:
         if key in seen:
-            raise ValueError(f"the key '{key[:80]}' is given twice in one object")
+            raise ValueError(f"the key {brief_json(key)} is given twice in one object")
         seen[key] = value
     return seen
 
