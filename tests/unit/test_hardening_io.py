@@ -333,6 +333,23 @@ def test_a_json_number_too_long_to_read_is_shown_briefly_with_its_field(tmp_path
     assert f"line 1, field 'metadata.n': {shown}" in " ".join(out.output.split())
 
 
+@pytest.mark.parametrize("last", [False, True])
+def test_a_json_list_item_that_is_a_number_too_long_to_read_is_its_own_issue(tmp_path, last):
+    """A bare integer of 5,000 digits as an item of a JSON list of samples was taken for the
+    start of an object: last in the list, the file was refused with "the list is not closed
+    with ']'"; before another sample, that sample was swallowed with it, unsaid. Now the item is
+    an issue on its line with the too-long-number message, and every other sample loads."""
+    digits = "-" + "7" * 5000
+    samples = ['{"id": "a", "response": "x", "reference": "x"}', '{"id": "c", "response": "x", "reference": "x"}']
+    items = [*samples, digits] if last else [samples[0], digits, samples[1]]
+    path = tmp_path / "samples.json"
+    path.write_text("[\n" + ",\n".join(items) + "\n]\n", encoding="utf-8")
+    dataset = load_dataset(path)
+    assert [s.key for s in dataset] == ["a", "c"]
+    shown = f'invalid JSON: a number with more digits than can be read: "{digits[:40]}"… (5,001 characters)'
+    assert [(i.location, i.field, i.message) for i in dataset.issues] == [(f"line {4 if last else 3}", None, shown)]
+
+
 def test_a_csv_number_too_long_to_read_is_shown_briefly_as_json(tmp_path):
     """A cell of 5,000 digits (in a metadata column, a list column or the metadata object) was
     an issue saying Python's "Exceeds the limit (4300 digits) for integer string conversion ...

@@ -12,6 +12,7 @@ import ast
 import csv
 import io
 import json
+import re
 import sys
 from collections.abc import Generator, Iterable
 from pathlib import Path
@@ -40,6 +41,8 @@ SUPPORTED_SUFFIXES = (".jsonl", ".ndjson", ".json", ".csv", ".parquet")
 _BOM = b"\xef\xbb\xbf"
 #: Most levels of nesting a sample's values may have (lists and objects inside each other).
 MAX_DEPTH = 32
+#: A bare JSON integer, as a list item: only an integer can be too long to read.
+_INTEGER = re.compile(r"-?[0-9]+")
 TOO_DEEP = f"nested too deeply: a sample's values may nest lists and objects at most {MAX_DEPTH} levels deep"
 
 
@@ -188,7 +191,7 @@ def _rows_of_json(name: str, text: str) -> Rows:
             raise InputError([InputIssue(name, f"line {exc.lineno}", None, json_problem(exc))]) from None
         except (RecursionError, ValueError) as exc:
             # Too deep for the parser, or a number too long: this item is a row issue; the items after it still load.
-            end = _end_of_container(text, position)
+            end = _end_of_item(text, position)
             if end is None:
                 raise InputError([InputIssue(name, "end of file", None, "invalid JSON: the list is not closed with ']'")]) from None
             number = None if isinstance(exc, RecursionError) else too_long_number(text[position:end])
@@ -208,6 +211,14 @@ def _rows_of_json(name: str, text: str) -> Rows:
             line = text.count("\n", 0, position) + 1
             raise InputError([InputIssue(name, f"line {line}", None, "invalid JSON: expected ',' or ']' between samples")])
     raise InputError([InputIssue(name, "end of file", None, "invalid JSON: the list is not closed with ']'")])
+
+
+def _end_of_item(text: str, start: int) -> int | None:
+    """The position just after the list item that starts at ``start``: a bare integer (one too
+    long to read is an item too, not the start of the next item's object) or an array or object
+    (:func:`_end_of_container`); ``None`` when that is not closed."""
+    bare = _INTEGER.match(text, start)
+    return bare.end() if bare else _end_of_container(text, start)
 
 
 def _end_of_container(text: str, start: int) -> int | None:
