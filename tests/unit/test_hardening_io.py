@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from ragmeter import evaluate
 from ragmeter.cli import app
-from ragmeter.data import load_dataset
+from ragmeter.data import InputError, load_dataset
 from ragmeter.data.schema import Sample
 from ragmeter.decide.labels import read_labels, score
 from ragmeter.decide.probe_files import ProbeFileError, load_probe_file
@@ -261,6 +261,28 @@ def test_a_utf16_samples_file_is_read_or_named_utf16(tmp_path):
     assert result.exit_code == 2
     assert "the file is in UTF-16: convert it to UTF-8, e.g. iconv -f UTF-16 -t UTF-8" in result.output
     assert "Windows-1252" not in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".json", ".csv"])
+@pytest.mark.parametrize(("encoding", "label"), [("utf-16-le", "UTF-16LE"), ("utf-16-be", "UTF-16BE")])
+def test_a_samples_file_in_utf16_without_a_byte_order_mark_is_named_utf16(tmp_path, suffix, encoding, label):
+    """ASCII text in UTF-16 without a mark is valid UTF-8 with a NUL byte beside each letter:
+    a JSON-lines file was one "invalid JSON" issue per line, a JSON file "invalid JSON: Expecting
+    value", a CSV file NUL-ridden column names, none saying why. Now the file is refused with the
+    encoding named and the command that converts it."""
+    row = {"id": "a", "response": "approved", "reference": "approved"}
+    text = {".jsonl": json.dumps(row) + "\n", ".json": json.dumps([row]), ".csv": "id,response,reference\na,approved,approved\n"}[suffix]
+    path = tmp_path / f"rows{suffix}"
+    path.write_bytes(text.encode(encoding))
+    said = (
+        f"the file looks like {label} without a byte-order mark (every other byte of its start is NUL): "
+        f"convert it to UTF-8, e.g. iconv -f {label} -t UTF-8 in > out"
+    )
+    with pytest.raises(InputError) as refused:
+        load_dataset(path)
+    assert [(i.location, i.field, i.message) for i in refused.value.issues] == [("file", None, said)]
+    result = runner.invoke(app, ["eval", str(path), "-m", "token_f1", "-o", str(tmp_path / "run")])
+    assert result.exit_code == 2 and f"{path}, file: {said}" in " ".join(result.output.split()), result.output
 
 
 def test_a_gbk_csv_file_gets_the_hint(tmp_path):

@@ -79,6 +79,25 @@ def _utf16_without_bom(data: bytes) -> str | None:
     return None
 
 
+def unmarked_utf16(data: bytes) -> str | None:
+    """Why a file to be read as UTF-8 whose start is ``data`` cannot be: every other byte of its
+    first 32 is NUL and none of the others, the telltale of ASCII text in UTF-16 without a
+    byte-order mark (valid UTF-8 all the same, so a reader would only find its JSON or CSV
+    invalid), with the ``iconv`` command that converts it; ``None`` when it does not open so
+    (a mark opens it, or a NUL stands on both sides: binary data)."""
+    head = data[:32]
+    head = head[: len(head) // 2 * 2]
+    if len(head) < 4 or unicode_bom(data):
+        return None
+    for nul_side, label in ((1, "UTF-16LE"), (0, "UTF-16BE")):
+        if head[nul_side::2].count(0) == len(head) // 2 and head[1 - nul_side :: 2].count(0) == 0:
+            return (
+                f"the file looks like {label} without a byte-order mark (every other byte of its start is NUL): "
+                f"convert it to UTF-8, e.g. iconv -f {label} -t UTF-8 in > out"
+            )
+    return None
+
+
 def encoding_hint(data: bytes) -> str:
     """What to tell a user whose file is not UTF-8: UTF-16 or UTF-32 when it opens with their
     byte-order mark or has a NUL byte between most ASCII letters (PowerShell's and Excel's

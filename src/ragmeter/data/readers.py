@@ -18,7 +18,7 @@ from collections.abc import Generator, Iterable
 from pathlib import Path
 from typing import Any
 
-from ragmeter.data.encodings import decode_text, encoding_hint, unicode_bom
+from ragmeter.data.encodings import decode_text, encoding_hint, unicode_bom, unmarked_utf16
 from ragmeter.data.files import TOO_DEEP as JSON_TOO_DEEP
 from ragmeter.data.files import json_problem, json_value, unpaired_surrogate
 from ragmeter.data.issues import InputError, InputIssue
@@ -87,6 +87,10 @@ def _rows_of_file(path: Path) -> Rows:
         except Exception as exc:  # pyarrow raises several types for unreadable files
             raise InputError([InputIssue(str(path), "file", None, f"not a readable Parquet file: {exc}")]) from None
         return list(_rows_of_frame(frame, unit="row"))
+    with path.open("rb") as handle:
+        unmarked = unmarked_utf16(handle.read(32))
+    if unmarked:  # its lines decode as UTF-8: only each line's JSON (or the CSV) would be found invalid
+        raise InputError([InputIssue(str(path), "file", None, unmarked)])
     if suffix in (".jsonl", ".ndjson"):
         return _rows_of_jsonl(path)
     data = path.read_bytes()
