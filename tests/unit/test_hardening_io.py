@@ -285,6 +285,16 @@ def test_a_samples_file_in_utf16_without_a_byte_order_mark_is_named_utf16(tmp_pa
     assert result.exit_code == 2 and f"{path}, file: {said}" in " ".join(result.output.split()), result.output
 
 
+def test_the_hint_for_chinese_in_utf16_without_a_mark_names_the_encoding_as_iconv_spells_it(tmp_path):
+    """Chinese in UTF-16 without a mark is no UTF-8: the hint said "iconv -f UTF-16-LE", which
+    iconv refuses ("conversion from UTF-16-LE unsupported"); it is UTF-16LE. (A file whose start is
+    ASCII in UTF-16 is refused as a whole: this one opens with Chinese.)"""
+    path = tmp_path / "rows.jsonl"
+    path.write_bytes("数据库变更需要审批".encode("utf-16-le") + b"\n\x00")
+    dataset = load_dataset(path)
+    assert dataset.issues[0].message.endswith("; the file is in UTF-16LE: convert it to UTF-8, e.g. iconv -f UTF-16LE -t UTF-8 in > out")
+
+
 def test_a_gbk_csv_file_gets_the_hint(tmp_path):
     """Defect 18, CSV: the hint names GBK."""
     path = tmp_path / "gbk.csv"

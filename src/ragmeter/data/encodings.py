@@ -106,7 +106,7 @@ def encoding_hint(data: bytes) -> str:
     decodes in, if a common one fits, and how to convert it."""
     wide = unicode_bom(data) if unicode_bom(data) in ("utf-16", "utf-32") else _utf16_without_bom(data)
     if wide:
-        label = wide.upper()
+        label = wide.upper().replace("-LE", "LE").replace("-BE", "BE")  # as iconv spells it: it refuses "UTF-16-LE"
         return f"; the file is in {label}: convert it to UTF-8, e.g. iconv -f {label} -t UTF-8 in > out"
     if b"\x00" in data:
         return "; it holds NUL bytes: binary data, not text"
