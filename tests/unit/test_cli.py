@@ -62,6 +62,29 @@ def test_missing_fields_for_the_chosen_metrics_are_reported(tmp_path):
     assert record["scores"]["token_f1"]["reason"] == "missing required field(s): reference"
 
 
+def test_ids_that_do_not_pair_with_the_contexts_leave_the_id_metrics_unscored_and_are_reported(tmp_path):
+    """3 ids for 2 retrieved contexts were accepted silently: rank metrics credited ids to the
+    wrong contexts. Now the sample is reported on its line and field, under a heading that does
+    not call the field missing; the metrics that need the ids leave it unscored, the others score it."""
+    contexts = {"retrieved_contexts": ["c1", "c2"], "reference_context_ids": ["d3"]}
+    rows = [
+        {**ROWS[0], **contexts, "retrieved_context_ids": ["d1", "d2", "d3"]},
+        {**ROWS[1], **contexts, "retrieved_context_ids": ["d3", "d1"]},
+    ]
+    out = tmp_path / "run"
+    result = runner.invoke(app, ["eval", str(_data(tmp_path, rows)), "-m", "token_f1,mrr", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    unpaired = "3 id(s) for 2 context(s) in retrieved_contexts: which id names which context is unknown"
+    said = " ".join(result.output.split())
+    assert f"line 1, field 'retrieved_context_ids': {unpaired}; required by mrr" in said
+    assert "1 required field(s) missing or unusable" in said and "missing field(s)" not in said
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert records[0]["scores"]["mrr"] == {**records[0]["scores"]["mrr"], "value": None, "reason": f"retrieved_context_ids: {unpaired}"}
+    assert records[0]["scores"]["token_f1"]["value"] is not None and records[1]["scores"]["mrr"]["value"] == 1.0
+    strict = runner.invoke(app, ["eval", str(_data(tmp_path, rows)), "-m", "mrr", "-o", str(tmp_path / "s"), "--strict"])
+    assert strict.exit_code == 2 and unpaired in strict.output
+
+
 def test_strict_mode_exits_2(tmp_path):
     rows = [*ROWS, {"id": "c", "response": 3}]
     result = runner.invoke(app, ["eval", str(_data(tmp_path, rows)), "-m", "token_f1", "-o", str(tmp_path / "o"), "--strict"])

@@ -188,7 +188,7 @@ def _run(evaluator: Evaluator, dataset: Dataset, judges: Judges) -> Result:
         raise fail(str(exc)) from None
     except InputError as exc:
         print_issues(exc.issues, written=False)
-        raise fail("samples lack fields the chosen metrics require (--strict)") from None
+        raise fail("samples lack fields the chosen metrics require, or give ones they cannot use (--strict)") from None
 
 
 #: The files a run writes in --out (besides its journal shards, ``journal.shard-*.jsonl``).
@@ -293,7 +293,8 @@ def _metric_group(name: str, dataset: Dataset, unavailable: str | None) -> list[
 def _save_and_print(result: Result, out: Path) -> None:
     field_issues = [i for i in result.issues if not i.skipped]
     if field_issues:
-        say((f"{len(field_issues)} missing field(s); the metrics that need them leave those samples unscored:", "yellow"))
+        heading = f"{len(field_issues)} required field(s) missing or unusable; the metrics that need them leave those samples unscored:"
+        say((heading, "yellow"))
         print_issues(field_issues)
     try:
         result.save(out)

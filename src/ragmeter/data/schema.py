@@ -50,7 +50,9 @@ class Sample(BaseModel):
             when two runs are compared. When absent, the source file and line stand in.
         user_input: The user's question.
         retrieved_contexts: Texts the retriever returned, best first.
-        retrieved_context_ids: Identifiers of those texts, same order.
+        retrieved_context_ids: Identifiers of those texts, same order, one per text: when
+            their numbers differ, which id names which text is unknown, and the metrics that
+            need the ids leave the sample unscored (see :meth:`unpaired_ids`).
         response: The answer the system generated.
         reference: A correct answer written by a person (the "ground truth").
         reference_contexts: Texts that hold the knowledge needed to answer.
@@ -120,6 +122,15 @@ class Sample(BaseModel):
         if "metadata" not in fields:
             fields["metadata"] = metadata
         return cls.model_validate(fields)
+
+    def unpaired_ids(self) -> str | None:
+        """Why ``retrieved_context_ids`` cannot be paired with ``retrieved_contexts``: the two
+        lists differ in length, so which id names which text is unknown (``"3 id(s) for 2
+        context(s) in retrieved_contexts: ..."``); ``None`` when they pair one to one or either is absent."""
+        ids, contexts = self.retrieved_context_ids, self.retrieved_contexts
+        if ids is None or contexts is None or len(ids) == len(contexts):
+            return None
+        return f"{len(ids)} id(s) for {len(contexts)} context(s) in retrieved_contexts: which id names which context is unknown"
 
     def get(self, path: str) -> Any:
         """Value of a field (``"response"``) or metadata key (``"metadata.expected_doc"``)."""

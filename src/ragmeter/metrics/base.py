@@ -34,6 +34,8 @@ class Needs(str, Enum):
     LLM = "llm"
 
 
+#: Why :meth:`Metric.unusable_fields` names a required field the sample lacks.
+MISSING = "missing"
 #: Metric families, in the order reports show them.
 FAMILIES: dict[str, str] = {
     "retrieval": "Retrieval: were the right contexts retrieved, and ranked first?",
@@ -195,6 +197,17 @@ class Metric(ABC):
             for f in self.required
             if (f.removeprefix("metadata.") not in sample.metadata if f.startswith("metadata.") else sample.get(f) is None)
         ]
+
+    def unusable_fields(self, sample: Sample) -> dict[str, str]:
+        """Required fields the metric cannot use in ``sample``, each with why: :data:`MISSING`
+        (:meth:`missing_fields`), or, for ``retrieved_context_ids``, that they are not one per
+        context (:meth:`Sample.unpaired_ids`): a rank metric would credit ids to the wrong
+        texts, so it leaves such a sample unscored, as one without ids."""
+        unusable = dict.fromkeys(self.missing_fields(sample), MISSING)
+        unpaired = sample.unpaired_ids() if "retrieved_context_ids" in self.required else None
+        if unpaired and "retrieved_context_ids" not in unusable:
+            unusable["retrieved_context_ids"] = unpaired
+        return unusable
 
     @abstractmethod
     async def score(self, sample: Sample, judges: Judges) -> Score:

@@ -23,7 +23,7 @@ from ragmeter.data import Dataset, InputIssue
 from ragmeter.data.files import atomic_writer, json_line, write_json, write_json_lines
 from ragmeter.data.schema import Sample
 from ragmeter.judges.metering import Usage
-from ragmeter.metrics.base import Metric, Score
+from ragmeter.metrics.base import MISSING, Metric, Score
 from ragmeter.results import Result, SampleResult
 from ragmeter.results.rundir import ISSUES_FILE, RESULTS_FILE, RUN_FILE, StoredSamples
 from ragmeter.results.table import ScoreTable
@@ -111,12 +111,16 @@ class Recorder:
         self._spooled += len(line.encode("utf-8"))
 
     def _not_applicable(self, row: int, sample: Sample) -> dict[str, tuple[Score, float, Usage]]:
-        """The pairs decided without scoring: the sample lacks a field the metric requires."""
+        """The pairs decided without scoring: the sample lacks a field the metric requires, or
+        gives one it cannot use (ids that do not pair with the contexts)."""
         pairs = {}
         for col in np.nonzero(self.survey.missing[row])[0]:
             metric = self.metrics[col]
-            reason = f"missing required field(s): {', '.join(metric.missing_fields(sample))}"
-            pairs[metric.id] = (Score.unscored(reason), 0.0, Usage())
+            unusable = metric.unusable_fields(sample)
+            missing = [name for name, why in unusable.items() if why == MISSING]
+            reasons = [f"missing required field(s): {', '.join(missing)}"] if missing else []
+            reasons += [f"{name}: {why}" for name, why in unusable.items() if why != MISSING]
+            pairs[metric.id] = (Score.unscored("; ".join(reasons)), 0.0, Usage())
         return pairs
 
     def close(self) -> None:

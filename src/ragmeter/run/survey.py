@@ -23,8 +23,9 @@ class Survey:
         fingerprints: Each sample's content hash (a changed sample is scored again).
         questions: Each sample's question, shortened (for lists in reports).
         answerable: Each sample's ``metadata.answerable`` (``None`` when absent).
-        missing: Per (sample, metric): the sample lacks a field the metric requires.
-        issues: One input issue per sample and missing field, naming the metrics that need it.
+        missing: Per (sample, metric): the sample lacks a field the metric requires, or gives
+            one it cannot use (:meth:`~ragmeter.metrics.base.Metric.unusable_fields`).
+        issues: One input issue per sample and such field, saying why and naming the metrics that need it.
     """
 
     keys: list[str]
@@ -45,19 +46,19 @@ def survey(dataset: Dataset, metrics: Sequence[Metric]) -> Survey:
         found.fingerprints.append(sample.fingerprint())
         found.questions.append((sample.user_input or "")[:QUESTION_CHARS])
         found.answerable.append(answerable_of(sample.metadata))
-        wanted: dict[str, list[str]] = defaultdict(list)
+        wanted: dict[tuple[str, str], list[str]] = defaultdict(list)
         for col, metric in enumerate(metrics):
-            lacking = metric.missing_fields(sample)
-            found.missing[row, col] = bool(lacking)
-            for name in lacking:
-                wanted[name].append(metric.id)
-        for name, metric_ids in wanted.items():
+            unusable = metric.unusable_fields(sample)
+            found.missing[row, col] = bool(unusable)
+            for name, why in unusable.items():
+                wanted[(name, why)].append(metric.id)
+        for (name, why), metric_ids in wanted.items():
             found.issues.append(
                 InputIssue(
                     loaded.source,
                     loaded.location,
                     name,
-                    f"missing; required by {', '.join(metric_ids)} (those metrics leave this sample unscored)",
+                    f"{why}; required by {', '.join(metric_ids)} (those metrics leave this sample unscored)",
                     skipped=False,
                 )
             )
