@@ -318,6 +318,20 @@ def test_contexts_are_shown_with_rank_and_id(page):
     assert '<b>rank 2</b> · <code class="tx">javascript:alert(7)</code>' in page
 
 
+def test_ids_that_do_not_pair_with_the_contexts_are_listed_apart_not_beside_a_context():
+    """3 ids for 2 contexts: the page showed the first two beside the contexts (one marked
+    relevant) and the third as "without text", as if the ids named the contexts in order."""
+    result = make_result()
+    first = result.samples[0]
+    ids = ["shipping#1", "refunds#1", "<b>faq#9</b>"]
+    first.sample = first.sample.model_copy(update={"retrieved_context_ids": ids})
+    page = render_html(build_summary(result), result)
+    assert '<b>rank 1</b></div><div class="text tx">Refunds are processed within 14 days.' in page
+    assert "<h4>Retrieved context ids (3)</h4>" in page and "without text" not in page
+    assert '<p class="muted">3 id(s) for 2 context(s) in retrieved_contexts: which id names which context is unknown</p>' in page
+    assert '<code class="tx">refunds#1</code><code class="tx">&lt;b&gt;faq#9&lt;/b&gt;</code>' in page
+
+
 def test_every_chart_in_the_page_is_well_formed_xml(page):
     charts = re.findall(r"<svg class=\"chart.*?</svg>", page, re.S)
     assert len(charts) == 1 + len(METRICS)  # the radar (or bars) and one histogram per metric

@@ -280,7 +280,8 @@ def _sample_view(
         cell = _score_view(sample_result.scores.get(signal["metric"]), units.get(signal["metric"]))
         cell["level"] = levels.get(signal["signal"]) or "none"
         signal_cells.append(cell)
-    ids = sample.retrieved_context_ids or []
+    unpaired = sample.unpaired_ids()  # then no id is shown beside a context: which names which is unknown
+    ids = [] if unpaired else sample.retrieved_context_ids or []
     relevant = set(sample.reference_context_ids or [])
     contexts = [
         {
@@ -318,7 +319,7 @@ def _sample_view(
         "levels": levels,
         "signal_cells": signal_cells,
         "contexts": contexts,
-        "extra_ids": ids[len(contexts) :],
+        "unpaired_ids": unpaired,
         "scores": rows,
         "n_unscored": sum(1 for r in rows if r["state"] != "scored"),
         "n_failed": sum(1 for r in rows if r["state"] == "failed"),
