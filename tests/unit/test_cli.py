@@ -85,6 +85,15 @@ def test_ids_that_do_not_pair_with_the_contexts_leave_the_id_metrics_unscored_an
     assert strict.exit_code == 2 and unpaired in strict.output
 
 
+def test_a_folder_named_as_a_samples_file_is_a_one_line_error(tmp_path):
+    """It was "unexpected error: IsADirectoryError: [Errno 21] Is a directory: ..."."""
+    folder = tmp_path / "data.jsonl"
+    folder.mkdir()
+    result = runner.invoke(app, ["eval", str(folder), "-m", "token_f1", "-o", str(tmp_path / "run")])
+    assert result.exit_code == 2
+    assert f"{folder}, file: cannot read the file: Is a directory" in result.output and "unexpected" not in result.output
+
+
 def test_strict_mode_exits_2(tmp_path):
     rows = [*ROWS, {"id": "c", "response": 3}]
     result = runner.invoke(app, ["eval", str(_data(tmp_path, rows)), "-m", "token_f1", "-o", str(tmp_path / "o"), "--strict"])

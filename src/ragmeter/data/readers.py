@@ -87,8 +87,11 @@ def _rows_of_file(path: Path) -> Rows:
         except Exception as exc:  # pyarrow raises several types for unreadable files
             raise InputError([InputIssue(str(path), "file", None, f"not a readable Parquet file: {exc}")]) from None
         return list(_rows_of_frame(frame, unit="row"))
-    with path.open("rb") as handle:
-        unmarked = unmarked_utf16(handle.read(32))
+    try:
+        with path.open("rb") as handle:
+            unmarked = unmarked_utf16(handle.read(32))
+    except OSError as exc:  # a folder of that name, a file the user may not read
+        raise InputError([InputIssue(str(path), "file", None, f"cannot read the file: {exc.strerror or exc}")]) from None
     if unmarked:  # its lines decode as UTF-8: only each line's JSON (or the CSV) would be found invalid
         raise InputError([InputIssue(str(path), "file", None, unmarked)])
     if suffix in (".jsonl", ".ndjson"):
