@@ -94,6 +94,21 @@ def test_a_folder_named_as_a_samples_file_is_a_one_line_error(tmp_path):
     assert f"{folder}, file: cannot read the file: Is a directory" in result.output and "unexpected" not in result.output
 
 
+def test_issues_that_stop_the_run_are_not_said_skipped_or_kept(tmp_path):
+    """A file refused as a whole, or a bad row under --strict, stops the run: each was printed
+    "(row skipped)" (or "(sample kept)"), as if the run had gone on without it."""
+    broken = tmp_path / "broken.json"
+    broken.write_text('[{"id": "a", "response": "x"}', encoding="utf-8")
+    rows = [*ROWS, {"id": "c", "response": 3}]
+    for args, said in (
+        ([str(broken)], "line 1: invalid JSON: expected ','"),
+        ([str(_data(tmp_path, rows)), "--strict"], "line 3, field 'response'"),
+    ):
+        result = runner.invoke(app, ["eval", *args, "-m", "token_f1", "-o", str(tmp_path / "run")])
+        assert result.exit_code == 2 and said in result.output and "nothing was evaluated" in result.output, result.output
+        assert "skipped)" not in result.output and "kept)" not in result.output, result.output
+
+
 def test_strict_mode_exits_2(tmp_path):
     rows = [*ROWS, {"id": "c", "response": 3}]
     result = runner.invoke(app, ["eval", str(_data(tmp_path, rows)), "-m", "token_f1", "-o", str(tmp_path / "o"), "--strict"])

@@ -51,7 +51,7 @@ def answer_command(
     try:
         dataset = load_dataset(testset)
     except InputError as exc:
-        print_issues(exc.issues, written=False)
+        print_issues(exc.issues, written=False, refused=True)
         raise fail("the test set is not usable; no question was asked") from None
     if dataset.issues:
         say((f"{len(dataset.issues)} input issue(s):", "yellow"))

@@ -187,7 +187,7 @@ def _run(evaluator: Evaluator, dataset: Dataset, judges: Judges) -> Result:
     except ExecutorError as exc:
         raise fail(str(exc)) from None
     except InputError as exc:
-        print_issues(exc.issues, written=False)
+        print_issues(exc.issues, written=False, refused=True)
         raise fail("samples lack fields the chosen metrics require, or give ones they cannot use (--strict)") from None
 
 
@@ -222,7 +222,7 @@ def _load(data: list[Path], strict: bool) -> Dataset:
     try:
         dataset = load_dataset(*data, strict=strict)
     except InputError as exc:
-        print_issues(exc.issues, written=False)
+        print_issues(exc.issues, written=False, refused=True)
         raise fail("input is not usable; nothing was evaluated") from None
     if dataset.issues:
         say((f"{len(dataset.issues)} input issue(s):", "yellow"))

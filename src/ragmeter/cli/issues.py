@@ -7,7 +7,7 @@ from ragmeter.cli.console import say
 from ragmeter.data import InputIssue
 
 
-def print_issues(issues: Sequence[InputIssue], limit: int = 12, written: bool = True) -> None:
+def print_issues(issues: Sequence[InputIssue], limit: int = 12, written: bool = True, refused: bool = False) -> None:
     """Issues grouped by source, field and message, with the first locations of each.
 
     Args:
@@ -15,6 +15,8 @@ def print_issues(issues: Sequence[InputIssue], limit: int = 12, written: bool = 
         limit: Most groups shown.
         written: Whether the run wrote ``input_issues.jsonl`` (the pointer to it is shown
             only then).
+        refused: Whether the issues stopped the command (an :class:`InputError`): no row was
+            skipped or kept, so neither is said.
     """
     groups: dict[tuple[str, str | None, str, bool], list[str]] = defaultdict(list)
     for issue in issues:
@@ -26,5 +28,8 @@ def print_issues(issues: Sequence[InputIssue], limit: int = 12, written: bool = 
             break
         where = ", ".join(locations[:5]) + (f" and {len(locations) - 5} more" if len(locations) > 5 else "")
         field_text = f", field '{field}'" if field else ""
-        action = "row skipped" if skipped else "sample kept"
-        say(f"  {source}, {where}{field_text}: {message} ", (f"({action})", "dim"))
+        said = f"  {source}, {where}{field_text}: {message}"
+        if refused:
+            say(said)
+        else:
+            say(f"{said} ", ("(row skipped)" if skipped else "(sample kept)", "dim"))

@@ -46,7 +46,7 @@ def pairwise_command(
         side_a, side_b = load_side(a), load_side(b)
         reference = read_preferences(labels) if labels else None
     except InputError as exc:
-        print_issues(exc.issues, written=False)
+        print_issues(exc.issues, written=False, refused=True)
         raise fail("input is not usable; nothing was judged") from None
     except (ValueError, OSError, RunDirError) as exc:
         raise fail(str(exc)) from None
