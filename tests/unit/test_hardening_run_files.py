@@ -110,6 +110,11 @@ RESULT_DAMAGE = {
     ),
     "key is a list": (lambda r: r.update(key=["s1"]), "'key' must be text, not list"),
     "key is missing": (lambda r: r.pop("key"), "'key' is missing"),
+    "a score above 1": (lambda r: r["scores"]["token_f1"].update(value=1.5), "'scores.token_f1': token_f1 is a score in [0, 1], got 1.5"),
+    "a score below 0": (
+        lambda r: r["scores"]["token_f1"].update(value=-0.25),
+        "'scores.token_f1': token_f1 is a score in [0, 1], got -0.25",
+    ),
 }
 
 
@@ -117,7 +122,8 @@ RESULT_DAMAGE = {
 def test_a_damaged_result_line_is_named_by_file_line_and_field(tmp_path, run_dir, damage):
     """A bad ``seconds`` gave "unexpected error: ValueError: could not convert string to float"
     (and passed compare), a sample that is not an object a pydantic message of several lines,
-    a list as key "unexpected error: TypeError: unhashable type"."""
+    a list as key "unexpected error: TypeError: unhashable type"; a score of 1.5 or -0.25 of a
+    [0, 1] metric was averaged as it was (a mean above 1, a gate passed on it)."""
     change, message = RESULT_DAMAGE[damage]
     damaged = tmp_path / "damaged"
     damaged.mkdir()
@@ -129,6 +135,18 @@ def test_a_damaged_result_line_is_named_by_file_line_and_field(tmp_path, run_dir
     for args in _commands(run_dir, damaged, tmp_path):
         line = one_line_error(runner.invoke(app, args), f"{damaged / 'results.jsonl'}, line 2: not a valid sample result: {message}")
         assert "unexpected" not in line, (args, line)
+
+
+def test_a_measurement_outside_0_1_is_read(tmp_path):
+    """Only [0, 1] scores are bounded: a latency of 250 ms is a valid result."""
+    rows = [dict(row, metadata={"latency_ms": 250 + n}) for n, row in enumerate(TWO_SAMPLES)]
+    done = run_eval(write_jsonl(tmp_path / "data.jsonl", rows), "-m", "token_f1,latency_ms", "-o", tmp_path / "run", "--no-progress")
+    assert done.exit_code == 0, done.output
+    thresholds = tmp_path / "t.yaml"
+    thresholds.write_text("latency_ms: {max: 300}\n")
+    assert runner.invoke(app, ["report", str(tmp_path / "run")]).exit_code == 0
+    gated = runner.invoke(app, ["gate", str(tmp_path / "run"), "--thresholds", str(thresholds)])
+    assert gated.exit_code == 0, gated.output
 
 
 def test_report_into_a_folder_it_cannot_write_is_one_line(run_dir, monkeypatch):

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, TypeVar, overload
 
@@ -49,10 +49,15 @@ class StoredSamples(Sequence[SampleResult]):
         path: The file.
         offsets: Byte offset of each sample's line, in order.
         lines: Line number (from 1) of each, for error messages.
+        bounded: Ids of the metrics whose scores lie in [0, 1] (quality scores, no unit): a
+            value outside is a damaged line.
     """
 
-    def __init__(self, path: str | Path, offsets: Sequence[int], lines: Sequence[int] | None = None):
+    def __init__(
+        self, path: str | Path, offsets: Sequence[int], lines: Sequence[int] | None = None, bounded: Collection[str] = frozenset()
+    ):
         self.path = Path(path)
+        self._bounded = frozenset(bounded)
         self._offsets = np.asarray(offsets, dtype=np.int64)
         self._lines = np.asarray(lines if lines is not None else range(1, len(offsets) + 1), dtype=np.int64)
         # Held open: a later run that replaces the file does not change what this one reads.
@@ -63,8 +68,9 @@ class StoredSamples(Sequence[SampleResult]):
         self._closer = weakref.finalize(self, self._handle.close)
 
     @classmethod
-    def of_file(cls, path: str | Path) -> StoredSamples:
-        """Find the lines of ``path`` (one pass over its bytes, nothing parsed).
+    def of_file(cls, path: str | Path, bounded: Collection[str] = frozenset()) -> StoredSamples:
+        """Find the lines of ``path`` (one pass over its bytes, nothing parsed); ``bounded``
+        as for the class.
 
         Raises:
             RunDirError: It is missing or cannot be read.
@@ -81,7 +87,7 @@ class StoredSamples(Sequence[SampleResult]):
             raise RunDirError(f"{path} not found: is {path.parent} a directory written by `ragmeter eval`?") from None
         except OSError as exc:
             raise RunDirError(f"{path}: cannot read: {exc.strerror or exc}") from None
-        return cls(path, offsets, numbers)
+        return cls(path, offsets, numbers, bounded)
 
     def __len__(self) -> int:
         return len(self._offsets)
@@ -125,9 +131,14 @@ class StoredSamples(Sequence[SampleResult]):
         except ValueError as exc:
             raise RunDirError(f"{self.path}, line {number}: {exc}") from None
         try:
-            return SampleResult.from_dict(record)
+            result = SampleResult.from_dict(record)
         except (KeyError, TypeError, ValueError) as exc:
             raise RunDirError(f"{self.path}, line {number}: not a valid sample result: {exc}") from None
+        for metric, score in result.scores.items():
+            if metric in self._bounded and score.value is not None and not 0 <= score.value <= 1:
+                problem = f"'scores.{metric}': {metric} is a score in [0, 1], got {score.value!r}"
+                raise RunDirError(f"{self.path}, line {number}: not a valid sample result: {problem}")
+        return result
 
 
 def _lines_with_offsets(handle: IO[bytes]) -> Iterator[tuple[int, bytes]]:
@@ -170,7 +181,8 @@ def read_run(directory: str | Path) -> tuple[StoredSamples, list[dict[str, Any]]
     if not directory.is_dir():
         raise RunDirError(f"{directory} is not a directory written by `ragmeter eval`")
     header = _read_header(directory)
-    samples = StoredSamples.of_file(directory / RESULTS_FILE)
+    bounded = {m["id"] for m in header["metrics"] if m["unit"] is None}
+    samples = StoredSamples.of_file(directory / RESULTS_FILE, bounded)
     issues_path = directory / ISSUES_FILE
     issues = _records(issues_path, lambda r: InputIssue(**r), "input issue") if issues_path.exists() else []
     metrics = [{k: v for k, v in m.items() if k != "aggregate"} for m in header["metrics"]]
