@@ -11,6 +11,7 @@ import json
 import os
 import re
 import tempfile
+import xml.etree.ElementTree as ET
 
 import pytest
 from cli_helpers import TWO_SAMPLES, one_line_error, run_eval, runner, token_f1_run, write_jsonl
@@ -354,6 +355,23 @@ def test_a_results_file_that_lost_samples_is_flagged_by_gate_and_compare(tmp_pat
     assert [w.startswith(f"B ({cut}): {warning}") for w in document["warnings"]] == [True]
     assert "> **Warning**: B \\(" in (tmp_path / "cmp" / "compare.md").read_text(encoding="utf-8")
     assert f"<b>Warning:</b> B ({cut}): {warning}" in (tmp_path / "cmp" / "compare.html").read_text(encoding="utf-8")
+
+
+def test_gates_warnings_are_in_its_junit_file_escaped(tmp_path, run_dir):
+    """The warnings were said on the console only: CI showing the JUnit file passed a cut run silently."""
+    cut = tmp_path / "cut <&>"
+    cut.mkdir()
+    (cut / "run.json").write_bytes((run_dir / "run.json").read_bytes())
+    (cut / "results.jsonl").write_text((run_dir / "results.jsonl").read_text(encoding="utf-8").splitlines()[1] + "\n", encoding="utf-8")
+    thresholds = tmp_path / "t.yaml"
+    thresholds.write_text("token_f1: 0.1\n")
+    gated = runner.invoke(app, ["gate", str(run_dir), "-t", str(thresholds), "--baseline", str(cut), "--junit", str(tmp_path / "g.xml")])
+    assert gated.exit_code == 0, gated.output
+    (suite,) = ET.parse(tmp_path / "g.xml").getroot().findall("testsuite")
+    warning = f"warning: baseline {cut}: the results hold 1 sample(s) but the run had 2: results.jsonl was cut short or edited"
+    assert suite.find("system-err").text.startswith(warning)
+    clean = runner.invoke(app, ["gate", str(run_dir), "-t", str(thresholds), "--junit", str(tmp_path / "clean.xml")])
+    assert clean.exit_code == 0 and ET.parse(tmp_path / "clean.xml").getroot().find("testsuite/system-err") is None
 
 
 def test_whole_runs_have_no_warning_in_gate_or_compare(tmp_path, run_dir):

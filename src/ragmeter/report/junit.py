@@ -18,7 +18,8 @@ def _xml_text(value: Any) -> str:
 def render_junit(document: dict[str, Any]) -> str:
     """JUnit XML from a gate report's document (``GateReport.to_dict()``): one test case per
     check, ``<failure>`` for failed and ``<skipped>`` for skipped checks, in one test suite
-    named after the run (timestamp in UTC). Text XML cannot hold is shown as escapes."""
+    named after the run (timestamp in UTC); the gate's warnings (a run cut short), one a line,
+    in the suite's ``<system-err>``. Text XML cannot hold is shown as escapes."""
     checks = document["checks"]
     failures = sum(1 for c in checks if c["verdict"] == "fail")
     skipped = sum(1 for c in checks if c["verdict"] == "skipped")
@@ -36,5 +37,7 @@ def render_junit(document: dict[str, Any]) -> str:
         elif check["verdict"] == "skipped":
             ET.SubElement(case, "skipped", {"message": message})
         ET.SubElement(case, "system-out").text = _xml_text(f"observed: {check['observed']}")
+    if document.get("warnings"):
+        ET.SubElement(suite, "system-err").text = _xml_text("\n".join(f"warning: {w}" for w in document["warnings"]))
     ET.indent(suites)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
