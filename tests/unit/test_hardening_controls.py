@@ -1,13 +1,16 @@
 """Control characters from the data (ANSI colours, a clear screen, an OSC 8 hyperlink, a
 bidirectional override, a line break) never reach a terminal raw: not in report.md,
 compare.md or sweep.md, which CI logs print, and not on the console, where a line break in a
-configuration's name printed a line of its own that looked like the tool's."""
+configuration's name printed a line of its own that looked like the tool's. Values report.md
+shows as code spans (the start time, version, sources) are read there as they are, yet inert."""
 
 from __future__ import annotations
 
 import json
 import re
 
+from cli_helpers import token_f1_run
+from markdown_it import MarkdownIt
 from typer.testing import CliRunner
 
 from ragmeter.cli import app
@@ -84,3 +87,23 @@ def test_a_line_break_in_a_configuration_prints_no_line_of_its_own(tmp_path):
     assert f"\\n{fake}\\x1b[2J" in result.output and "\x1b" not in result.output
     sweep_md = (tmp_path / "out" / "sweep.md").read_text(encoding="utf-8")
     assert f"a {fake}\\x1b[2J" in sweep_md and "\x1b" not in sweep_md  # one line: the break is a space
+
+
+def test_report_md_shows_start_time_version_and_sources_as_code_spans(tmp_path):
+    """report.md read raw `started 2026\\-12\\-07T13\\:17...`, every '-', ':' and '.' of the time,
+    version and file name backslashed; code spans show them as they are, and Markdown in them inert."""
+    run_dir = token_f1_run(tmp_path)
+    text = (run_dir / "report.md").read_text(encoding="utf-8")
+    header = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    run = header["run"]
+    assert (
+        f"samples from `{tmp_path / 'data.jsonl'}`; started `{run['started_at']}`, {run['seconds']:.1f} s; ragmeter `{run['ragmeter_version']}`."
+        in text
+    )
+    header["run"].update(started_at="`x` **b** <i>", ragmeter_version="[v](http://evil)", sources=["![i](e.png)"])
+    (run_dir / "run.json").write_text(json.dumps(header), encoding="utf-8")
+    assert runner.invoke(app, ["report", str(run_dir)]).exit_code == 0
+    line = (run_dir / "report.md").read_text(encoding="utf-8").splitlines()[2]
+    tokens = MarkdownIt("gfm-like").parseInline(line)[0].children
+    assert [t.type for t in tokens if t.type not in ("text", "code_inline")] == []
+    assert [t.content for t in tokens if t.type == "code_inline"] == ["![i](e.png)", "`x` **b** <i>", "[v](http://evil)"]

@@ -62,11 +62,12 @@ def md_code(text: Any, limit: int = 120) -> str:
 def render_markdown(summary: dict[str, Any], result: Result) -> str:
     """The Markdown report of a run from its summary (see :func:`build_summary`)."""
     run = summary["run"]
-    started, version = md_text(run.get("started_at", "?")), md_text(run.get("ragmeter_version", "?"))
+    # Code spans: a time, a version, a path read as they are, with no backslash before each '-', ':' and '.'
+    started, version = md_code(run.get("started_at", "?")), md_code(run.get("ragmeter_version", "?"))
     lines = [
         "# ragmeter report",
         "",
-        f"{run.get('n_samples', len(result.samples))} samples from {', '.join(md_text(s) for s in run.get('sources', []))}; "
+        f"{run.get('n_samples', len(result.samples))} samples from {', '.join(md_code(s) for s in run.get('sources', []))}; "
         f"started {started}, {run.get('seconds', 0):.1f} s; ragmeter {version}.",
         "",
     ]
