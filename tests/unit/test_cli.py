@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
+from cli_helpers import run_eval, write_jsonl
 from typer.testing import CliRunner
 
 import ragmeter
@@ -200,3 +203,28 @@ def test_a_reader_that_went_away_ends_the_command_quietly_with_141(args):
     finally:
         os.close(write_end)
     assert (done.returncode, done.stderr) == (141, b"")  # 128 + SIGPIPE, as a shell reports it
+
+
+def test_sigterm_stops_eval_as_ctrl_c_does_and_the_run_resumes_with_nothing_lost(tmp_path):
+    """SIGTERM (a cancelled CI job, a stopped container) ended eval with exit 143 and not a word.
+    It now stops as Ctrl-C does: the journal closed, one line saying how to resume, exit 143."""
+    n = 30_000
+    rows = [{"id": f"s{i}", "user_input": f"q {i}", "response": f"blue sky {i}", "reference": "blue sky"} for i in range(n)]
+    data, out = write_jsonl(tmp_path / "data.jsonl", rows), tmp_path / "run"
+    env = {**os.environ, "PYTHONPATH": str(Path(ragmeter.__file__).resolve().parents[1])}
+    args = [sys.executable, "-m", "ragmeter", "eval", str(data), "-m", "token_f1", "-o", str(out), "--no-progress"]
+    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+    journal, deadline = out / "journal.jsonl", time.monotonic() + 120
+    while not (journal.exists() and journal.stat().st_size > 0):  # scoring has begun
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+        time.sleep(0.01)
+    process.send_signal(signal.SIGTERM)
+    said = " ".join(process.communicate(timeout=60)[1].split())
+    assert process.returncode == 143, said
+    assert said.endswith(f"stopped by SIGTERM: finished scores are journalled in {out}; run the same command again to resume."), said
+    kept = len(journal.read_text(encoding="utf-8").splitlines())
+    assert 0 < kept < n
+    resumed = run_eval(data, "-m", "token_f1", "-o", out, "--no-progress")
+    assert resumed.exit_code == 0, resumed.output
+    assert f"{n - kept} scores computed, {kept} resumed from the journal" in resumed.output
+    assert len((out / "results.jsonl").read_text(encoding="utf-8").splitlines()) == n

@@ -14,7 +14,7 @@ from ragmeter.data.files import write_json_lines
 from ragmeter.run.answer_journal import AnswerJournal, left_to_ask
 from ragmeter.run.pipeline_sources import PipelineSourceError, load_pipeline
 from ragmeter.run.pipelines import DEFAULT_PIPELINE_CONCURRENCY, PipelineRun, run_pipeline
-from ragmeter.run.sync import INTERRUPTED, run_sync
+from ragmeter.run.sync import interruption, run_sync
 
 
 @command("answer")
@@ -79,10 +79,10 @@ def answer_command(
                 function, left_to_ask(dataset, resumed), name=pipeline, concurrency=concurrency, timeout=timeout, on_answer=journal.record
             )
         )
-    except KeyboardInterrupt:
-        kept = len(resumed) + journal.written
-        say(("interrupted", "yellow"), f": {kept} answers are journalled in {journal.path}; run the same command again to ask the rest.")
-        raise typer.Exit(INTERRUPTED) from None
+    except KeyboardInterrupt as stop:
+        kept, (said, code) = len(resumed) + journal.written, interruption(stop)
+        say((said, "yellow"), f": {kept} answers are journalled in {journal.path}; run the same command again to ask the rest.")
+        raise typer.Exit(code) from None
     finally:
         journal.close()
     asked = {loaded.key: loaded.sample for loaded in run.dataset}

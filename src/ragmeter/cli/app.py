@@ -3,7 +3,8 @@
 Every command is registered with :func:`command`, which gives it the same error handling:
 a known problem (bad input, a bad option, a damaged run directory) ends in a one-line message
 and exit code 2; an unexpected error also ends in one line and exit 2, with the traceback only
-under ``--debug`` (or ``RAGMETER_DEBUG=1``); Ctrl-C ends in exit code 130; a reader of the
+under ``--debug`` (or ``RAGMETER_DEBUG=1``); Ctrl-C ends in exit code 130, SIGTERM likewise in
+143 (not a silent death); a reader of the
 output that went away (``ragmeter metrics | head -1``) ends it quietly with exit code 141.
 """
 
@@ -17,7 +18,7 @@ import typer
 
 from ragmeter.cli.console import USAGE_ERROR, console, fail, logs_on_console, quiet_on_broken_pipe, say
 from ragmeter.results import RunDirError
-from ragmeter.run.sync import INTERRUPTED
+from ragmeter.run.sync import INTERRUPTED, interruption, sigterm_stops
 
 app = typer.Typer(
     name="ragmeter",
@@ -64,15 +65,16 @@ def command(name: str, group: typer.Typer | None = None) -> Callable[[F], F]:
     def register(function: F) -> F:
         @functools.wraps(function)
         def guarded(*args: Any, **kwargs: Any) -> Any:
-            with quiet_on_broken_pipe():  # also when the reader went away while an error was said
+            with quiet_on_broken_pipe(), sigterm_stops():  # also when the reader went away while an error was said
                 try:
                     with logs_on_console():
                         return function(*args, **kwargs)
                 except (typer.Exit, typer.Abort, SystemExit, BrokenPipeError):
                     raise
-                except KeyboardInterrupt:
-                    say(("interrupted", "yellow"))
-                    raise typer.Exit(INTERRUPTED) from None
+                except KeyboardInterrupt as stop:
+                    said, code = interruption(stop)
+                    say((said, "yellow"))
+                    raise typer.Exit(code) from None
                 except RunDirError as exc:  # a run's samples are read when needed: a damaged line surfaces late
                     raise fail(f"cannot read the run: {exc}") from None
                 except Exception as exc:  # the last line of defence: no user-facing traceback

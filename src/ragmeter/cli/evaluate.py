@@ -31,7 +31,7 @@ from ragmeter.run.executor import ExecutorError, RemoteExecutor
 from ragmeter.run.journal import JOURNAL_FILE, SHARD_PREFIX
 from ragmeter.run.outdir import LOCK_FILE, OutputDirError, locked
 from ragmeter.run.recorder import SPOOL_FILE
-from ragmeter.run.sync import INTERRUPTED, run_sync
+from ragmeter.run.sync import interruption, run_sync
 
 #: Where the pairs are scored (``--executor`` and the Ray executor's settings).
 ExecutorOption = Annotated[
@@ -136,9 +136,10 @@ def _evaluate(evaluator: Evaluator, dataset: Dataset, judges: Judges, out: Path,
                 run_store.close()
     except OutputDirError as exc:
         raise fail(str(exc)) from None
-    except KeyboardInterrupt:
-        say(("interrupted", "yellow"), f": finished scores are journalled in {out}; run the same command again to resume.")
-        raise typer.Exit(INTERRUPTED) from None
+    except KeyboardInterrupt as stop:
+        said, code = interruption(stop)
+        say((said, "yellow"), f": finished scores are journalled in {out}; run the same command again to resume.")
+        raise typer.Exit(code) from None
 
 
 def _endpoints(settings: JudgeConfig, more: list[str]) -> list[JudgeConfig]:

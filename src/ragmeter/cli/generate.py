@@ -20,7 +20,7 @@ from ragmeter.judges.dry_run import estimated_local_seconds, stand_in
 from ragmeter.judges.embeddings import USEEncoder
 from ragmeter.judges.metering import PriceTable, Usage
 from ragmeter.run.outdir import OutputDirError, locked
-from ragmeter.run.sync import INTERRUPTED, run_sync
+from ragmeter.run.sync import interruption, run_sync
 
 _MIX_HELP = ", ".join(f"{k}={v:g}" for k, v in DEFAULT_MIX.items())
 _STYLES_HELP = ", ".join(f"{k}={v:g}" for k, v in DEFAULT_STYLES.items())
@@ -83,9 +83,10 @@ def generate_command(
             _print_summary(generation, write_outputs(generation, out), out)
     except OutputDirError as exc:
         raise fail(str(exc)) from None
-    except KeyboardInterrupt:
-        say(("interrupted", "yellow"), f": finished questions are journalled in {out}; run the same command again to resume.")
-        raise typer.Exit(INTERRUPTED) from None
+    except KeyboardInterrupt as stop:
+        said, code = interruption(stop)
+        say((said, "yellow"), f": finished questions are journalled in {out}; run the same command again to resume.")
+        raise typer.Exit(code) from None
 
 
 def _options(
