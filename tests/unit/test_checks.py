@@ -390,3 +390,33 @@ def test_ordinary_statements_are_not_judge_instructions(text):
 )
 def test_declines_only_finds_sentences_that_say_nothing_but_no_answer(sentence, question, phrase):
     assert declines_only(sentence, question) == phrase
+
+
+# --- numeric citations when ids and contexts do not pair ----------------------------------
+
+UNPAIRED = {"retrieved_context_ids": ["x#1", "runbook#1"], "retrieved_contexts": ["one", "two", "three"]}
+
+
+def test_expected_doc_cited_by_position_with_unpaired_ids_is_unscored_with_the_reason():
+    # 2 ids for 3 contexts: which id the second context has is unknown, so [2] proves nothing.
+    result = score("expected_doc_cited", response="Facts [2].", metadata={"expected_doc": "runbook"}, **UNPAIRED)
+    assert result.value is None
+    assert result.reason.startswith(
+        "numeric citation(s) [2] point at retrieved contexts by position, but retrieved_context_ids has 2 id(s) for 3 context(s)"
+    )
+
+
+def test_expected_doc_cited_by_id_with_unpaired_ids_is_still_scored():
+    result = score("expected_doc_cited", response="Facts [runbook#1] and [2].", metadata={"expected_doc": "runbook"}, **UNPAIRED)
+    assert result.value == 1.0
+    assert result.details["citations"] == ["runbook#1"]
+    result = score("expected_doc_cited", response="Facts [x#1].", metadata={"expected_doc": "runbook"}, **UNPAIRED)
+    assert result.value == 0.0
+
+
+def test_citation_present_with_unpaired_ids_keeps_a_numeric_citation_as_written():
+    result = score("citation_present", response="Facts [2] [zz].", **UNPAIRED)
+    assert result.value == 1.0
+    assert result.details["citations"] == ["2", "zz"]
+    assert result.details["unknown_citations"] == ["zz"]
+    assert result.details["unpaired_ids"].startswith("2 id(s) for 3 context(s)")

@@ -58,19 +58,31 @@ def _expected_docs(sample: Sample) -> list[str] | Score:
     return docs
 
 
-def _resolve(citation: str, retrieved_ids: list[str]) -> str:
-    """A numeric citation [n] means the n-th retrieved context; anything else is an id."""
-    if citation.isdigit() and 1 <= int(citation) <= len(retrieved_ids):
-        return retrieved_ids[int(citation) - 1]
-    return citation
+def _resolve(citation: str, sample: Sample) -> str | None:
+    """The id ``citation`` names: a numeric citation [n] is the n-th retrieved context's id, or
+    ``None`` when the ids do not pair with the contexts (:meth:`Sample.unpaired_ids`), so which
+    id the n-th context has is unknown; anything else (a number past the last id too) is an id.
+
+    Args:
+        citation: One citation as :func:`find_citations` found it ("2", "runbook#3").
+        sample: The sample whose response holds it.
+    """
+    if not citation.isdigit():
+        return citation
+    if sample.unpaired_ids():
+        return None
+    retrieved = sample.retrieved_context_ids or []
+    return retrieved[int(citation) - 1] if 1 <= int(citation) <= len(retrieved) else citation
 
 
 @register
 @dataclass(frozen=True)
 class CitationPresent(Metric):
     """1 when the response cites a source in brackets ([1], [doc#2], 【1】) or names a
-    retrieved context id; else 0. Details list the citations and those that match no
-    retrieved context."""
+    retrieved context id; else 0. Details list the citations (a numeric one as the id of the
+    context it points at) and those that match no retrieved context. When the ids and the
+    contexts differ in length (:meth:`Sample.unpaired_ids`) a numeric citation still counts
+    but stays a number, is not called unknown, and ``unpaired_ids`` in the details says why."""
 
     name = "citation_present"
     family = "robustness"
@@ -81,12 +93,16 @@ class CitationPresent(Metric):
         if not response.strip():
             return Score.unscored("response is empty")
         retrieved = sample.retrieved_context_ids or []
-        cited = [_resolve(c, retrieved) for c in find_citations(response)]
+        resolved = [(c, _resolve(c, sample)) for c in find_citations(response)]
+        cited = [i or c for c, i in resolved]
         named = [i for i in retrieved if len(i) > 2 and mentions(response, i) and i not in cited]
         citations = cited + named
         details: dict[str, Any] = {"citations": citations}
+        ids = [i for _, i in resolved if i is not None]
         if retrieved:
-            details["unknown_citations"] = [c for c in cited if not any(belongs_to(r, c) or r == c for r in retrieved)]
+            details["unknown_citations"] = [c for c in ids if not any(belongs_to(r, c) or r == c for r in retrieved)]
+        if len(ids) < len(resolved):
+            details["unpaired_ids"] = sample.unpaired_ids()
         if citations:
             return Score(1.0, f"cites {len(citations)} source(s): {', '.join(citations[:5])}", details=details)
         return Score(0.0, "no citation found", details=details)
@@ -118,7 +134,13 @@ class ExpectedDocRetrieved(Metric):
 @dataclass(frozen=True)
 class ExpectedDocCited(Metric):
     """Share of the expected documents that the response cites, by id, chunk id, or a
-    numeric citation [n] pointing at a retrieved chunk of the document."""
+    numeric citation [n] pointing at a retrieved chunk of the document.
+
+    A numeric citation is the id at its position in ``retrieved_context_ids``, so it needs the
+    ids to pair one to one with ``retrieved_contexts``. When they do not
+    (:meth:`Sample.unpaired_ids`), a document cited or named by id still counts, but a sample
+    whose score would depend on a numeric citation (an expected document not cited by id
+    while [n] is) is left unscored with the reason: crediting [n] could credit the wrong one."""
 
     name = "expected_doc_cited"
     family = "robustness"
@@ -128,9 +150,15 @@ class ExpectedDocCited(Metric):
         docs = _expected_docs(sample)
         if isinstance(docs, Score):
             return docs
-        retrieved = sample.retrieved_context_ids or []
-        cited = [_resolve(c, retrieved) for c in find_citations(sample.response or "")]
+        resolved = [(c, _resolve(c, sample)) for c in find_citations(sample.response or "")]
+        cited = [i for _, i in resolved if i is not None]
         hits = [d for d in docs if any(belongs_to(c, d) for c in cited) or mentions(sample.response or "", d)]
+        positional = [f"[{c}]" for c, i in resolved if i is None]
+        if positional and len(hits) < len(docs):
+            return Score.unscored(
+                f"numeric citation(s) {', '.join(positional[:5])} point at retrieved contexts by position, "
+                f"but retrieved_context_ids has {sample.unpaired_ids()}"
+            )
         return Score(
             len(hits) / len(docs),
             f"{len(hits)} of {len(docs)} expected document(s) cited",
