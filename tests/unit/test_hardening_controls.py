@@ -107,3 +107,22 @@ def test_report_md_shows_start_time_version_and_sources_as_code_spans(tmp_path):
     tokens = MarkdownIt("gfm-like").parseInline(line)[0].children
     assert [t.type for t in tokens if t.type not in ("text", "code_inline")] == []
     assert [t.content for t in tokens if t.type == "code_inline"] == ["![i](e.png)", "`x` **b** <i>", "[v](http://evil)"]
+
+
+def test_report_md_shows_the_judge_model_and_url_as_code_spans(tmp_path):
+    """The Judge line went through md_text: raw report.md read 'openai Qwen/Qwen2\\.5\\-7B at
+    http\\://127\\.0\\.0\\.1\\:8000/v1'; each value from the run is now a code span, Markdown in it inert."""
+    run_dir = token_f1_run(tmp_path)
+    header = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    header["run"]["judge"] = {"backend": "openai", "model": "Qwen/Qwen2.5-7B", "base_url": "http://127.0.0.1:8000/v1"}
+    (run_dir / "run.json").write_text(json.dumps(header), encoding="utf-8")
+    assert runner.invoke(app, ["report", str(run_dir)]).exit_code == 0
+    text = (run_dir / "report.md").read_text(encoding="utf-8")
+    assert "Judge: `openai` `Qwen/Qwen2.5-7B` at `http://127.0.0.1:8000/v1`." in text
+    header["run"]["judge"] = {"backend": "openai", "model": "`x` **b** <i>", "base_url": "[v](http://evil)", "verdict_mode": "<b>m|"}
+    (run_dir / "run.json").write_text(json.dumps(header), encoding="utf-8")
+    assert runner.invoke(app, ["report", str(run_dir)]).exit_code == 0
+    (line,) = [row for row in (run_dir / "report.md").read_text(encoding="utf-8").splitlines() if row.startswith("Judge:")]
+    tokens = MarkdownIt("gfm-like").parseInline(line)[0].children
+    assert [t.type for t in tokens if t.type not in ("text", "code_inline")] == []
+    assert [t.content for t in tokens if t.type == "code_inline"] == ["openai", "`x` **b** <i>", "[v](http://evil)", "<b>m\\|"]

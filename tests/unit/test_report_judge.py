@@ -83,9 +83,11 @@ def test_the_run_and_its_reports_say_how_the_judge_gave_its_verdicts(tmp_path):
     (warning,) = judge["warnings"]
     assert "all 4 verdicts of the task 'supported'" in warning
     write_reports(result, tmp_path)
-    markdown = (tmp_path / "report.md").read_text(encoding="utf-8").replace("\\", "")  # data is escaped in Markdown
-    assert "Judge: openai qwen; verdict mode auto → single (P(yes) read from: logprobs 4); verdict probe chose single" in markdown
-    assert "batch (text) ROC-AUC 0.50" in markdown and "single (logprobs) ROC-AUC 0.96" in markdown
+    markdown = (tmp_path / "report.md").read_text(encoding="utf-8")  # the judge's values are code spans
+    assert (
+        "Judge: `openai` `qwen`; verdict mode `auto` → `single` (P(yes) read from: `logprobs` 4); verdict probe chose `single`" in markdown
+    )
+    assert "`batch` (`text`) ROC-AUC 0.50" in markdown and "`single` (`logprobs`) ROC-AUC 0.96" in markdown
     assert "> **Warning**: all 4 verdicts" in markdown
     html = (tmp_path / "report.html").read_text(encoding="utf-8")
     assert "Judge warning:" in html and "verdict mode auto → single" in html

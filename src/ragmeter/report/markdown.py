@@ -81,10 +81,10 @@ def render_markdown(summary: dict[str, Any], result: Result) -> str:
 
 
 def _judge_section(judge: dict[str, Any] | None) -> list[str]:
-    line = judge_line(judge)
+    line = judge_line(judge, lambda value: md_code(value, 300))  # code spans: a model, URL or path read as it is
     if line is None:
         return []
-    lines = [f"Judge: {md_text(line, 2000)}.", ""]
+    lines = [f"Judge: {line}.", ""]
     for warning in judge_warnings(judge):
         lines += [f"> **Warning**: {md_text(warning, 1000)}", ""]
     return lines
