@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import codecs
 import re
+from pathlib import Path
 
 from ragmeter.data.text import HAN
 
@@ -96,6 +97,34 @@ def unmarked_utf16(data: bytes) -> str | None:
                 f"convert it to UTF-8, e.g. iconv -f {label} -t UTF-8 in > out"
             )
     return None
+
+
+def unmarked_utf16_file(path: str | Path) -> str | None:
+    """:func:`unmarked_utf16` of the file at ``path``, reading only its first bytes: every reader
+    of JSON lines asks it before reading (a UTF-16 file without a mark decodes as UTF-8, each
+    line then found to be invalid JSON, which hides the cause).
+
+    Args:
+        path: The file to be read as UTF-8.
+
+    Raises:
+        OSError: The file cannot be opened (missing, a folder, not readable).
+    """
+    with open(path, "rb") as handle:
+        return unmarked_utf16(handle.read(32))
+
+
+class UnmarkedUtf16Error(UnicodeDecodeError):
+    """A file that is UTF-16 without a byte-order mark where UTF-8 was expected; its message is
+    :func:`unmarked_utf16`'s. A :class:`UnicodeDecodeError`, so that every reader that reports a
+    file that is not UTF-8 reports this one too, with the cause and the conversion."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__("utf-8", b"", 0, 0, problem)
+        self.problem = problem
+
+    def __str__(self) -> str:
+        return self.problem
 
 
 def encoding_hint(data: bytes) -> str:

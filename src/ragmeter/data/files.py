@@ -29,6 +29,7 @@ from typing import IO, Any
 
 import yaml
 
+from ragmeter.data.encodings import UnmarkedUtf16Error, unmarked_utf16_file
 from ragmeter.data.issues import describe_briefly
 from ragmeter.data.json_numbers import json_loads
 from ragmeter.data.secrets import mask_registered
@@ -145,7 +146,16 @@ def write_json_lines(path: str | Path, records: Iterable[Any]) -> Path:
 def read_json_lines(path: str | Path) -> Iterator[tuple[int, str]]:
     """The non-blank lines of a JSON-lines file with their numbers (from 1), split on
     ``\\n`` only (a U+2028 inside a string is not a line end). Parsing is the caller's
-    (:func:`json_object`), which reports the line number on failure."""
+    (:func:`json_object`), which reports the line number on failure.
+
+    Raises:
+        OSError: The file cannot be read.
+        UnicodeDecodeError: It is not UTF-8; :class:`UnmarkedUtf16Error` when it is UTF-16
+            without a byte-order mark (its message says so and how to convert it).
+    """
+    unmarked = unmarked_utf16_file(path)
+    if unmarked:
+        raise UnmarkedUtf16Error(unmarked)
     with open(path, encoding="utf-8", newline="") as handle:
         for number, line in enumerate(_lines(handle), start=1):
             if line.strip():

@@ -18,7 +18,7 @@ from collections.abc import Generator, Iterable
 from pathlib import Path
 from typing import Any
 
-from ragmeter.data.encodings import decode_text, encoding_hint, unicode_bom, unmarked_utf16
+from ragmeter.data.encodings import decode_text, encoding_hint, unicode_bom, unmarked_utf16_file
 from ragmeter.data.files import TOO_DEEP as JSON_TOO_DEEP
 from ragmeter.data.files import json_problem, json_value, unpaired_surrogate
 from ragmeter.data.issues import InputError, InputIssue
@@ -88,8 +88,7 @@ def _rows_of_file(path: Path) -> Rows:
             raise InputError([InputIssue(str(path), "file", None, f"not a readable Parquet file: {exc}")]) from None
         return list(_rows_of_frame(frame, unit="row"))
     try:
-        with path.open("rb") as handle:
-            unmarked = unmarked_utf16(handle.read(32))
+        unmarked = unmarked_utf16_file(path)
     except OSError as exc:  # a folder of that name, a file the user may not read
         raise InputError([InputIssue(str(path), "file", None, f"cannot read the file: {exc.strerror or exc}")]) from None
     if unmarked:  # its lines decode as UTF-8: only each line's JSON (or the CSV) would be found invalid

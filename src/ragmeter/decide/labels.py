@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from ragmeter.data.encodings import encoding_hint
+from ragmeter.data.encodings import encoding_hint, unmarked_utf16
 from ragmeter.data.files import json_value
 from ragmeter.data.issues import describe_briefly
 from ragmeter.data.readers import invalid_utf8
@@ -63,6 +63,10 @@ def read_labels(path: str | Path, field_name: str, parse: Callable[[Any], V]) ->
     """
     labels: Labels[V] = Labels()
     data = Path(path).read_bytes()
+    unmarked = unmarked_utf16(data)
+    if unmarked:  # valid UTF-8 all the same: every line would only be found invalid JSON
+        labels.problems.append(f"{path}: {unmarked}")
+        return labels
     hint = None  # which encoding the file may be in: worked out once, for the first line that is no UTF-8
     for number, raw in enumerate(data.removeprefix(codecs.BOM_UTF8).split(b"\n"), start=1):  # a byte-order mark is no part of line 1
         where = f"{path}, line {number}"

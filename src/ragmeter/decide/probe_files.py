@@ -25,6 +25,7 @@ from typing import Any
 
 import yaml
 
+from ragmeter.data.encodings import unmarked_utf16_file
 from ragmeter.data.files import json_value, yaml_value
 from ragmeter.data.issues import describe_briefly
 from ragmeter.decide.redteam import Probe
@@ -60,15 +61,19 @@ def load_probe_file(path: str | Path, taken: Iterable[str] = ()) -> list[Probe]:
         taken: Ids already in use (the packaged probes', other files'); a probe may not reuse one.
 
     Raises:
-        ProbeFileError: The file is missing, unreadable, not valid YAML or JSON, holds no
+        ProbeFileError: The file is missing, unreadable, UTF-16 without a byte-order mark
+            (:func:`~ragmeter.data.encodings.unmarked_utf16`), not valid YAML or JSON, holds no
             probe, or a probe lacks a field, has one of the wrong type, an unknown field or an
             id already used.
     """
     path = Path(path)
     try:
+        unmarked = unmarked_utf16_file(path)
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ProbeFileError(path, None, None, f"cannot read it: {getattr(exc, 'strerror', None) or exc}") from None
+    if unmarked:  # valid UTF-8 all the same: the YAML or JSON would only be found invalid
+        raise ProbeFileError(path, None, None, unmarked)
     records = _jsonl_records(path, text) if path.suffix.lower() == ".jsonl" else _yaml_records(path, text)
     if not records:
         raise ProbeFileError(path, None, None, "holds no probe")

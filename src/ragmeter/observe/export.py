@@ -10,6 +10,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ragmeter.data.encodings import unmarked_utf16_file
 from ragmeter.data.files import json_object
 from ragmeter.data.issues import InputIssue, describe_briefly
 from ragmeter.data.readers import invalid_utf8
@@ -32,11 +33,15 @@ def read_spans(path: str | Path, issues: list[InputIssue] | None = None) -> Iter
             Without it, the first such line raises.
 
     Raises:
-        TraceFileError: The file is missing or cannot be read, or (without ``issues``) a line
+        TraceFileError: The file is missing or cannot be read, is UTF-16 without a byte-order
+            mark (:func:`~ragmeter.data.encodings.unmarked_utf16`), or (without ``issues``) a line
             is not a valid span (the message names the file, the line and the key).
     """
     path = Path(path)
     try:
+        unmarked = unmarked_utf16_file(path)
+        if unmarked:
+            raise TraceFileError(f"{path}: {unmarked}")
         with path.open("rb") as handle:
             for number, raw in enumerate(handle, start=1):  # a binary file splits on b"\n" only
                 if not raw.strip():

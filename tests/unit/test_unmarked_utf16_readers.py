@@ -1,0 +1,55 @@
+"""Every reader of a user's JSON-lines file names UTF-16 without a byte-order mark as such.
+
+ASCII text in UTF-16 without a mark is valid UTF-8 with a NUL byte beside each letter: the
+samples reader refused it with the encoding named, but a labels, preferences, traces, probes
+or transcripts file was read as UTF-8 and every line was found to be invalid JSON, which hid
+the cause. They now share the samples reader's check (``unmarked_utf16_file``)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ragmeter.data.files import read_json_lines
+from ragmeter.decide.labels import read_labels, score
+from ragmeter.decide.pairs import read_preferences
+from ragmeter.decide.probe_files import ProbeFileError, load_probe_file
+from ragmeter.observe.export import TraceFileError, read_spans
+from ragmeter.observe.transcripts import TranscriptError, read_transcripts
+
+SAID = "the file looks like UTF-16LE without a byte-order mark (every other byte of its start is NUL): convert it to UTF-8, e.g. iconv -f UTF-16LE -t UTF-8 in > out"
+
+
+def utf16(tmp_path, name: str, *rows: dict) -> str:
+    path = tmp_path / name
+    path.write_bytes("".join(json.dumps(row) + "\n" for row in rows).encode("utf-16-le"))
+    return str(path)
+
+
+def test_a_labels_or_preferences_file_says_it_is_utf16(tmp_path):
+    labels = read_labels(utf16(tmp_path, "labels.jsonl", {"id": "a", "label": 1}, {"id": "b", "label": 0}), "label", score)
+    assert labels.problems == [f"{tmp_path / 'labels.jsonl'}: {SAID}"]
+    preferences = read_preferences(utf16(tmp_path, "prefs.jsonl", {"id": "a", "better": "A"}))
+    assert preferences.problems == [f"{tmp_path / 'prefs.jsonl'}: {SAID}"]
+
+
+def test_a_traces_file_says_it_is_utf16(tmp_path):
+    path = utf16(tmp_path, "traces.jsonl", {"trace_id": "t", "name": "retrieve"})
+    with pytest.raises(TraceFileError, match="UTF-16LE without a byte-order mark"):
+        list(read_spans(path, issues=[]))
+
+
+def test_a_probes_file_says_it_is_utf16(tmp_path):
+    path = utf16(tmp_path, "probes.jsonl", {"id": "p", "question": "q", "forbidden": ["x"]})
+    with pytest.raises(ProbeFileError, match="UTF-16LE without a byte-order mark"):
+        load_probe_file(path)
+
+
+def test_a_transcripts_file_and_every_json_lines_reader_say_it_is_utf16(tmp_path):
+    path = utf16(tmp_path, "chat.jsonl", {"messages": [{"role": "user", "content": "hi"}]})
+    with pytest.raises(TranscriptError, match="UTF-16LE without a byte-order mark"):
+        read_transcripts(path)
+    with pytest.raises(UnicodeDecodeError) as refused:
+        list(read_json_lines(path))
+    assert str(refused.value) == SAID
