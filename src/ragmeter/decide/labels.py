@@ -59,10 +59,16 @@ def read_labels(path: str | Path, field_name: str, parse: Callable[[Any], V]) ->
             wrong (see :func:`score`, :func:`preference`).
 
     Raises:
-        OSError: The file cannot be read.
+        ValueError: The file cannot be read (missing, a folder, not readable) or holds no line
+            but blank ones; the message names the file.
     """
     labels: Labels[V] = Labels()
-    data = Path(path).read_bytes()
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:  # "[Errno 21] Is a directory: 'labels.jsonl'" said neither what the file was for nor plainly why
+        raise ValueError(f"{path}: cannot read the labels file: {exc.strerror or exc}") from None
+    if not data.removeprefix(codecs.BOM_UTF8).strip():  # no label and no problem: it was taken as labels that matched nothing
+        raise ValueError(f'{path}: the labels file is empty (one {{"id": ..., "{field_name}": ...}} per line)')
     unmarked = unmarked_utf16(data)
     if unmarked:  # valid UTF-8 all the same: every line would only be found invalid JSON
         labels.problems.append(f"{path}: {unmarked}")

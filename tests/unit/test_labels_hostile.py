@@ -1,0 +1,47 @@
+"""Hostile labels files for `calibrate` and `pairwise`: each is refused or reported by name,
+never taken silently. Only model-free paths: pairwise fails before any judge is built."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from ragmeter.cli import app
+
+runner = CliRunner()
+#: Should pairwise ever get past its inputs, an endpoint nothing listens on: never the local model.
+NO_LOCAL_JUDGE = ["--judge", "openai", "--judge-base-url", "http://127.0.0.1:9/v1", "--judge-model", "x", "--judge-timeout", "1"]
+
+
+def _run(tmp_path):
+    data = tmp_path / "data.jsonl"
+    rows = [{"id": k, "user_input": f"Question {k}?", "response": "It opens at nine.", "reference": "It opens at nine."} for k in "abcd"]
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    done = runner.invoke(app, ["eval", str(data), "-m", "token_f1", "-o", str(tmp_path / "run")])
+    assert done.exit_code == 0, done.output
+    return data, tmp_path / "run"
+
+
+def _commands(data, run, labels):
+    return {
+        "calibrate": ["calibrate", str(run), "--labels", str(labels), "--metric", "token_f1", "-o", str(run.parent / "cal")],
+        "pairwise": ["pairwise", str(data), str(data), "--labels", str(labels), "-o", str(run.parent / "pw"), *NO_LOCAL_JUDGE],
+    }
+
+
+@pytest.mark.parametrize("command", ["calibrate", "pairwise"])
+def test_a_folder_or_an_empty_file_as_labels_is_named_and_refused(tmp_path, command):
+    """A folder gave "error: [Errno 21] Is a directory: 'labels.jsonl'"; an empty file was taken
+    as labels matching nothing (pairwise went on to judge with no reference, without a word)."""
+    data, run = _run(tmp_path)
+    folder = tmp_path / "labels.jsonl"
+    folder.mkdir()
+    done = runner.invoke(app, _commands(data, run, folder)[command])
+    assert done.exit_code == 2 and f"{folder}: cannot read the labels file: Is a directory" in " ".join(done.output.split()), done.output
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"\xef\xbb\xbf \n\n")
+    done = runner.invoke(app, _commands(data, run, empty)[command])
+    assert done.exit_code == 2 and f"{empty}: the labels file is empty" in " ".join(done.output.split()), done.output
+    assert "Traceback" not in done.output
