@@ -45,3 +45,23 @@ def test_a_folder_or_an_empty_file_as_labels_is_named_and_refused(tmp_path, comm
     done = runner.invoke(app, _commands(data, run, empty)[command])
     assert done.exit_code == 2 and f"{empty}: the labels file is empty" in " ".join(done.output.split()), done.output
     assert "Traceback" not in done.output
+
+
+def test_pairwise_labels_naming_no_pair_are_listed(tmp_path):
+    """A label whose id is in neither side (a typo, an id with a control character) gave no
+    reference and was dropped without a word; it is now listed, as are unusable label lines."""
+    from ragmeter.decide.pairs import load_side, match_samples, read_preferences
+    from ragmeter.report.pairwise import _leftovers
+
+    data, _ = _run(tmp_path)
+    labels = tmp_path / "labels.jsonl"
+    rows = [{"id": "a", "better": "A"}, {"id": "zz", "better": "B"}, {"id": "c\x1b[2J", "better": "tie"}, {"id": "d", "better": 1}]
+    labels.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    found = read_preferences(labels)
+    side = load_side(data)
+    _, matching = match_samples(side, side, labels=found.by_id)
+    assert matching["labels_unmatched"] == ["zz", "c\x1b[2J"] and matching["n_with_reference"] == 1
+    matching["label_issues"] = found.problems
+    markdown = "\n".join(_leftovers(matching))
+    assert "- 2 label(s) naming no pair: `zz`, `c\\x1b[2J`" in markdown
+    assert "- label line not used: " in markdown and "\x1b" not in markdown

@@ -10,6 +10,7 @@ from ragmeter.cli.console import console, fail, say, table
 from ragmeter.cli.issues import print_issues
 from ragmeter.cli.options import JudgeOptions, judge_options
 from ragmeter.data import InputError
+from ragmeter.data.issues import describe_briefly
 from ragmeter.decide import pairwise
 from ragmeter.decide.pairs import load_side, match_samples, read_preferences
 from ragmeter.judges import JudgeError
@@ -54,6 +55,10 @@ def pairwise_command(
     matching["label_issues"] = reference.problems if reference else []
     for problem in matching["label_issues"]:
         say(f"  {problem}")
+    if matching["labels_unmatched"]:
+        unmatched = matching["labels_unmatched"]
+        shown = ", ".join(describe_briefly(k) for k in unmatched[:10]) + (" …" if len(unmatched) > 10 else "")
+        say((f"warning: {len(unmatched)} label(s) name no pair of samples and give no reference:", "yellow"), f" {shown}")
     if not pairs:
         raise fail(f"no question has a response on both sides ({a}, {b}); matched by {matching['by']}")
     try:

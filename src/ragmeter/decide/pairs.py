@@ -117,7 +117,8 @@ def match_samples(
     Returns:
         The pairs, and a report: the matching (``by``, ``unmatched_a``, ``unmatched_b``,
         ``duplicates_a``, ``duplicates_b``...), ``unusable`` (key, side and reason),
-        ``questions_differ`` and the sides' input issues.
+        ``questions_differ``, the sides' input issues, and ``labels_unmatched``: the ids of
+        labels that name no pair (a typo, a sample in one side only), which give no reference.
     """
     unusable: list[dict[str, str]] = []
 
@@ -134,7 +135,9 @@ def match_samples(
     matching = pair_items(usable("A", side_a), usable("B", side_b), lambda item: item[1], lambda item: item[0])
     pairs: list[Pair] = []
     questions_differ: list[str] = []
+    labelled: set[str] = set()
     for (key_a, sample_a), (key_b, sample_b) in matching.pairs:
+        labelled.add(sample_a.id if sample_a.id is not None else key_a)
         if normalise_question(sample_a.user_input) != normalise_question(sample_b.user_input):
             questions_differ.append(key_a)
         reference = label_of(labels, sample_a, key_a) if labels is not None else None
@@ -151,5 +154,6 @@ def match_samples(
         "input_issues": {"A": side_a.issues, "B": side_b.issues},
         "reference": "labels" if labels is not None else (f"metric {reference_metric}" if reference_metric else None),
         "n_with_reference": sum(p.reference is not None for p in pairs),
+        "labels_unmatched": [key for key in labels or {} if key not in labelled],
     }
     return pairs, report

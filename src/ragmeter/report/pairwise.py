@@ -79,18 +79,22 @@ def render_markdown(document: dict[str, Any]) -> str:
 
 
 def _leftovers(m: dict[str, Any]) -> list[str]:
+    """What the matching left out: samples of one side only, unusable or duplicate ones, labels
+    naming no pair, and label lines that could not be used, each listed by key or line."""
     groups = [
-        ("in A only", [u["key"] for u in m.get("unmatched_a", [])]),
-        ("in B only", [u["key"] for u in m.get("unmatched_b", [])]),
-        ("unusable", [f"{u['side']} {u['key']} ({u['reason']})" for u in m.get("unusable", [])]),
-        ("left out as duplicates", [k for side in ("a", "b") for d in m.get(f"duplicates_{side}", []) for k in d["keys"]]),
-        ("same id, different question", m.get("questions_differ", [])),
+        ("sample(s) in A only", [u["key"] for u in m.get("unmatched_a", [])]),
+        ("sample(s) in B only", [u["key"] for u in m.get("unmatched_b", [])]),
+        ("sample(s) unusable", [f"{u['side']} {u['key']} ({u['reason']})" for u in m.get("unusable", [])]),
+        ("sample(s) left out as duplicates", [k for side in ("a", "b") for d in m.get(f"duplicates_{side}", []) for k in d["keys"]]),
+        ("sample(s) same id, different question", m.get("questions_differ", [])),
+        ("label(s) naming no pair", m.get("labels_unmatched", [])),
     ]
     lines = []
     for title, keys in groups:
         if keys:
             shown = ", ".join(f"{md_code(k, 80)}" for k in keys[:20]) + (f" and {len(keys) - 20} more" if len(keys) > 20 else "")
-            lines.append(f"- {len(keys)} sample(s) {title}: {shown}")
+            lines.append(f"- {len(keys)} {title}: {shown}")
+    lines += [f"- label line not used: {md_text(problem, 300)}" for problem in m.get("label_issues", [])[:50]]
     return lines
 
 
