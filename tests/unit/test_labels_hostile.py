@@ -65,3 +65,17 @@ def test_pairwise_labels_naming_no_pair_are_listed(tmp_path):
     markdown = "\n".join(_leftovers(matching))
     assert "- 2 label(s) naming no pair: `zz`, `c\\x1b[2J`" in markdown
     assert "- label line not used: " in markdown and "\x1b" not in markdown
+
+
+def test_calibrate_names_the_first_bad_label_line_and_the_labels_not_in_the_run(tmp_path):
+    """The console said "1 label line(s) could not be used" and "1 label(s) name samples that
+    are not in the run", naming neither the line, the reason nor the id."""
+    data, run = _run(tmp_path)
+    labels = tmp_path / "labels.jsonl"
+    rows = [{"id": k, "label": 1} for k in "abc"] + [{"id": "ghost\x1b[2J", "label": 0}, {"id": "d", "label": 10**400}]
+    labels.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    done = runner.invoke(app, _commands(data, run, labels)["calibrate"])
+    said = " ".join(done.output.split())
+    assert done.exit_code == 0, done.output
+    assert f"1 label line(s) could not be used; the first: {labels}, line 5: 'label' of 'd' must be a number in [0, 1]" in said
+    assert "1 label(s) name samples that are not in the run: 'ghost\\x1b[2J'" in said and "\x1b" not in done.output

@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ragmeter.data.issues import describe_briefly
 from ragmeter.decide.labels import read_labels, score
 from ragmeter.decide.matching import label_of
 from ragmeter.results import Result
@@ -254,11 +255,12 @@ def _warnings(metric: str, info: dict[str, Any], n: int, found: _Labelled, label
     if not info.get("higher_is_better", True):
         warnings.append(f"'{metric}' is lower-is-better: the labels should be on the metric's scale for the agreement to mean much")
     if found.not_in_run:
-        warnings.append(f"{len(found.not_in_run)} label(s) name samples that are not in the run")
+        named = ", ".join(describe_briefly(k) for k in found.not_in_run[:5]) + (" …" if len(found.not_in_run) > 5 else "")
+        warnings.append(f"{len(found.not_in_run)} label(s) name samples that are not in the run: {named}")
     if found.unscored_labelled:
         warnings.append(f"{len(found.unscored_labelled)} labelled sample(s) have no '{metric}' score and are left out")
-    if label_issues:
-        warnings.append(f"{len(label_issues)} label line(s) could not be used")
+    if label_issues:  # the first named, so that the console says which line and why (the report lists them all)
+        warnings.append(f"{len(label_issues)} label line(s) could not be used; the first: {label_issues[0]}")
     return warnings
 
 
