@@ -79,3 +79,15 @@ def test_calibrate_names_the_first_bad_label_line_and_the_labels_not_in_the_run(
     assert done.exit_code == 0, done.output
     assert f"1 label line(s) could not be used; the first: {labels}, line 5: 'label' of 'd' must be a number in [0, 1]" in said
     assert "1 label(s) name samples that are not in the run: 'ghost\\x1b[2J'" in said and "\x1b" not in done.output
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-32"])
+def test_a_labels_file_in_utf16_or_utf32_with_its_mark_is_read(tmp_path, encoding):
+    """Windows' "Unicode" text: the samples reader reads it, the labels reader called every
+    line invalid UTF-8 and used no label."""
+    from ragmeter.decide.labels import read_labels, score
+
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text('{"id": "a", "label": 1}\n{"id": "审", "label": 0.5}\n', encoding=encoding)
+    found = read_labels(labels, "label", score)
+    assert found.by_id == {"a": 1.0, "审": 0.5} and found.problems == []

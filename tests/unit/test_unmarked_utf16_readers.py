@@ -28,10 +28,12 @@ def utf16(tmp_path, name: str, *rows: dict) -> str:
 
 
 def test_a_labels_or_preferences_file_says_it_is_utf16(tmp_path):
-    labels = read_labels(utf16(tmp_path, "labels.jsonl", {"id": "a", "label": 1}, {"id": "b", "label": 0}), "label", score)
-    assert labels.problems == [f"{tmp_path / 'labels.jsonl'}: {SAID}"]
-    preferences = read_preferences(utf16(tmp_path, "prefs.jsonl", {"id": "a", "better": "A"}))
-    assert preferences.problems == [f"{tmp_path / 'prefs.jsonl'}: {SAID}"]
+    with pytest.raises(ValueError) as refused:
+        read_labels(utf16(tmp_path, "labels.jsonl", {"id": "a", "label": 1}, {"id": "b", "label": 0}), "label", score)
+    assert str(refused.value) == f"{tmp_path / 'labels.jsonl'}: {SAID}"
+    with pytest.raises(ValueError) as refused:
+        read_preferences(utf16(tmp_path, "prefs.jsonl", {"id": "a", "better": "A"}))
+    assert str(refused.value) == f"{tmp_path / 'prefs.jsonl'}: {SAID}"
 
 
 def test_a_traces_file_says_it_is_utf16(tmp_path):

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from ragmeter.data.encodings import encoding_hint, unmarked_utf16
+from ragmeter.data.encodings import decode_text, encoding_hint, unicode_bom, unmarked_utf16
 from ragmeter.data.files import json_value
 from ragmeter.data.issues import describe_briefly
 from ragmeter.data.readers import invalid_utf8
@@ -59,20 +59,25 @@ def read_labels(path: str | Path, field_name: str, parse: Callable[[Any], V]) ->
             wrong (see :func:`score`, :func:`preference`).
 
     Raises:
-        ValueError: The file cannot be read (missing, a folder, not readable) or holds no line
-            but blank ones; the message names the file.
+        ValueError: The file cannot be read (missing, a folder, not readable), is UTF-16 without
+            a byte-order mark (:func:`~ragmeter.data.encodings.unmarked_utf16`) or holds no line
+            but blank ones; the message names the file. UTF-16 or UTF-32 with its mark is read.
     """
     labels: Labels[V] = Labels()
     try:
         data = Path(path).read_bytes()
     except OSError as exc:  # "[Errno 21] Is a directory: 'labels.jsonl'" said neither what the file was for nor plainly why
         raise ValueError(f"{path}: cannot read the labels file: {exc.strerror or exc}") from None
+    if unicode_bom(data) in ("utf-16", "utf-32"):  # Windows' "Unicode" text, read as the samples reader reads it
+        try:
+            data = decode_text(data).encode("utf-8")
+        except ValueError as exc:
+            raise ValueError(f"{path}: {exc}") from None
     if not data.removeprefix(codecs.BOM_UTF8).strip():  # no label and no problem: it was taken as labels that matched nothing
         raise ValueError(f'{path}: the labels file is empty (one {{"id": ..., "{field_name}": ...}} per line)')
     unmarked = unmarked_utf16(data)
     if unmarked:  # valid UTF-8 all the same: every line would only be found invalid JSON
-        labels.problems.append(f"{path}: {unmarked}")
-        return labels
+        raise ValueError(f"{path}: {unmarked}")
     hint = None  # which encoding the file may be in: worked out once, for the first line that is no UTF-8
     for number, raw in enumerate(data.removeprefix(codecs.BOM_UTF8).split(b"\n"), start=1):  # a byte-order mark is no part of line 1
         where = f"{path}, line {number}"
