@@ -91,3 +91,20 @@ def test_a_labels_file_in_utf16_or_utf32_with_its_mark_is_read(tmp_path, encodin
     labels.write_text('{"id": "a", "label": 1}\n{"id": "审", "label": 0.5}\n', encoding=encoding)
     found = read_labels(labels, "label", score)
     assert found.by_id == {"a": 1.0, "审": 0.5} and found.problems == []
+
+
+def test_pairwise_says_the_rows_of_a_side_it_skipped(tmp_path):
+    """A side's row skipped for a duplicate id was kept in pairwise.json only: the console and
+    pairwise.md said nothing, so a side silently lost samples."""
+    from ragmeter.decide.pairs import load_side, match_samples
+    from ragmeter.report.pairwise import _leftovers
+
+    data, _ = _run(tmp_path)
+    side = tmp_path / "dup.jsonl"
+    rows = [{"id": "x", "user_input": "Q?", "response": "r"}, {"id": "x", "user_input": "Q2?", "response": "s"}]
+    side.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    said = f"{side}, line 2, field 'id': duplicate id 'x' (first seen at {side}, line 1)"
+    done = runner.invoke(app, ["pairwise", str(side), str(data), "-o", str(tmp_path / "pw"), *NO_LOCAL_JUDGE])
+    assert done.exit_code == 2 and f"{said} (row skipped)" in " ".join(done.output.split()), done.output
+    _, matching = match_samples(load_side(side), load_side(data))
+    assert any(line.startswith("- input issue: ") and "duplicate id" in line for line in _leftovers(matching))

@@ -51,6 +51,7 @@ def pairwise_command(
         raise fail("input is not usable; nothing was judged") from None
     except (ValueError, OSError, RunDirError) as exc:
         raise fail(str(exc)) from None
+    print_issues([*side_a.issues, *side_b.issues], written=False)  # rows skipped (a duplicate id...): said, as eval says them
     pairs, matching = match_samples(side_a, side_b, reference_metric=reference_metric, labels=reference.by_id if reference else None)
     matching["label_issues"] = reference.problems if reference else []
     for problem in matching["label_issues"]:

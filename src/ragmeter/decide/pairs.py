@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragmeter.data import load_dataset
+from ragmeter.data import InputIssue, load_dataset
 from ragmeter.data.schema import Sample
 from ragmeter.decide.labels import Labels, preference, read_labels
 from ragmeter.decide.matching import label_of, normalise_question, pair_items
@@ -48,13 +48,14 @@ class Pair:
 
 @dataclass
 class Side:
-    """The samples of one side, with their keys, and the scores when it is a run directory."""
+    """The samples of one side, with their keys, the scores when it is a run directory, and the
+    problems of a sample file's rows (each row skipped or sample kept, as ``eval`` reads them)."""
 
     path: str
     samples: list[tuple[str, Sample]]
     scores: dict[str, dict[str, float | None]] = field(default_factory=dict)  # key -> metric -> value
     higher_is_better: dict[str, bool] = field(default_factory=dict)
-    issues: list[str] = field(default_factory=list)
+    issues: list[InputIssue] = field(default_factory=list)
 
 
 def load_side(path: str | Path) -> Side:
@@ -71,7 +72,7 @@ def load_side(path: str | Path) -> Side:
         better = {m["id"]: bool(m.get("higher_is_better", True)) for m in result.metrics}
         return Side(str(path), [(r.key, r.sample) for r in result.samples], scores, better)
     dataset = load_dataset(path)
-    return Side(str(path), [(s.key, s.sample) for s in dataset], issues=[str(i) for i in dataset.issues])
+    return Side(str(path), [(s.key, s.sample) for s in dataset], issues=list(dataset.issues))
 
 
 def _reference_from(side_a: Side, side_b: Side, key_a: str, key_b: str, sample_a: Sample, sample_b: Sample, metric: str) -> str | None:
@@ -151,7 +152,7 @@ def match_samples(
         "n_pairs": len(pairs),
         "unusable": unusable,
         "questions_differ": questions_differ,
-        "input_issues": {"A": side_a.issues, "B": side_b.issues},
+        "input_issues": {"A": [str(i) for i in side_a.issues], "B": [str(i) for i in side_b.issues]},
         "reference": "labels" if labels is not None else (f"metric {reference_metric}" if reference_metric else None),
         "n_with_reference": sum(p.reference is not None for p in pairs),
         "labels_unmatched": [key for key in labels or {} if key not in labelled],

@@ -80,7 +80,8 @@ def render_markdown(document: dict[str, Any]) -> str:
 
 def _leftovers(m: dict[str, Any]) -> list[str]:
     """What the matching left out: samples of one side only, unusable or duplicate ones, labels
-    naming no pair, and label lines that could not be used, each listed by key or line."""
+    naming no pair, label lines that could not be used and the sides' input issues (a row
+    skipped for a duplicate id...), each listed by key or line."""
     groups = [
         ("sample(s) in A only", [u["key"] for u in m.get("unmatched_a", [])]),
         ("sample(s) in B only", [u["key"] for u in m.get("unmatched_b", [])]),
@@ -95,6 +96,8 @@ def _leftovers(m: dict[str, Any]) -> list[str]:
             shown = ", ".join(f"{md_code(k, 80)}" for k in keys[:20]) + (f" and {len(keys) - 20} more" if len(keys) > 20 else "")
             lines.append(f"- {len(keys)} {title}: {shown}")
     lines += [f"- label line not used: {md_text(problem, 300)}" for problem in m.get("label_issues", [])[:50]]
+    issues = [issue for side in ("A", "B") for issue in (m.get("input_issues") or {}).get(side, [])]
+    lines += [f"- input issue: {md_text(issue, 300)}" for issue in issues[:50]]
     return lines
 
 
