@@ -22,3 +22,9 @@ def test_a_heading_line_with_a_long_run_of_spaces_is_chunked_at_once():
 def test_closing_hashes_of_a_heading_are_not_its_title():
     chunks = chunk_document(Document("guide", "## Backups ##\n\nThey run nightly.", "guide.md", "en"))
     assert chunks[0].headings == ("Backups",)
+
+
+def test_a_long_run_of_spaces_in_a_sentence_makes_no_blank_chunk():
+    text = "Intro line here.\n\nThe value is" + " " * 5000 + "forty-two."
+    chunks = chunk_document(Document("guide", text, "guide.md", "en"), size=1200, overlap=150)
+    assert [c.text for c in chunks] == ["Intro line here.\nThe value is\nforty-two."]  # 5,000 spaces made four blank chunks

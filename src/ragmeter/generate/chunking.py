@@ -111,8 +111,8 @@ def _split(body: str, size: int, overlap: int) -> list[str]:
         if len(paragraph) <= size:
             units.append(paragraph)
             continue
-        for sentence in split_sentences(paragraph):
-            units += [sentence[i : i + size] for i in range(0, len(sentence), size)]
+        for sentence in split_sentences(paragraph):  # a slice of a run of spaces would be a chunk of nothing
+            units += [cut for i in range(0, len(sentence), size) if (cut := sentence[i : i + size].strip())]
     pieces: list[str] = []
     current: list[str] = []
     for unit in units:
