@@ -75,7 +75,7 @@ def test_bad_files_and_lines_are_reported_by_name_and_skipped(tmp_path):
     assert sorted(d.id for d in read.documents) == ["docs-1", "good"]
     messages = {(i.source.rsplit("/", 1)[-1], i.location, i.field): i.message for i in read.issues}
     assert messages[("latin1.txt", "file", None)].startswith("invalid UTF-8 (byte 0xe9 at byte 4); the file may be in Windows-1252")
-    assert "cannot read the file" in messages[("broken.pdf", "file", None)]
+    assert messages[("broken.pdf", "file", None)].startswith("not a readable PDF (damaged, or another kind of file): ")
     assert messages[("empty.md", "file", None)] == "the document has no text"
     assert messages[("docs.jsonl", "line 2", None)].startswith("invalid JSON")
     assert "no document text" in messages[("docs.jsonl", "line 3", "text")]

@@ -5,9 +5,10 @@ that is not UTF-8."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from ragmeter.generate.chunking import chunk_document
-from ragmeter.generate.documents import Document
+from ragmeter.generate.documents import Document, ingest
 
 
 def test_a_heading_line_with_a_long_run_of_spaces_is_chunked_at_once():
@@ -28,3 +29,25 @@ def test_a_long_run_of_spaces_in_a_sentence_makes_no_blank_chunk():
     text = "Intro line here.\n\nThe value is" + " " * 5000 + "forty-two."
     chunks = chunk_document(Document("guide", text, "guide.md", "en"), size=1200, overlap=150)
     assert [c.text for c in chunks] == ["Intro line here.\nThe value is\nforty-two."]  # 5,000 spaces made four blank chunks
+
+
+def test_a_damaged_encrypted_empty_or_scanned_pdf_is_named_with_why_in_plain_words(tmp_path):
+    from pypdf import PdfWriter
+
+    writer = PdfWriter()
+    writer.add_blank_page(200, 200)
+    writer.encrypt("secret")
+    writer.write(tmp_path / "locked.pdf")
+    writer = PdfWriter()
+    writer.add_blank_page(200, 200)
+    writer.write(tmp_path / "scan.pdf")
+    (tmp_path / "damaged.pdf").write_bytes(b"%PDF-1.4\n cut short")
+    (tmp_path / "empty.pdf").write_bytes(b"")
+    read = ingest([tmp_path])
+    said = {Path(issue.source).name: issue.message for issue in read.issues}
+    assert said == {
+        "damaged.pdf": "not a readable PDF (damaged, or another kind of file): Stream has ended unexpectedly",
+        "empty.pdf": "the file is empty",
+        "locked.pdf": "the PDF is encrypted with a password: save a copy without one",
+        "scan.pdf": "the PDF has no text layer (a scanned document?)",
+    }

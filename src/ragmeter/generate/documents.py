@@ -167,14 +167,12 @@ def _read(path: Path, issues: list[InputIssue]) -> Iterable[Document]:
         message = f"{size / 1e6:,.1f} MB, more than the {MAX_TEXT_BYTES / 1e6:g} MB a text document may have: it is read whole; split it"
         issues.append(InputIssue(str(path), "file", None, message, skipped=True))
         return
-    if kind == "pdf":
-        text = pdf_text(path)
-    elif kind == "html":
+    if kind == "html":
         title, text = html_text(path.read_bytes())
     else:
         try:
-            text = decode_text(path.read_bytes())
-        except ValueError as exc:
+            text = pdf_text(path) if kind == "pdf" else decode_text(path.read_bytes())
+        except ValueError as exc:  # the reader's own words: not UTF-8, binary, a damaged or encrypted PDF
             issues.append(InputIssue(str(path), "file", None, str(exc), skipped=True))
             return
     yield Document(path.stem, text, str(path), detect_language(text), title)
@@ -183,13 +181,25 @@ def _read(path: Path, issues: list[InputIssue]) -> Iterable[Document]:
 def pdf_text(path: Path) -> str:
     """The text layer of a PDF, page by page.
 
+    Args:
+        path: The PDF file.
+
     Raises:
-        ValueError: The PDF has no text layer (a scan).
+        ValueError: The PDF has no text layer (a scan), is empty, needs a password, or is
+            damaged (or not a PDF at all) as far as pypdf can tell.
     """
     from pypdf import PdfReader
+    from pypdf.errors import EmptyFileError, FileNotDecryptedError, PyPdfError
 
     logging.getLogger("pypdf").setLevel(logging.ERROR)  # its warnings about a damaged file would print raw; the error is reported
-    pages = [page.extract_text() or "" for page in PdfReader(path).pages]
+    try:
+        pages = [page.extract_text() or "" for page in PdfReader(path).pages]
+    except EmptyFileError:
+        raise ValueError("the file is empty") from None
+    except FileNotDecryptedError:  # a PDF locked with an empty password is read
+        raise ValueError("the PDF is encrypted with a password: save a copy without one") from None
+    except PyPdfError as exc:
+        raise ValueError(f"not a readable PDF (damaged, or another kind of file): {exc}") from None
     text = "\n\n".join(p.strip() for p in pages if p.strip())
     if not text:
         raise ValueError("the PDF has no text layer (a scanned document?)")
