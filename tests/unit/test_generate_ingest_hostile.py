@@ -51,3 +51,26 @@ def test_a_damaged_encrypted_empty_or_scanned_pdf_is_named_with_why_in_plain_wor
         "locked.pdf": "the PDF is encrypted with a password: save a copy without one",
         "scan.pdf": "the PDF has no text layer (a scanned document?)",
     }
+
+
+def test_a_file_that_cannot_be_opened_or_went_away_is_named_with_the_reason_once(tmp_path, monkeypatch):
+    for name in ("locked.md", "locked.jsonl", "gone.txt"):
+        (tmp_path / name).write_text('{"text": "Some text."}\n', encoding="utf-8")
+    real_open = open
+
+    def refusing(file, *args, **kwargs):  # tests may run as root, whom chmod does not stop
+        if str(file).endswith(("locked.md", "locked.jsonl")):
+            raise PermissionError(13, "Permission denied", str(file))
+        if str(file).endswith("gone.txt"):
+            raise FileNotFoundError(2, "No such file or directory", str(file))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", refusing)
+    monkeypatch.setattr("io.open", refusing)
+    read = ingest([tmp_path])
+    said = {Path(issue.source).name: issue.message for issue in read.issues}
+    assert said == {
+        "gone.txt": "the file was removed while the knowledge base was read",
+        "locked.jsonl": "cannot read the file: Permission denied",
+        "locked.md": "cannot read the file: Permission denied",
+    }

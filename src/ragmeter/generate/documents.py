@@ -91,7 +91,7 @@ def ingest(paths: Iterable[str | Path]) -> Ingested:
             issues.append(InputIssue(str(path), "file", None, f"invalid UTF-8{encoding_hint(path.read_bytes())}", skipped=True))
             continue
         except Exception as exc:  # any reader's failure on one file: report it and go on
-            issues.append(InputIssue(str(path), "file", None, f"cannot read the file: {type(exc).__name__}: {exc}", skipped=True))
+            issues.append(InputIssue(str(path), "file", None, _failure(exc), skipped=True))
             continue
         for document in found:
             if not document.text.strip():
@@ -134,6 +134,16 @@ def _candidate(path: Path) -> bool:
     """Whether ``path``, found in a folder, is read or reported: a document's suffix, or a link
     to a folder (which went unread in silence), and not hidden."""
     return not path.name.startswith(".") and (path.suffix.lower() in SUFFIXES or (path.is_symlink() and path.is_dir()))
+
+
+def _failure(exc: Exception) -> str:
+    """What to tell the user of a file whose reader raised ``exc``: the system's reason for a
+    file that cannot be opened (no exception name, no path said twice), else the exception."""
+    if isinstance(exc, FileNotFoundError):
+        return "the file was removed while the knowledge base was read"
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"cannot read the file: {exc.strerror}"
+    return f"cannot read the file: {type(exc).__name__}: {exc}"
 
 
 def _not_a_file(path: Path) -> str:
