@@ -74,3 +74,16 @@ def test_a_file_that_cannot_be_opened_or_went_away_is_named_with_the_reason_once
         "locked.jsonl": "cannot read the file: Permission denied",
         "locked.md": "cannot read the file: Permission denied",
     }
+
+
+def test_an_empty_folder_or_one_of_other_files_only_is_named(tmp_path):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "office").mkdir()
+    (tmp_path / "office" / "plan.docx").write_bytes(b"x")
+    (tmp_path / "office" / ".hidden.md").write_text("Hidden.", encoding="utf-8")
+    read = ingest([tmp_path / "empty", tmp_path / "office"])
+    assert [str(issue) for issue in read.issues] == [
+        f"{tmp_path / 'empty'}, folder: no file in the folder (known types: .htm, .html, .jsonl, .markdown, .md, .pdf, .txt)",
+        f"{tmp_path / 'office'}, folder: no document in the folder: 1 file(s) of other types ('plan.docx'); "
+        "known types: .htm, .html, .jsonl, .markdown, .md, .pdf, .txt",
+    ]

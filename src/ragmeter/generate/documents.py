@@ -110,7 +110,10 @@ def _files(paths: Iterable[str | Path], issues: list[InputIssue]) -> list[Path]:
     for given in paths:
         path = Path(given)
         if path.is_dir():
-            for found in sorted(p for p in path.rglob("*") if _candidate(p)):
+            found_here = sorted(p for p in path.rglob("*") if _candidate(p))
+            if not found_here:  # else "no readable document", naming no folder, when it was the wrong one
+                issues.append(InputIssue(str(path), "folder", None, _no_document(path), skipped=True))
+            for found in found_here:
                 if found.is_symlink() and found.is_dir():  # rglob does not follow it: a link may loop
                     issues.append(InputIssue(str(found), "file", None, _LINKED_FOLDER, skipped=True))
                 elif found.is_file():
@@ -144,6 +147,16 @@ def _failure(exc: Exception) -> str:
     if isinstance(exc, OSError) and exc.strerror:
         return f"cannot read the file: {exc.strerror}"
     return f"cannot read the file: {type(exc).__name__}: {exc}"
+
+
+def _no_document(folder: Path) -> str:
+    """Why ``folder`` gave no document: it is empty, or none of its files has a known suffix."""
+    others = sorted(p.name for p in folder.rglob("*") if not p.name.startswith(".") and p.is_file())
+    known = ", ".join(sorted(SUFFIXES))
+    if not others:
+        return f"no file in the folder (known types: {known})"
+    shown = ", ".join(describe_briefly(name) for name in others[:3]) + (", …" if len(others) > 3 else "")
+    return f"no document in the folder: {len(others)} file(s) of other types ({shown}); known types: {known}"
 
 
 def _not_a_file(path: Path) -> str:
