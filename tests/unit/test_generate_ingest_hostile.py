@@ -87,3 +87,13 @@ def test_an_empty_folder_or_one_of_other_files_only_is_named(tmp_path):
         f"{tmp_path / 'office'}, folder: no document in the folder: 1 file(s) of other types ('plan.docx'); "
         "known types: .htm, .html, .jsonl, .markdown, .md, .pdf, .txt",
     ]
+
+
+def test_a_link_that_loops_is_said_to_loop_not_to_be_broken(tmp_path):
+    (tmp_path / "self.md").symlink_to(tmp_path / "self.md")
+    (tmp_path / "a.md").symlink_to(tmp_path / "b.md")
+    (tmp_path / "b.md").symlink_to(tmp_path / "a.md")
+    (tmp_path / "gone.md").symlink_to(tmp_path / "nowhere.md")
+    said = {Path(issue.source).name: issue.message for issue in ingest([tmp_path]).issues}
+    looping = "a symbolic link that loops (to itself, or through other links back to it)"
+    assert said == {"a.md": looping, "b.md": looping, "self.md": looping, "gone.md": "a broken symbolic link"}

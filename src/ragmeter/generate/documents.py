@@ -15,6 +15,7 @@ chunker sees the same structure as in a Markdown file. PDF text comes from its t
 
 from __future__ import annotations
 
+import errno
 import logging
 import re
 from collections.abc import Iterable
@@ -162,6 +163,11 @@ def _no_document(folder: Path) -> str:
 def _not_a_file(path: Path) -> str:
     """Why ``path``, neither a regular file nor a folder, cannot be read."""
     if path.is_symlink() and not path.exists():
+        try:
+            path.stat()
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                return "a symbolic link that loops (to itself, or through other links back to it)"
         return "a broken symbolic link"
     if path.exists():
         return "not a regular file (a pipe, socket or device)"
