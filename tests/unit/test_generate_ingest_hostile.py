@@ -97,3 +97,9 @@ def test_a_link_that_loops_is_said_to_loop_not_to_be_broken(tmp_path):
     said = {Path(issue.source).name: issue.message for issue in ingest([tmp_path]).issues}
     looping = "a symbolic link that loops (to itself, or through other links back to it)"
     assert said == {"a.md": looping, "b.md": looping, "self.md": looping, "gone.md": "a broken symbolic link"}
+
+
+def test_a_json_lines_file_of_documents_saved_with_a_utf8_byte_order_mark_is_read_whole(tmp_path):
+    (tmp_path / "docs.jsonl").write_bytes(b'\xef\xbb\xbf{"id": "one", "text": "First."}\n{"id": "two", "text": "Second."}\n')
+    read = ingest([tmp_path / "docs.jsonl"])
+    assert [d.id for d in read.documents] == ["one", "two"] and read.issues == []

@@ -145,8 +145,9 @@ def write_json_lines(path: str | Path, records: Iterable[Any]) -> Path:
 
 def read_json_lines(path: str | Path) -> Iterator[tuple[int, str]]:
     """The non-blank lines of a JSON-lines file with their numbers (from 1), split on
-    ``\\n`` only (a U+2028 inside a string is not a line end). Parsing is the caller's
-    (:func:`json_object`), which reports the line number on failure.
+    ``\\n`` only (a U+2028 inside a string is not a line end), a UTF-8 byte-order mark opening
+    the file dropped (Notepad writes one; line 1 was refused as invalid JSON). Parsing is the
+    caller's (:func:`json_object`), which reports the line number on failure.
 
     Raises:
         OSError: The file cannot be read.
@@ -156,7 +157,7 @@ def read_json_lines(path: str | Path) -> Iterator[tuple[int, str]]:
     unmarked = unmarked_utf16_file(path)
     if unmarked:
         raise UnmarkedUtf16Error(unmarked)
-    with open(path, encoding="utf-8", newline="") as handle:
+    with open(path, encoding="utf-8-sig", newline="") as handle:
         for number, line in enumerate(_lines(handle), start=1):
             if line.strip():
                 yield number, line
