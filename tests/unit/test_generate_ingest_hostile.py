@@ -103,3 +103,12 @@ def test_a_json_lines_file_of_documents_saved_with_a_utf8_byte_order_mark_is_rea
     (tmp_path / "docs.jsonl").write_bytes(b'\xef\xbb\xbf{"id": "one", "text": "First."}\n{"id": "two", "text": "Second."}\n')
     read = ingest([tmp_path / "docs.jsonl"])
     assert [d.id for d in read.documents] == ["one", "two"] and read.issues == []
+
+
+def test_a_json_lines_file_of_documents_in_utf16_without_a_mark_is_named_once_with_how_to_convert_it(tmp_path):
+    (tmp_path / "docs.jsonl").write_bytes('{"text": "First."}\n{"text": "Second."}\n'.encode("utf-16-le"))
+    read = ingest([tmp_path / "docs.jsonl"])
+    assert [str(issue) for issue in read.issues] == [
+        f"{tmp_path / 'docs.jsonl'}, file: the file looks like UTF-16LE without a byte-order mark (every other byte of its start "
+        "is NUL): convert it to UTF-8, e.g. iconv -f UTF-16LE -t UTF-8 in > out"
+    ]

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragmeter.data.encodings import decode_text, encoding_hint
+from ragmeter.data.encodings import decode_text, encoding_hint, unmarked_utf16
 from ragmeter.data.files import json_object, read_json_lines
 from ragmeter.data.issues import InputIssue, describe_briefly
 from ragmeter.data.text import detect_language
@@ -258,6 +258,11 @@ def html_text(data: bytes) -> tuple[str | None, str]:
 
 
 def _json_lines(path: Path, issues: list[InputIssue]) -> Iterable[Document]:
+    with path.open("rb") as handle:
+        unmarked = unmarked_utf16(handle.read(32))
+    if unmarked:  # its lines decode as UTF-8: each line's JSON alone would be found invalid
+        issues.append(InputIssue(str(path), "file", None, unmarked, skipped=True))
+        return
     number = 0
     for number, line in read_json_lines(path):
         source = f"{path}:{number}"
