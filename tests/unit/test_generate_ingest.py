@@ -175,7 +175,7 @@ def test_unicode_text_from_windows_is_read_and_a_legacy_encoding_is_named(tmp_pa
     assert messages["gbk.txt"] == (
         "invalid UTF-8 (byte 0xca at byte 1); the file may be in GBK/GB18030: convert it to UTF-8, e.g. iconv -f GB18030 -t UTF-8 in > out"
     )
-    assert messages["gbk.jsonl"].startswith("invalid UTF-8; the file may be in GBK/GB18030")
+    assert messages["gbk.jsonl"].startswith("invalid UTF-8 (byte 0xca at column 11); the file may be in GBK/GB18030")
     assert all(i.skipped for i in read.issues) and len(read.issues) == 2
 
 

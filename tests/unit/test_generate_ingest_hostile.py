@@ -112,3 +112,13 @@ def test_a_json_lines_file_of_documents_in_utf16_without_a_mark_is_named_once_wi
         f"{tmp_path / 'docs.jsonl'}, file: the file looks like UTF-16LE without a byte-order mark (every other byte of its start "
         "is NUL): convert it to UTF-8, e.g. iconv -f UTF-16LE -t UTF-8 in > out"
     ]
+
+
+def test_a_json_lines_file_of_documents_that_is_not_utf8_is_named_with_its_first_bad_line(tmp_path):
+    lines = '{"text": "First."}\n{"text": "Second."}\n{"text": "Caf\xe9 au lait."}\n'
+    (tmp_path / "docs.jsonl").write_bytes(lines.encode("latin-1"))
+    read = ingest([tmp_path / "docs.jsonl"])
+    assert [str(issue) for issue in read.issues] == [
+        f"{tmp_path / 'docs.jsonl'}, line 3: invalid UTF-8 (byte 0xe9 at column 14); the file may be in Windows-1252: "
+        "convert it to UTF-8, e.g. iconv -f CP1252 -t UTF-8 in > out; the file is skipped"
+    ]
