@@ -122,3 +122,15 @@ def test_a_json_lines_file_of_documents_that_is_not_utf8_is_named_with_its_first
         f"{tmp_path / 'docs.jsonl'}, line 3: invalid UTF-8 (byte 0xe9 at column 14); the file may be in Windows-1252: "
         "convert it to UTF-8, e.g. iconv -f CP1252 -t UTF-8 in > out; the file is skipped"
     ]
+
+
+def test_cli_says_the_documents_read_held_only_boilerplate_not_that_none_was_readable(tmp_path):
+    from typer.testing import CliRunner
+
+    from ragmeter.cli import app
+
+    (tmp_path / "stub.md").write_text("This article needs additional citations for verification.", encoding="utf-8")
+    result = CliRunner().invoke(app, ["generate", str(tmp_path / "stub.md"), "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2, result.output
+    assert "no readable document" not in result.output
+    assert "error: the 1 document(s) read hold nothing but boilerplate" in result.output and "dropped: 'stub'" in result.output

@@ -9,9 +9,10 @@ import typer
 from ragmeter.cli.app import command
 from ragmeter.cli.console import console, fail, say, table
 from ragmeter.cli.options import JudgeOptions, judge_options
-from ragmeter.data.issues import InputIssue
+from ragmeter.data.issues import InputIssue, describe_briefly
 from ragmeter.generate import GenerateOptions, Generation, agenerate, write_outputs
 from ragmeter.generate.chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, check_chunking
+from ragmeter.generate.knowledge_base import KnowledgeBase
 from ragmeter.generate.plan import DEFAULT_MIX, DEFAULT_STYLES, STYLES, TYPES, parse_mix
 from ragmeter.generate.runner import REJECTS_FILE, TESTSET_FILE
 from ragmeter.judges import BatchingEmbedder, JudgeError, LLMJudge
@@ -134,8 +135,23 @@ def _run(
     generation = run_sync(run())
     _print_issues(generation.knowledge_base.issues, written=out is not None)
     if not generation.knowledge_base.graph.chunks:
-        raise fail("no readable document in the knowledge base; nothing was generated")
+        raise fail(_nothing_to_ask(generation.knowledge_base))
     return generation
+
+
+def _nothing_to_ask(kb: KnowledgeBase) -> str:
+    """Why ``kb``, which has no chunk, gave no question: no document was read, or those read held
+    only boilerplate (:mod:`ragmeter.generate.boilerplate`, named by id) or no words."""
+    if not kb.documents:
+        return "no readable document in the knowledge base; nothing was generated"
+    dropped = list(kb.boilerplate.get("dropped_document_ids", []))
+    if not dropped:
+        return f"the {kb.documents} document(s) read hold no words to ask about; nothing was generated"
+    named = ", ".join(describe_briefly(d) for d in dropped[:5]) + (f" and {len(dropped) - 5} more" if len(dropped) > 5 else "")
+    return (
+        f"the {kb.documents} document(s) read hold nothing but boilerplate (wiki notices, sentences repeated across documents) "
+        f"or too few words, and were dropped: {named}; nothing was generated"
+    )
 
 
 def _print_issues(issues: list[InputIssue], written: bool) -> None:
