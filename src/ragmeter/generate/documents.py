@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragmeter.data.encodings import decode_text, encoding_hint, unmarked_utf16
+from ragmeter.data.encodings import UnmarkedUtf16Error, decode_text, encoding_hint
 from ragmeter.data.files import json_object, read_json_lines
 from ragmeter.data.issues import InputIssue, describe_briefly
 from ragmeter.data.readers import invalid_utf8
@@ -89,6 +89,9 @@ def ingest(paths: Iterable[str | Path]) -> Ingested:
     for path in _files(paths, issues):
         try:
             found = list(_read(path, issues))
+        except UnmarkedUtf16Error as exc:  # its lines decode as UTF-8: each line's JSON alone would be found invalid
+            issues.append(InputIssue(str(path), "file", None, str(exc), skipped=True))
+            continue
         except UnicodeDecodeError:  # a JSON-lines file of documents that is not UTF-8
             issues.append(_not_utf8(path))
             continue
@@ -259,11 +262,6 @@ def html_text(data: bytes) -> tuple[str | None, str]:
 
 
 def _json_lines(path: Path, issues: list[InputIssue]) -> Iterable[Document]:
-    with path.open("rb") as handle:
-        unmarked = unmarked_utf16(handle.read(32))
-    if unmarked:  # its lines decode as UTF-8: each line's JSON alone would be found invalid
-        issues.append(InputIssue(str(path), "file", None, unmarked, skipped=True))
-        return
     number = 0
     for number, line in read_json_lines(path):
         source = f"{path}:{number}"
