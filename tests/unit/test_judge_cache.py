@@ -9,6 +9,9 @@ public wrapper (:class:`CachingJudge`) around a test-double judge that counts it
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -380,3 +383,32 @@ def test_a_cut_off_is_remembered_for_its_own_judge_only(disk):
 def test_the_packaged_judges_name_their_reply_limit():
     assert LocalJudge(max_new_tokens=200).reply_limit == 200
     assert OpenAIJudge(model="m", base_url="http://a.example/v1", max_tokens=900).reply_limit == 900
+
+
+def test_a_second_cache_on_the_same_file_keeps_the_first_ones_locks(tmp_path):
+    """Closing a descriptor of a file releases all of the process's POSIX locks on it: a second
+    cache that opened the file to create it left the first connection unlocked, another process
+    closing the database then deleted the write-ahead log, and the answers written after were
+    lost (the file then read "disk I/O error"), as in a benchmark run beside another command."""
+    path = tmp_path / "cache.sqlite"
+    first = DiskCache(path)
+    first.put_many({"before": b"1"})
+    second = DiskCache(path)
+    other = f"from ragmeter.judges.cache import DiskCache; c = DiskCache({str(path)!r}); c.put_many({{'other': b'0'}}); c.close()"
+    subprocess.run([sys.executable, "-c", other], check=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert (tmp_path / "cache.sqlite-wal").exists()
+    first.put_many({"after": b"2"})
+    first.close()
+    second.close()
+    reopened = DiskCache(path)
+    assert reopened.get_many(["before", "after", "other"]) == {"before": b"1", "after": b"2", "other": b"0"}
+    reopened.close()
+
+
+def test_a_cache_file_that_is_a_symbolic_link_is_refused(tmp_path):
+    target = tmp_path / "elsewhere.sqlite"
+    target.write_bytes(b"")
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "cache.sqlite").symlink_to(target)
+    with pytest.raises(OSError):
+        DiskCache(tmp_path / "cache" / "cache.sqlite")

@@ -7,6 +7,7 @@ item, so a request that is partly cached asks the model only for what is missing
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -42,9 +43,19 @@ def private_directory(path: Path) -> None:
 
 
 def private_file(path: Path, create: bool) -> None:
-    """Make ``path`` readable and writable by its owner only, creating it empty if asked."""
+    """Make ``path`` readable and writable by its owner only, creating it empty if asked.
+
+    A file that exists is never opened here: closing any descriptor of a file releases every
+    POSIX lock this process holds on it, SQLite's included, so a second cache opened on a file
+    a connection of this process uses would leave that connection unlocked, and another
+    process closing the database would then delete the write-ahead log under it (the answers
+    written since were lost, and the file read "disk I/O error" afterwards)."""
     if create:
-        os.close(os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600))
+        try:
+            os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600))
+        except FileExistsError:
+            if path.is_symlink():  # as O_NOFOLLOW refuses it: the cache is not written through a link
+                raise OSError(errno.ELOOP, "the cache file is a symbolic link", str(path)) from None
     if path.exists() and not path.is_symlink():
         os.chmod(path, 0o600)
 
