@@ -98,11 +98,11 @@ def bench_command(
 
 def _judges(settings: JudgeConfig, tasks: list[Task]) -> Judges:
     llm = None
+    disk_cache = settings.open_cache()  # one connection for the judge's answers and the embeddings
     if any(create_metric(t.metric).needs == Needs.LLM for t in tasks):
         try:
-            llm = settings.build()
+            llm = settings.build(disk_cache)
         except JudgeError as exc:
             raise fail(f"the benchmark needs an LLM judge: {exc}") from None
-    disk_cache = settings.open_cache()
     store = EmbeddingStore(disk_cache, USEEncoder.model_name) if disk_cache is not None else None
     return Judges(embedder=BatchingEmbedder(store=store), llm=llm)
