@@ -273,3 +273,12 @@ def test_cli_calibrate_writes_outputs(tmp_path):
     assert default.exit_code == 0 and (run / "calibration_token_f1" / "calibration.json").exists()
     missing = runner.invoke(app, ["calibrate", str(run), "--labels", str(labels), "--metric", "faithfulness"])
     assert missing.exit_code == 2 and "faithfulness" in missing.output
+
+
+def test_calibrate_keeps_the_means_and_their_intervals_within_the_labels_range():
+    # Two labels, 0 and 1: the classical normal interval is 0.5 -/+ 0.98, past both ends.
+    report = calibrate(_result([0.9, 0.95, 0.9, 0.92]), "faithfulness", {"s0": 0, "s1": 1}, n_resamples=50)
+    for ci in (report.classical, report.ppi):
+        assert 0.0 <= ci.low <= ci.estimate <= ci.high <= 1.0
+    assert (report.classical.low, report.classical.high) == (0.0, 1.0)
+    assert report.classical.estimate == pytest.approx(0.5)

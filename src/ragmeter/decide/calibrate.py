@@ -23,6 +23,7 @@ them, this module reports:
   than N the dependence this adds is negligible. The labelled samples must be a random
   subset of the run for the interval to hold.
 - **Classical** interval from the labels alone: mean(human) -/+ z * sd(human) / sqrt(n).
+- Both estimates and intervals are cut to [0, 1], where a mean of the labels lies.
 - **Effective sample size gain**: se_classical^2 / se_PP^2, the factor by which PPI
   multiplies the worth of the labels (n labels with PPI are as good as n * gain labels
   alone).
@@ -36,7 +37,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -222,8 +223,8 @@ def calibrate(
             f"only {n} labelled sample(s) have a '{metric}' score ({len(found.not_in_run)} label(s) for samples not in "
             f"the run, {len(found.unscored_labelled)} for unscored samples): at least 2 are needed{unusable}"
         )
-    ppi = ppi_mean_ci(found.judge_all, judge, human, confidence)
-    classical = classical_mean_ci(human, confidence)
+    ppi = _within_labels(ppi_mean_ci(found.judge_all, judge, human, confidence))
+    classical = _within_labels(classical_mean_ci(human, confidence))
     return CalibrationReport(
         metric=metric,
         n_samples=len(result.samples),
@@ -246,6 +247,13 @@ def calibrate(
         label_issues=list(label_issues),
         warnings=_warnings(metric, info, n, found, label_issues),
     )
+
+
+def _within_labels(ci: MeanCI) -> MeanCI:
+    """``ci`` cut to [0, 1], where the mean of labels in [0, 1] lies: the normal interval of a
+    few labels reaches past it ("0.500 [-0.066, 1.066]"), and the PPI estimate can too when
+    the rectifier is large; cutting loses no coverage, since the true mean is inside [0, 1]."""
+    return replace(ci, estimate=float(np.clip(ci.estimate, 0.0, 1.0)), low=float(max(ci.low, 0.0)), high=float(min(ci.high, 1.0)))
 
 
 def _warnings(metric: str, info: dict[str, Any], n: int, found: _Labelled, label_issues: Sequence[str]) -> list[str]:
