@@ -16,6 +16,7 @@ from ragmeter import Judges, Sample, create_metric, metric_classes
 from ragmeter.judges.base import JudgeError
 from ragmeter.judges.cache import CachingJudge, DiskCache
 from ragmeter.metrics.base import Needs
+from ragmeter.metrics.relevance import RELEVANCE_LINE, relevance_scale
 
 LOANS = "Loans last three weeks."
 FINES = "Fines are 20 cents per day."
@@ -260,9 +261,12 @@ def relevancy(reply, **fields):
     return score, judge, encoder
 
 
-def test_answer_relevancy_is_the_mean_clipped_cosine():
+def test_answer_relevancy_is_the_mean_clipped_cosine_on_the_scale_of_its_line():
     score, judge, encoder = relevancy({"questions": GENERATED_QUESTIONS, "noncommittal": False})
-    assert score.value == pytest.approx((1.0 + 0.6 + 0.0) / 3)  # the third is -1, clipped to 0
+    mean = (1.0 + 0.6 + 0.0) / 3  # the third is -1, clipped to 0
+    assert score.details["mean_similarity"] == pytest.approx(mean, abs=1e-4)
+    assert score.value == pytest.approx(0.5 + 0.5 * (mean - RELEVANCE_LINE) / (1 - RELEVANCE_LINE))
+    assert f"at or above the line {RELEVANCE_LINE:.2f}" in score.explanation
     assert score.details["similarities"] == [1.0, 0.6, 0.0]
     assert score.details["questions"] == GENERATED_QUESTIONS
     assert judge.count("generate", "questions") == 1 and judge.count() == 1
@@ -280,8 +284,28 @@ def test_answer_relevancy_is_zero_when_noncommittal_and_says_so():
 
 def test_answer_relevancy_keeps_three_questions():
     score, _, _ = relevancy({"questions": [*GENERATED_QUESTIONS, "Extra?"], "noncommittal": False})
-    assert score.value == pytest.approx(1.6 / 3)
+    assert score.details["mean_similarity"] == pytest.approx(1.6 / 3, abs=1e-4)
     assert score.details["extra_questions_ignored"] == ["Extra?"]
+
+
+def test_relevance_scale_puts_the_line_at_one_half_and_keeps_the_ends_and_the_order():
+    assert relevance_scale(0.3, 0.3) == 0.5
+    assert relevance_scale(0.0, 0.3) == 0.0 and relevance_scale(1.0, 0.3) == 1.0
+    assert relevance_scale(0.15, 0.3) == pytest.approx(0.25) and relevance_scale(0.65, 0.3) == pytest.approx(0.75)
+    similarities = [0.0, 0.1, 0.29, 0.3, 0.31, 0.6, 0.99, 1.0]
+    scaled = [relevance_scale(x, 0.3) for x in similarities]
+    assert scaled == sorted(scaled) and len(set(scaled)) == len(scaled)
+    assert [relevance_scale(x, 0.5) for x in similarities] == pytest.approx(similarities)  # line 0.5: the mean itself
+
+
+def test_answer_relevancy_line_is_a_parameter_and_checked():
+    judge = ScriptedJudge(generated={"questions": {"questions": GENERATED_QUESTIONS, "noncommittal": False}})
+    fields = {"user_input": QUESTION, "response": "It opens at 9."}
+    raw = run("answer_relevancy", judge, encoder=FixedVectors(VECTORS.vectors), params={"line": 0.5}, **fields)
+    assert raw.value == pytest.approx(1.6 / 3)
+    for bad in (0, 1, -0.2, "0.3", float("nan")):
+        with pytest.raises(ValueError, match="line must be a number between 0 and 1"):
+            create_metric("answer_relevancy", line=bad)
 
 
 @pytest.mark.parametrize(
