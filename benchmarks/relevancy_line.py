@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 from sklearn.linear_model import LogisticRegression
 
-from ragmeter.bench.clapnq import clapnq
+from ragmeter.bench.clapnq import clapnq, relevancy_pairs
 from ragmeter.bench.report import git_commit
 from ragmeter.bench.runner import run_task
 from ragmeter.bench.task import Task, draw, read_rows
@@ -53,14 +53,8 @@ def ragchecker_task(data_dir: Path, limit: int, seed: int) -> Task:
     """``limit`` RAGChecker questions, each with its own ``response_1`` (label 1) and the next
     drawn question's (label 0)."""
     rows = [r for r in read_rows(data_dir / "ragchecker_meta_eval.jsonl") if r["annotator_slot"] == 0]
-    picked = draw(rows, limit, seed)
-    samples, units = [], []
-    for n, row in enumerate(picked):
-        other = picked[(n + 1) % len(picked)]
-        for suffix, response, label in (("own", row["response_1"], 1), ("other", other["response_1"], 0)):
-            sample_id = f"rc-{row['instance_id']}-{suffix}"
-            samples.append({"id": sample_id, "user_input": row["question"], "response": response})
-            units.append({"sample": sample_id, "label": label, "group": f"rc-{row['instance_id']}", "part": None})
+    picked = [{"id": r["instance_id"], "question": r["question"], "reference_answer": r["response_1"]} for r in draw(rows, limit, seed)]
+    samples, units = relevancy_pairs(picked, prefix="rc")
     return Task("ragchecker/answer_relevancy", "answer_relevancy", load_dataset(samples), units, "binary", params=RAW)
 
 

@@ -76,7 +76,7 @@ def clapnq(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
             "binary",
             "gold sentences vs the passage's other sentences",
         ),
-        ("clapnq/answer_relevancy", "answer_relevancy", _clapnq_relevancy(answerable), "binary", "own human answer vs another question's"),
+        ("clapnq/answer_relevancy", "answer_relevancy", relevancy_pairs(answerable), "binary", "own human answer vs another question's"),
         ("clapnq/answerability", "negative_rejection", answerability, "binary", "answerable vs unanswerable questions"),
     ]
     tasks = [Task(name, metric, load_dataset(samples), units, kind, reference) for name, metric, (samples, units), kind, reference in specs]
@@ -93,9 +93,10 @@ def clapnq_faithfulness_edits(data_dir: Path, limit: int | None, seed: int) -> l
     return edit_tasks("clapnq", clapnq_pairs(rows, draw(rows, None, seed), limit, seed))
 
 
-def _clapnq_relevancy(answerable: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Answer relevancy samples and units: each answerable question with its own human answer
-    (relevant) and with the next question's human answer (on another topic: not relevant)."""
+def relevancy_pairs(answerable: list[dict[str, Any]], prefix: str = "cq") -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Answer relevancy samples and units: each question (``{"id", "question",
+    "reference_answer"}``) with its own answer (relevant) and with the next question's answer
+    (on another topic: not relevant); sample ids start with ``prefix``."""
     samples: list[dict[str, Any]] = []
     units: list[dict[str, Any]] = []
     if len(answerable) < 2:
@@ -103,9 +104,9 @@ def _clapnq_relevancy(answerable: list[dict[str, Any]]) -> tuple[list[dict[str, 
     for n, row in enumerate(answerable):
         other = answerable[(n + 1) % len(answerable)]
         for suffix, response, label in (("own", row["reference_answer"], 1), ("other", other["reference_answer"], 0)):
-            sample_id = f"cq-{row['id']}-{suffix}"
+            sample_id = f"{prefix}-{row['id']}-{suffix}"
             samples.append({"id": sample_id, "user_input": row["question"], "response": response})
-            units.append({"sample": sample_id, "label": label, "group": f"cq-{row['id']}", "part": None})
+            units.append({"sample": sample_id, "label": label, "group": f"{prefix}-{row['id']}", "part": None})
     return samples, units
 
 
