@@ -193,3 +193,18 @@ def test_an_rgb_file_without_a_question_is_an_error_not_an_empty_report(tmp_path
     result = runner.invoke(app, ["robustness", str(data), "--generator", "rgb_readers:naive", "-o", str(tmp_path / "out")])
     one_line_error(result, "rgb.jsonl: no question in the file")
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    "data, said",
+    [
+        ('{"query": "caf\u00e9"}\n'.encode("latin-1"), "not UTF-8 text; the file may be in"),
+        ('{"query": "q"}\n'.encode("utf-16-le"), "looks like UTF-16LE without a byte-order mark"),
+    ],
+)
+def test_load_rgb_names_the_file_that_is_not_utf8(tmp_path, data, said):
+    path = tmp_path / "questions.jsonl"
+    path.write_bytes(data)
+    with pytest.raises(ValueError) as raised:
+        load_rgb(path)
+    assert str(raised.value).startswith(f"{path}: ") and said in str(raised.value)

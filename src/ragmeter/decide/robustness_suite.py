@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragmeter.data.encodings import UnmarkedUtf16Error, encoding_hint
 from ragmeter.data.files import json_object, read_json_lines, write_json, write_text
 from ragmeter.data.secrets import redact
 from ragmeter.metrics.checks import refusal_phrase
@@ -72,11 +73,17 @@ def load_rgb(path: str | Path) -> list[dict[str, Any]]:
             and ``negative`` (non-empty lists of texts); every text non-blank.
 
     Raises:
-        ValueError: A line is not JSON or a field is missing or malformed (the message names
-            the file, line and field), or the file holds no question.
+        ValueError: The file is not UTF-8 text, a line is not JSON or a field is missing or
+            malformed (the message names the file, line and field), or the file holds no question.
     """
+    try:
+        lines = list(read_json_lines(path))
+    except UnicodeDecodeError as exc:  # the message named neither the file nor what to do
+        with open(path, "rb") as handle:
+            said = str(exc) if isinstance(exc, UnmarkedUtf16Error) else f"not UTF-8 text{encoding_hint(handle.read(1 << 20))}"
+        raise ValueError(f"{path}: {said}") from None
     rows = []
-    for number, line in read_json_lines(path):
+    for number, line in lines:
         try:
             row = json_object(line)
         except ValueError as exc:
