@@ -99,7 +99,7 @@ def test_an_ensemble_of_two_prompt_variants_keeps_each_members_p_yes_and_their_s
             assert entry["p_yes_spread"] == pytest.approx(statistics.pstdev(entry["p_yes_members"]), abs=1e-3)
             spreads.append(entry["p_yes_spread"])
     assert max(spreads) > 0  # the two prompts do not answer alike
-    report = (out / "report.md").read_text(encoding="utf-8").replace("\\", "")
+    report = (out / "report.md").read_text(encoding="utf-8").replace("\\", "").replace("`", "")  # escapes and code spans off
     assert "ensemble (mean of 2 members)" in report and "Mean spread" in report
 
 
