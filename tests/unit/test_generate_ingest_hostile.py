@@ -11,6 +11,11 @@ from ragmeter.generate.chunking import chunk_document
 from ragmeter.generate.documents import Document, ingest
 
 
+def _said(folder: Path) -> dict[str, str]:
+    """What ingesting ``folder`` said of each file, by file name."""
+    return {Path(issue.source).name: issue.message for issue in ingest([folder]).issues}
+
+
 def test_a_heading_line_with_a_long_run_of_spaces_is_chunked_at_once():
     # the old heading pattern backtracked cubically: 1,500 spaces took seconds, 10,000 half an hour
     text = "# Setup" + " " * 1500 + "guide ##\n\nInstall the tool first."
@@ -43,8 +48,7 @@ def test_a_damaged_encrypted_empty_or_scanned_pdf_is_named_with_why_in_plain_wor
     writer.write(tmp_path / "scan.pdf")
     (tmp_path / "damaged.pdf").write_bytes(b"%PDF-1.4\n cut short")
     (tmp_path / "empty.pdf").write_bytes(b"")
-    read = ingest([tmp_path])
-    said = {Path(issue.source).name: issue.message for issue in read.issues}
+    said = _said(tmp_path)
     assert said == {
         "damaged.pdf": "not a readable PDF (damaged, or another kind of file): Stream has ended unexpectedly",
         "empty.pdf": "the file is empty",
@@ -67,8 +71,7 @@ def test_a_file_that_cannot_be_opened_or_went_away_is_named_with_the_reason_once
 
     monkeypatch.setattr("builtins.open", refusing)
     monkeypatch.setattr("io.open", refusing)
-    read = ingest([tmp_path])
-    said = {Path(issue.source).name: issue.message for issue in read.issues}
+    said = _said(tmp_path)
     assert said == {
         "gone.txt": "the file was removed while the knowledge base was read",
         "locked.jsonl": "cannot read the file: Permission denied",
@@ -94,7 +97,7 @@ def test_a_link_that_loops_is_said_to_loop_not_to_be_broken(tmp_path):
     (tmp_path / "a.md").symlink_to(tmp_path / "b.md")
     (tmp_path / "b.md").symlink_to(tmp_path / "a.md")
     (tmp_path / "gone.md").symlink_to(tmp_path / "nowhere.md")
-    said = {Path(issue.source).name: issue.message for issue in ingest([tmp_path]).issues}
+    said = _said(tmp_path)
     looping = "a symbolic link that loops (to itself, or through other links back to it)"
     assert said == {"a.md": looping, "b.md": looping, "self.md": looping, "gone.md": "a broken symbolic link"}
 
@@ -110,7 +113,7 @@ def test_a_json_lines_file_of_documents_in_utf16_without_a_mark_is_named_once_wi
     read = ingest([tmp_path / "docs.jsonl"])
     assert [str(issue) for issue in read.issues] == [
         f"{tmp_path / 'docs.jsonl'}, file: the file looks like UTF-16LE without a byte-order mark (every other byte of its start "
-        "is NUL): convert it to UTF-8, e.g. iconv -f UTF-16LE -t UTF-8 in > out"
+        "is NUL): convert it to UTF-8, e.g. iconv -f UTF-16LE -t UTF-8 in > out; the file is skipped"
     ]
 
 

@@ -198,7 +198,7 @@ def test_an_rgb_file_without_a_question_is_an_error_not_an_empty_report(tmp_path
 @pytest.mark.parametrize(
     "data, said",
     [
-        ('{"query": "caf\u00e9"}\n'.encode("latin-1"), "not UTF-8 text; the file may be in"),
+        ('{"query": "caf\u00e9"}\n'.encode("latin-1"), "line 1: invalid UTF-8 (byte 0xe9 at column 15); the file may be in"),
         ('{"query": "q"}\n'.encode("utf-16-le"), "looks like UTF-16LE without a byte-order mark"),
     ],
 )
@@ -207,4 +207,4 @@ def test_load_rgb_names_the_file_that_is_not_utf8(tmp_path, data, said):
     path.write_bytes(data)
     with pytest.raises(ValueError) as raised:
         load_rgb(path)
-    assert str(raised.value).startswith(f"{path}: ") and said in str(raised.value)
+    assert str(raised.value).startswith(f"{path}, ") and said in str(raised.value)

@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragmeter.data.encodings import UnmarkedUtf16Error, encoding_hint
 from ragmeter.data.files import json_object, read_json_lines, write_json, write_text
+from ragmeter.data.readers import not_utf8
 from ragmeter.data.secrets import redact
 from ragmeter.metrics.checks import refusal_phrase
 from ragmeter.report.formatting import format_interval, format_number, format_p, format_signed
@@ -79,9 +79,8 @@ def load_rgb(path: str | Path) -> list[dict[str, Any]]:
     try:
         lines = list(read_json_lines(path))
     except UnicodeDecodeError as exc:  # the message named neither the file nor what to do
-        with open(path, "rb") as handle:
-            said = str(exc) if isinstance(exc, UnmarkedUtf16Error) else f"not UTF-8 text{encoding_hint(handle.read(1 << 20))}"
-        raise ValueError(f"{path}: {said}") from None
+        where, said = not_utf8(Path(path), exc)
+        raise ValueError(f"{path}, {where}: {said}") from None
     rows = []
     for number, line in lines:
         try:

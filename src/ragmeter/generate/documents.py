@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragmeter.data.encodings import UnmarkedUtf16Error, decode_text, encoding_hint
+from ragmeter.data.encodings import decode_text
 from ragmeter.data.files import json_object, read_json_lines
 from ragmeter.data.issues import InputIssue, describe_briefly
-from ragmeter.data.readers import invalid_utf8
+from ragmeter.data.readers import not_utf8
 from ragmeter.data.text import detect_language
 
 #: File suffixes read, by kind.
@@ -89,11 +89,9 @@ def ingest(paths: Iterable[str | Path]) -> Ingested:
     for path in _files(paths, issues):
         try:
             found = list(_read(path, issues))
-        except UnmarkedUtf16Error as exc:  # its lines decode as UTF-8: each line's JSON alone would be found invalid
-            issues.append(InputIssue(str(path), "file", None, str(exc), skipped=True))
-            continue
-        except UnicodeDecodeError:  # a JSON-lines file of documents that is not UTF-8
-            issues.append(_not_utf8(path))
+        except UnicodeDecodeError as exc:  # a JSON-lines file of documents that is not UTF-8 (or UTF-16 without a mark)
+            where, said = not_utf8(path, exc)
+            issues.append(InputIssue(str(path), where, None, f"{said}; the file is skipped", skipped=True))
             continue
         except Exception as exc:  # any reader's failure on one file: report it and go on
             issues.append(InputIssue(str(path), "file", None, _failure(exc), skipped=True))
@@ -283,21 +281,6 @@ def _json_lines(path: Path, issues: list[InputIssue]) -> Iterable[Document]:
         yield Document(doc_id, text, source, detect_language(text), title, extra)
     if not number:  # as an empty Markdown file is reported, not passed over in silence
         issues.append(InputIssue(str(path), "file", None, "the file is empty: no JSON line of a document", skipped=True))
-
-
-def _not_utf8(path: Path) -> InputIssue:
-    """The issue of a JSON-lines file of documents that is not UTF-8, skipped whole: its first
-    line that is not, the byte and column, and the encoding the file may be in, guessed from its
-    first megabyte (a file of gigabytes is not read whole for a hint)."""
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            try:
-                raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                handle.seek(0)
-                said = f"{invalid_utf8(raw, exc, encoding_hint(handle.read(1 << 20)))}; the file is skipped"
-                return InputIssue(str(path), f"line {number}", None, said, skipped=True)
-    return InputIssue(str(path), "file", None, "invalid UTF-8", skipped=True)  # it changed since it was read
 
 
 def _record_id(record: dict[str, Any], path: Path, number: int, issues: list[InputIssue]) -> str:
