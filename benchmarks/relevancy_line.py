@@ -107,7 +107,7 @@ def main() -> None:
     document = {
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "commit": git_commit(),
-        "judge": settings.build(cache, cached=False).describe().get("model"),
+        "judge": judges.require_llm().describe().get("model"),
         "limit": args.limit,
         "seed": args.seed,
         "cross_set": rows,
