@@ -146,3 +146,34 @@ def encoding_hint(data: bytes) -> str:
             continue
         return f"; the file may be in {label}: convert it to UTF-8, e.g. iconv -f {encoding.upper()} -t UTF-8 in > out"
     return "; save the file as UTF-8"
+
+
+def invalid_utf8(raw: bytes, exc: UnicodeDecodeError, hint: str) -> str:
+    """The message for a line that is not UTF-8."""
+    return f"invalid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}){hint}"
+
+
+#: How much of a file the encoding it may be in is guessed from (a file of gigabytes is not read whole for a hint).
+HINT_BYTES = 1 << 20
+
+
+def file_hint(path: Path) -> str:
+    """:func:`encoding_hint` of the start of the file at ``path``."""
+    with path.open("rb") as handle:
+        return encoding_hint(handle.read(HINT_BYTES))
+
+
+def not_utf8(path: Path, exc: UnicodeDecodeError) -> tuple[str, str]:
+    """Where and why the JSON-lines file at ``path``, whose reading as UTF-8 raised ``exc``, is
+    not UTF-8: the whole file when it is UTF-16 without a byte-order mark
+    (:class:`UnmarkedUtf16Error`), else its first line that is not, the
+    byte, the column and the encoding the file may be in: ``("line 3", "invalid UTF-8 ...")``."""
+    if isinstance(exc, UnmarkedUtf16Error):
+        return "file", str(exc)
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as bad:
+                return f"line {number}", invalid_utf8(raw, bad, file_hint(path))
+    return "file", "invalid UTF-8"  # it changed since it was read

@@ -18,7 +18,7 @@ from collections.abc import Generator, Iterable
 from pathlib import Path
 from typing import Any
 
-from ragmeter.data.encodings import UnmarkedUtf16Error, decode_text, encoding_hint, unicode_bom, unmarked_utf16_file
+from ragmeter.data.encodings import decode_text, encoding_hint, file_hint, invalid_utf8, unicode_bom, unmarked_utf16_file
 from ragmeter.data.files import TOO_DEEP as JSON_TOO_DEEP
 from ragmeter.data.files import json_problem, json_value, unpaired_surrogate
 from ragmeter.data.issues import InputError, InputIssue
@@ -127,37 +127,6 @@ def _decode_lines(data: bytes) -> tuple[list[str], dict[int, str]]:
             bad[number] = invalid_utf8(raw, exc, hint)
             lines.append(raw.decode("utf-8", errors="replace"))
     return lines, bad
-
-
-def invalid_utf8(raw: bytes, exc: UnicodeDecodeError, hint: str) -> str:
-    """The message for a line that is not UTF-8."""
-    return f"invalid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}){hint}"
-
-
-#: How much of a file the encoding it may be in is guessed from (a file of gigabytes is not read whole for a hint).
-HINT_BYTES = 1 << 20
-
-
-def file_hint(path: Path) -> str:
-    """:func:`~ragmeter.data.encodings.encoding_hint` of the start of the file at ``path``."""
-    with path.open("rb") as handle:
-        return encoding_hint(handle.read(HINT_BYTES))
-
-
-def not_utf8(path: Path, exc: UnicodeDecodeError) -> tuple[str, str]:
-    """Where and why the JSON-lines file at ``path``, whose reading as UTF-8 raised ``exc``, is
-    not UTF-8: the whole file when it is UTF-16 without a byte-order mark
-    (:class:`~ragmeter.data.encodings.UnmarkedUtf16Error`), else its first line that is not, the
-    byte, the column and the encoding the file may be in: ``("line 3", "invalid UTF-8 ...")``."""
-    if isinstance(exc, UnmarkedUtf16Error):
-        return "file", str(exc)
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            try:
-                raw.decode("utf-8")
-            except UnicodeDecodeError as bad:
-                return f"line {number}", invalid_utf8(raw, bad, file_hint(path))
-    return "file", "invalid UTF-8"  # it changed since it was read
 
 
 def _rows_of_jsonl(path: Path) -> Rows:

@@ -15,10 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from ragmeter.data.encodings import decode_text, encoding_hint, unicode_bom, unmarked_utf16
+from ragmeter.data.encodings import decode_text, encoding_hint, invalid_utf8, unicode_bom, unmarked_utf16
 from ragmeter.data.files import json_value
 from ragmeter.data.issues import describe_briefly
-from ragmeter.data.readers import invalid_utf8
 from ragmeter.data.schema import id_text
 from ragmeter.metrics.base import finite_number
 

@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragmeter.data.encodings import not_utf8
 from ragmeter.data.files import json_object, read_json_lines, write_json, write_text
-from ragmeter.data.readers import not_utf8
 from ragmeter.data.secrets import redact
 from ragmeter.metrics.checks import refusal_phrase
 from ragmeter.report.formatting import format_interval, format_number, format_p, format_signed

@@ -23,10 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragmeter.data.encodings import decode_text
+from ragmeter.data.encodings import decode_text, not_utf8
 from ragmeter.data.files import json_object, read_json_lines
 from ragmeter.data.issues import InputIssue, describe_briefly
-from ragmeter.data.readers import not_utf8
 from ragmeter.data.text import detect_language
 
 #: File suffixes read, by kind.

@@ -10,10 +10,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ragmeter.data.encodings import unmarked_utf16_file
+from ragmeter.data.encodings import invalid_utf8, unmarked_utf16_file
 from ragmeter.data.files import json_object
 from ragmeter.data.issues import InputIssue, describe_briefly
-from ragmeter.data.readers import invalid_utf8
 from ragmeter.data.schema import Sample
 from ragmeter.observe.record import SpanRecord
 
