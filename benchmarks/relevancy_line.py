@@ -5,7 +5,7 @@ and unrelated responses, fitted on one labelled set and checked on the other.
 (USE cosine, RAGAS's method). The mean similarity ranks responses well, but it is no
 probability: unrelated responses sit near 0.1 to 0.3 and relevant ones from 0.25 up, so a 0.5
 line called many relevant responses irrelevant. The metric now puts its mean similarity on a
-scale where ``line`` scores 0.5 (:func:`ragmeter.metrics.relevance.relevance_scale`); the
+scale where ``line`` scores 0.5 (:func:`ragmeter.metrics.lines.at_line`); the
 order of responses, so ROC-AUC, is unchanged.
 
 Two sets, each a question with its own answer (relevant) and with another drawn question's

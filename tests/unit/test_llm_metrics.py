@@ -16,7 +16,8 @@ from ragmeter import Judges, Sample, create_metric, metric_classes
 from ragmeter.judges.base import JudgeError
 from ragmeter.judges.cache import CachingJudge, DiskCache
 from ragmeter.metrics.base import Needs
-from ragmeter.metrics.relevance import RELEVANCE_LINE, relevance_scale
+from ragmeter.metrics.lines import at_line
+from ragmeter.metrics.relevance import RELEVANCE_LINE
 
 LOANS = "Loans last three weeks."
 FINES = "Fines are 20 cents per day."
@@ -288,14 +289,14 @@ def test_answer_relevancy_keeps_three_questions():
     assert score.details["extra_questions_ignored"] == ["Extra?"]
 
 
-def test_relevance_scale_puts_the_line_at_one_half_and_keeps_the_ends_and_the_order():
-    assert relevance_scale(0.3, 0.3) == 0.5
-    assert relevance_scale(0.0, 0.3) == 0.0 and relevance_scale(1.0, 0.3) == 1.0
-    assert relevance_scale(0.15, 0.3) == pytest.approx(0.25) and relevance_scale(0.65, 0.3) == pytest.approx(0.75)
+def test_at_line_puts_the_line_at_one_half_and_keeps_the_ends_and_the_order():
+    assert at_line(0.3, 0.3) == 0.5
+    assert at_line(0.0, 0.3) == 0.0 and at_line(1.0, 0.3) == 1.0
+    assert at_line(0.15, 0.3) == pytest.approx(0.25) and at_line(0.65, 0.3) == pytest.approx(0.75)
     similarities = [0.0, 0.1, 0.29, 0.3, 0.31, 0.6, 0.99, 1.0]
-    scaled = [relevance_scale(x, 0.3) for x in similarities]
+    scaled = [at_line(x, 0.3) for x in similarities]
     assert scaled == sorted(scaled) and len(set(scaled)) == len(scaled)
-    assert [relevance_scale(x, 0.5) for x in similarities] == pytest.approx(similarities)  # line 0.5: the mean itself
+    assert [at_line(x, 0.5) for x in similarities] == pytest.approx(similarities)  # line 0.5: the mean itself
 
 
 def test_answer_relevancy_line_is_a_parameter_and_checked():

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import reprlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,8 +9,9 @@ import numpy as np
 
 from ragmeter.data.schema import Sample
 from ragmeter.judges.base import MalformedOutput
-from ragmeter.metrics.base import Score, finite_number
+from ragmeter.metrics.base import Score
 from ragmeter.metrics.claims import string_list
+from ragmeter.metrics.lines import at_line, check_line
 from ragmeter.metrics.llm import LLMMetric, blank
 from ragmeter.metrics.registry import register
 
@@ -36,16 +36,6 @@ QUESTIONS_SCHEMA: dict[str, Any] = {
 RELEVANCE_LINE = 0.28
 
 
-def relevance_scale(similarity: float, line: float) -> float:
-    """``similarity`` (in [0, 1]) on the scale where ``line`` is 0.5: linear from 0 to the
-    line and from the line to 1, so 0 and 1 stay where they are, the order of any two
-    responses is kept, and a response scores 0.5 or more exactly when its similarity reaches
-    the line (``line`` 0.5 leaves every similarity as it is)."""
-    if similarity < line:
-        return 0.5 * similarity / line
-    return 0.5 + 0.5 * (similarity - line) / (1 - line)
-
-
 def _flag(reply: dict, key: str) -> bool:
     value = reply.get(key)
     if isinstance(value, bool):
@@ -64,7 +54,7 @@ def _flag(reply: dict, key: str) -> bool:
 class AnswerRelevancy(LLMMetric):
     """How closely 3 questions the judge writes from the response alone match the question:
     their mean cosine similarity to it (clipped at 0), put on a scale where 0.5 is the line
-    between relevant and not (:func:`relevance_scale`); 0 when the judge finds the response
+    between relevant and not (:func:`~ragmeter.metrics.lines.at_line`); 0 when the judge finds the response
     noncommittal.
 
     One generate call writes the questions and the noncommittal flag (evasive, vague or a
@@ -85,8 +75,7 @@ class AnswerRelevancy(LLMMetric):
     line: float = RELEVANCE_LINE
 
     def __post_init__(self) -> None:
-        if finite_number(self.line) is None or not 0 < self.line < 1:
-            raise ValueError(f"{self.name}: line must be a number between 0 and 1, got {reprlib.repr(self.line)}")
+        check_line(self.name, self.line)
         super().__post_init__()
 
     async def judge(self, sample: Sample, judges, lang: str) -> Score:
@@ -121,7 +110,7 @@ class AnswerRelevancy(LLMMetric):
             )
         best = int(similarities.argmax())
         return Score(
-            relevance_scale(mean, self.line),
+            at_line(mean, self.line),
             f"mean similarity {mean:.2f} of {len(questions)} questions written from the response to the question "
             f"({'at or above' if mean >= self.line else 'below'} the line {self.line:.2f} between relevant and not); "
             f"closest: {questions[best][:80]}",
