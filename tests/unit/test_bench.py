@@ -357,6 +357,7 @@ def test_a_set_or_one_of_its_tasks_can_be_chosen(data_dir):
         "rgb/embedding_groundedness",
         "rgb/faithfulness_edits",
         "rgb/embedding_groundedness_edits",
+        "rgb/answer_correctness",
         "clapnq/answerability",
     ]
     with pytest.raises(ValueError, match="set clapnq has no task clapnq/nothing; its tasks: clapnq/context_precision"):

@@ -18,7 +18,8 @@ The sets (see the data folder's README for their provenance and licences):
 - ``msmarco``: query and passage, relevant or hard negative (context relevance).
 - ``rgb``: Chinese queries with passages that contain the answer or only look related
   (Chinese context relevance and faithfulness; faithfulness of minimally edited answers,
-  the twin of ClapNQ's).
+  the twin of ClapNQ's; answer correctness of a sentence that gives the answer or only
+  looks related).
 """
 
 from __future__ import annotations
@@ -32,9 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter.bench.clapnq import clapnq
-from ragmeter.bench.edits import rgb_pairs
+from ragmeter.bench.edits import rgb_pairs, spellings, zh_claim
 from ragmeter.bench.task import Task, draw, edit_tasks, read_rows
 from ragmeter.data import load_dataset
+from ragmeter.data.text import split_sentences
 from ragmeter.metrics import create_metric
 
 
@@ -202,6 +204,7 @@ def rgb(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
         _relevance_task("rgb/context_relevance", rgb_triples(data_dir), limit, seed, "rgb"),
         *rgb_faithfulness(data_dir, limit, seed),
         *rgb_faithfulness_edits(data_dir, limit, seed),
+        rgb_answer_correctness(data_dir, limit, seed),
     ]
 
 
@@ -241,6 +244,44 @@ def rgb_faithfulness_edits(data_dir: Path, limit: int | None, seed: int) -> list
     :func:`~ragmeter.bench.clapnq.clapnq_faithfulness_edits`."""
     rows = read_rows(data_dir / "rgb_zh_refine.jsonl")
     return edit_tasks("rgb", rgb_pairs(rows, draw(rows, None, seed), limit, seed))
+
+
+#: Longest sentence a correctness response is built from, in characters: RGB passages hold
+#: unpunctuated runs of a whole page, which would be no answer at all.
+LONGEST_SENTENCE = 200
+
+
+def rgb_answer_correctness(data_dir: Path, limit: int | None, seed: int) -> Task:
+    """Chinese answer correctness (``limit``: questions), the twin of ClapNQ's: against the
+    claim that the first gold answer answers the question (:func:`~ragmeter.bench.edits.zh_claim`)
+    as the reference, the sentence of a positive passage that
+    holds an accepted answer and shares the most characters with the query (correct), and the
+    sentence of a negative passage that shares the most characters with the query and holds
+    no accepted answer (wrong: same topic and words, not the answer). Questions without both
+    sentences are left out."""
+    samples, units = [], []
+    for row in draw(read_rows(data_dir / "rgb_zh_refine.jsonl"), None, seed):
+        accepted = [s for entry in row["answer"] for s in spellings(entry)]
+        right = _nearest_sentence(row["query"], row["positive"], accepted, holds=True)
+        wrong = _nearest_sentence(row["query"], row["negative"], accepted, holds=False)
+        if right is None or wrong is None:
+            continue
+        group, reference = f"rgbc-{row['id']}", zh_claim(row["query"], accepted[0])
+        for suffix, response, label in (("right", right, 1), ("wrong", wrong, 0)):
+            samples.append({"id": f"{group}-{suffix}", "user_input": row["query"], "response": response, "reference": reference})
+            units.append({"sample": f"{group}-{suffix}", "label": label, "group": group, "part": None})
+        if limit is not None and len(samples) >= 2 * limit:
+            break
+    reference = "a sentence giving the gold answer vs a related one that does not"
+    return Task("rgb/answer_correctness", "answer_correctness", load_dataset(samples), units, "binary", reference)
+
+
+def _nearest_sentence(query: str, passages: Sequence[str], answers: Sequence[str], holds: bool) -> str | None:
+    """The sentence of ``passages`` (at most :data:`LONGEST_SENTENCE` characters) that shares
+    the most distinct characters with ``query`` (the first on a tie) among those that hold one
+    of ``answers`` (``holds``) or none of them (not ``holds``)."""
+    candidates = [s for p in passages for s in split_sentences(p) if len(s) <= LONGEST_SENTENCE and any(a in s for a in answers) == holds]
+    return max(candidates, key=lambda s: len(set(s) & set(query)), default=None)
 
 
 def relevance_draw(triples: list[tuple[str, str, int]], limit: int | None, seed: int) -> list[tuple[str, str, int]]:
