@@ -125,4 +125,27 @@ def test_report_md_shows_the_judge_model_and_url_as_code_spans(tmp_path):
     (line,) = [row for row in (run_dir / "report.md").read_text(encoding="utf-8").splitlines() if row.startswith("Judge:")]
     tokens = MarkdownIt("gfm-like").parseInline(line)[0].children
     assert [t.type for t in tokens if t.type not in ("text", "code_inline")] == []
-    assert [t.content for t in tokens if t.type == "code_inline"] == ["openai", "`x` **b** <i>", "[v](http://evil)", "<b>m\\|"]
+    assert [t.content for t in tokens if t.type == "code_inline"] == ["openai", "`x` **b** <i>", "[v](http://evil)", "<b>m|"]
+
+
+def test_a_pipe_is_escaped_only_in_a_table_cell(tmp_path):
+    """md_code wrote every '|' as '\\|': in a table cell GFM reads it as the cell's '|', but in a
+    sentence a code span shows the backslash, so report.md's sources line read `data\\|v2.jsonl`."""
+    assert md_code("a|b") == "`a|b`" and md_code("a|b", cell=True) == "`a\\|b`"
+    run_dir = token_f1_run(tmp_path)
+    header = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    header["run"]["sources"] = ["data|v2.jsonl"]
+    header["metrics"][0]["id"] = "token|f1"
+    (run_dir / "run.json").write_text(json.dumps(header), encoding="utf-8")
+    lines = [json.loads(line) for line in (run_dir / "results.jsonl").read_text(encoding="utf-8").splitlines()]
+    for record in lines:
+        for part in ("scores", "seconds", "usage", "configs"):
+            record[part] = {"token|f1": record[part]["token_f1"]}
+    (run_dir / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")
+    assert runner.invoke(app, ["report", str(run_dir)]).exit_code == 0
+    text = (run_dir / "report.md").read_text(encoding="utf-8")
+    line = text.splitlines()[2]
+    spans = [t.content for t in MarkdownIt("gfm-like").parseInline(line)[0].children if t.type == "code_inline"]
+    assert spans[0] == "data|v2.jsonl", line
+    row = next(row for row in text.splitlines() if row.startswith("| `token"))
+    assert row.startswith("| `token\\|f1` | ") and len(re.findall(r"(?<!\\)\|", row)) == 10, row  # the id's '|' splits no cell

@@ -243,6 +243,7 @@ def write_probe_report(document: dict[str, Any], directory: str | Path) -> list[
     folder = Path(directory)
     folder.mkdir(parents=True, exist_ok=True)
     a, b = md_code(document["label_a"]), md_code(document["label_b"])
+    cell_a, cell_b = md_code(document["label_a"], cell=True), md_code(document["label_b"], cell=True)
 
     def rate(entry: dict[str, Any]) -> str:
         return f"{entry['passed']}/{entry['n']} = {format_number(entry['pass_rate'])} {format_interval(entry['ci_low'], entry['ci_high'])}"
@@ -253,13 +254,13 @@ def write_probe_report(document: dict[str, Any], directory: str | Path) -> list[
         f"Pass rates with 95% Wilson intervals; {b} - {a} paired by probe, permutation test, Holm across categories "
         f"(alpha {document['alpha']}). A probe fails when the answer holds one of its forbidden strings, or on an error.",
         "",
-        f"| category | pass rate {a} | pass rate {b} | diff | p (Holm) | verdict |",
+        f"| category | pass rate {cell_a} | pass rate {cell_b} | diff | p (Holm) | verdict |",
         "|---|---|---|---:|---:|---|",
     ]
     for category, entry in document["pass_rates_b"].items():
         tested = document["categories"].get(category, {})
         lines.append(
-            f"| {md_code(category)} | {rate(document['pass_rates_a'][category])} | {rate(entry)} | {format_signed(tested.get('accuracy_diff'))} | "
-            f"{format_p(tested.get('p_holm'))} | {md_code(tested['verdict']) if tested else ''} |"
+            f"| {md_code(category, cell=True)} | {rate(document['pass_rates_a'][category])} | {rate(entry)} | {format_signed(tested.get('accuracy_diff'))} | "
+            f"{format_p(tested.get('p_holm'))} | {md_code(tested['verdict'], cell=True) if tested else ''} |"
         )
     return [write_json(folder / "redteam.json", document), write_text(folder / "redteam.md", "\n".join(lines) + "\n")]

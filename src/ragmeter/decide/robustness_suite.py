@@ -299,6 +299,7 @@ def write_suite_report(comparison: SuiteComparison, directory: str | Path, sourc
     folder.mkdir(parents=True, exist_ok=True)
     document = comparison.to_dict() | {"source": source}
     a, b = md_code(comparison.label_a), md_code(comparison.label_b)
+    cell_a, cell_b = md_code(comparison.label_a, cell=True), md_code(comparison.label_b, cell=True)
 
     def rate(entry: dict[str, Any]) -> str:
         return f"{format_number(entry['rate'])} {format_interval(entry['ci_low'], entry['ci_high'])}"
@@ -309,7 +310,7 @@ def write_suite_report(comparison: SuiteComparison, directory: str | Path, sourc
         f"Source: {md_code(source)}. Accuracy, refusal and misled rates with 95% Wilson intervals; "
         f"{b} - {a} accuracy paired by question, permutation test, Holm across conditions (alpha {comparison.alpha}).",
         "",
-        f"| condition | n | accuracy {a} | accuracy {b} | refusals {a} | refusals {b} | misled {a} | misled {b} | diff | p (Holm) | verdict |",
+        f"| condition | n | accuracy {cell_a} | accuracy {cell_b} | refusals {cell_a} | refusals {cell_b} | misled {cell_a} | misled {cell_b} | diff | p (Holm) | verdict |",
         "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     for condition, tested in comparison.conditions.items():
@@ -317,6 +318,6 @@ def write_suite_report(comparison: SuiteComparison, directory: str | Path, sourc
         lines.append(
             f"| {condition} | {tested['n_pairs']} | {rate(sa['accuracy'])} | {rate(sb['accuracy'])} | "
             f"{format_number(sa['refusal']['rate'])} | {format_number(sb['refusal']['rate'])} | {format_number(sa['misled']['rate'])} | "
-            f"{format_number(sb['misled']['rate'])} | {format_signed(tested['accuracy_diff'])} | {format_p(tested['p_holm'])} | {md_code(tested['verdict'])} |"
+            f"{format_number(sb['misled']['rate'])} | {format_signed(tested['accuracy_diff'])} | {format_p(tested['p_holm'])} | {md_code(tested['verdict'], cell=True)} |"
         )
     return [write_json(folder / "robustness.json", document), write_text(folder / "robustness.md", "\n".join(lines) + "\n")]

@@ -54,7 +54,9 @@ def render_markdown(document: dict[str, Any]) -> str:
     ]
     for m in document["metrics"]:
         unit = m["unit"]
-        name = md_code(m["metric"]) + (f" ({md_text(unit)}, {'higher' if m['higher_is_better'] else 'lower'} is better)" if unit else "")
+        name = md_code(m["metric"], cell=True) + (
+            f" ({md_text(unit)}, {'higher' if m['higher_is_better'] else 'lower'} is better)" if unit else ""
+        )
         verdict = f"**{m['verdict']}**" if m["verdict"] in _WINNERS else m["verdict"]
         lines.append(
             f"| {name} | {m['n_pairs']} | {format_number(m['mean_a'], unit)} | {format_number(m['mean_b'], unit)} | "
@@ -86,8 +88,12 @@ def _excluded(document: dict[str, Any]) -> list[str]:
     ]
     for m in excluded:
         e = m["excluded"]
-        keys = ", ".join(f"{md_code(k, 60)}" for k in e["keys"][:10]) + (f" and {len(e['keys']) - 10} more" if len(e["keys"]) > 10 else "")
-        lines.append(f"| {md_code(m['metric'])} | {e['unscored_in_a']} | {e['unscored_in_b']} | {e['unscored_in_both']} | {keys} |")
+        keys = ", ".join(md_code(k, 60, cell=True) for k in e["keys"][:10]) + (
+            f" and {len(e['keys']) - 10} more" if len(e["keys"]) > 10 else ""
+        )
+        lines.append(
+            f"| {md_code(m['metric'], cell=True)} | {e['unscored_in_a']} | {e['unscored_in_b']} | {e['unscored_in_both']} | {keys} |"
+        )
     return [*lines, ""]
 
 
@@ -102,7 +108,7 @@ def _regressions(document: dict[str, Any]) -> list[str]:
         lines += [f"### {md_code(m['metric'])}", "", "| sample | question | A | B | B − A |", "|---|---|---:|---:|---:|"]
         for r in m["top_regressions"]:
             lines.append(
-                f"| {md_code(r['key'], 60)} | {md_text(r['question'], 100)} | {format_number(r['a'], unit)} | "
+                f"| {md_code(r['key'], 60, cell=True)} | {md_text(r['question'], 100)} | {format_number(r['a'], unit)} | "
                 f"{format_number(r['b'], unit)} | {format_signed(r['diff'], unit)} |"
             )
         lines.append("")

@@ -48,11 +48,21 @@ def md_text(text: Any, limit: int = 120) -> str:
     return _PUNCTUATION.sub(r"\\\1", value).replace("|", "\\|")
 
 
-def md_code(text: Any, limit: int = 120) -> str:
+def md_code(text: Any, limit: int = 120, *, cell: bool = False) -> str:
     """Text from the data as an inline code span (rendered literally): one line, at most
-    ``limit`` characters, fenced with more backticks than it contains, pipes escaped for
-    table cells."""
-    value = _flatten(text, limit).replace("|", "\\|")
+    ``limit`` characters, fenced with more backticks than it contains.
+
+    Args:
+        text: The value to show.
+        limit: Most characters shown (``…`` last when cut).
+        cell: The span goes into a table cell: each ``|`` is written ``\\|``, which a table
+            reads as a ``|`` of the cell (unescaped, it would end the cell). Elsewhere a code
+            span shows a backslash as it is, so a ``|`` is left alone (a path ``a|b`` in a
+            sentence read ``a\\|b``).
+    """
+    value = _flatten(text, limit)
+    if cell:
+        value = value.replace("|", "\\|")
     longest = max((len(run) for run in re.findall("`+", value)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if value.startswith("`") or value.endswith("`") or not value.strip() else ""
@@ -130,7 +140,9 @@ def _scores_section(summary: dict[str, Any]) -> list[str]:
         for metric in metrics:
             a, unit = metric["aggregate"], metric["unit"]
             interval = f"[{format_number(a['ci_low'], unit)}, {format_number(a['ci_high'], unit)}]" if a["ci_low"] is not None else "–"
-            name = md_code(metric["id"]) + (f" ({md_text(unit)}, lower is better)" if unit and not metric["higher_is_better"] else "")
+            name = md_code(metric["id"], cell=True) + (
+                f" ({md_text(unit)}, lower is better)" if unit and not metric["higher_is_better"] else ""
+            )
             lines.append(
                 f"| {name} | {format_number(a['mean'], unit)} | {interval} | {format_number(a['median'], unit)} | "
                 f"{format_number(a['std'], unit)} | {format_number(a['p95'], unit)} | {a['n_scored']} | {a['n_unscored']} | {a['n_failed']} |"
@@ -141,7 +153,7 @@ def _scores_section(summary: dict[str, Any]) -> list[str]:
 
 def _unscored_section(summary: dict[str, Any]) -> list[str]:
     rows = [
-        f"| {md_code(m['id'])} | {r['count']} | {'**error**: ' if r['failed'] else ''}{md_text(r['reason'], 300)} |"
+        f"| {md_code(m['id'], cell=True)} | {r['count']} | {'**error**: ' if r['failed'] else ''}{md_text(r['reason'], 300)} |"
         for m in summary["metrics"]
         for r in m["aggregate"]["unscored_reasons"]
     ]

@@ -54,7 +54,9 @@ def write_sweep_report(document: dict[str, Any], directory: str | Path) -> Path:
         "| configuration | quality | latency ms | cost | Pareto | vs best | 95% CI | p (Holm) | verdict | run directory |",
         "|---|---:|---:|---:|---|---:|---|---:|---|---|",
         *(
-            "| " + " | ".join([md_code(row[0]), *row[1:], md_code(point["folder"]) if point.get("folder") else ""]) + " |"
+            "| "
+            + " | ".join([md_code(row[0], cell=True), *row[1:], md_code(point["folder"], cell=True) if point.get("folder") else ""])
+            + " |"
             for row, point in zip(sweep_rows(document), document["points"], strict=True)
         ),
     ]
