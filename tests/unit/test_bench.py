@@ -275,6 +275,27 @@ def test_a_broken_line_in_a_labelled_set_names_the_file_and_line(tmp_path):
         suites.qags(tmp_path, None, 0)
 
 
+def test_a_labelled_set_that_is_not_utf8_or_not_json_names_the_file_and_line(tmp_path):
+    """read_rows let Python's codec error out, naming no file: the CLI said "error: 'utf-8' codec
+    can't decode byte 0xe9 in position 35"; the MS MARCO CSV did the same."""
+    (tmp_path / "qags_sentences.jsonl").write_bytes('{"claim": "A."}\n{"claim": "café"}\n'.encode("cp1252"))
+    with pytest.raises(ValueError) as raised:
+        suites.qags(tmp_path, None, 0)
+    said = str(raised.value)
+    assert said.startswith(f"{tmp_path / 'qags_sentences.jsonl'}, line 2: invalid UTF-8 (byte 0xe9 at column 15)") and "iconv" in said
+    (tmp_path / "qags_sentences.jsonl").write_text('{"claim": "A."}\n{"claim": \n', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"qags_sentences.jsonl, line 2: invalid JSON: "):
+        suites.qags(tmp_path, None, 0)
+    (tmp_path / "msmarco_context_relevance.csv").write_bytes("query,expected_response,expected_score\nq,é,1\n".encode("utf-16"))
+    assert suites.msmarco_triples(tmp_path) == [("q", "é", 1)]  # UTF-16 with its mark is read as such
+    (tmp_path / "msmarco_context_relevance.csv").write_bytes(b"query,expected_response,expected_score\nq,caf\xe9,1\n")
+    with pytest.raises(ValueError, match=r"msmarco_context_relevance.csv: invalid UTF-8 \(byte 0xe9 at byte 45\); the file may be in"):
+        suites.msmarco(tmp_path, None, 0)
+    (tmp_path / "rgb_zh_refine.jsonl").mkdir()
+    with pytest.raises(ValueError, match=r"rgb_zh_refine.jsonl: cannot read the labelled set: Is a directory"):
+        suites.rgb_triples(tmp_path)
+
+
 def _result(metric, scores):
     samples = [SampleResult(key, Sample(id=key), "<list>", f"row {i}", {metric: score}) for i, (key, score) in enumerate(scores.items())]
     info = {"id": metric, "name": metric, "family": "groundedness", "unit": None, "higher_is_better": True}

@@ -25,6 +25,7 @@ The sets (see the data folder's README for their provenance and licences):
 from __future__ import annotations
 
 import csv
+import io
 import math
 import random
 from collections import defaultdict
@@ -36,6 +37,7 @@ from ragmeter.bench.clapnq import clapnq
 from ragmeter.bench.edits import rgb_pairs, spellings, zh_claim
 from ragmeter.bench.task import Task, draw, edit_tasks, read_rows
 from ragmeter.data import load_dataset
+from ragmeter.data.encodings import decode_text
 from ragmeter.data.text import split_sentences
 from ragmeter.metrics import create_metric
 
@@ -172,12 +174,26 @@ def ragchecker(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
 
 
 def msmarco_triples(data_dir: Path) -> list[tuple[str, str, int]]:
-    """Every MS MARCO (query, passage, label) in file order: 1 relevant, 0 hard negative."""
+    """Every MS MARCO (query, passage, label) in file order: 1 relevant, 0 hard negative.
+
+    Args:
+        data_dir: The folder of the labelled sets (``--data-dir``).
+
+    Raises:
+        FileNotFoundError: The file is missing (the message says to pass --data-dir).
+        ValueError: The file cannot be read or is not UTF-8 text (:func:`decode_text`); the
+            message names the file.
+    """
     path = data_dir / "msmarco_context_relevance.csv"
     if not path.exists():
         raise FileNotFoundError(f"{path} not found: pass --data-dir with the folder of the labelled sets")
-    with path.open(encoding="utf-8", newline="") as handle:
-        return [(r["query"], r["expected_response"], int(float(r["expected_score"]))) for r in csv.DictReader(handle)]
+    try:
+        text = decode_text(path.read_bytes())
+    except ValueError as exc:  # not UTF-8: the message named neither the file nor what to do
+        raise ValueError(f"{path}: {exc}") from None
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read the labelled set: {exc.strerror or exc}") from None
+    return [(r["query"], r["expected_response"], int(float(r["expected_score"]))) for r in csv.DictReader(io.StringIO(text, newline=""))]
 
 
 def msmarco(data_dir: Path, limit: int | None, seed: int) -> list[Task]:

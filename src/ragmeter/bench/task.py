@@ -11,6 +11,7 @@ from typing import Any
 
 from ragmeter.bench.edits import Pairs
 from ragmeter.data import Dataset, load_dataset
+from ragmeter.data.encodings import not_utf8
 from ragmeter.data.files import json_object, read_json_lines
 
 #: Where the labelled sets are read from unless told (``--data-dir``).
@@ -51,14 +52,26 @@ class Task:
 def read_rows(path: Path) -> list[dict[str, Any]]:
     """The JSON objects of a labelled JSONL file, one per line.
 
+    Args:
+        path: The file, in the folder given by ``--data-dir``.
+
     Raises:
         FileNotFoundError: The file is missing (the message says to pass --data-dir).
-        ValueError: A line is not a JSON object; the message names the file and line.
+        ValueError: The file cannot be read (a folder, not readable), is not UTF-8 (the message
+            names its first bad line and the encoding it may be in: :func:`not_utf8`), or a line
+            is not a JSON object; the message names the file and line.
     """
     if not path.exists():
         raise FileNotFoundError(f"{path} not found: pass --data-dir with the folder of the labelled sets")
+    try:
+        lines = list(read_json_lines(path))
+    except UnicodeDecodeError as exc:  # the message named neither the file nor the line
+        where, said = not_utf8(path, exc)
+        raise ValueError(f"{path}, {where}: {said}") from None
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read the labelled set: {exc.strerror or exc}") from None
     rows = []
-    for number, line in read_json_lines(path):
+    for number, line in lines:
         try:
             rows.append(json_object(line))
         except ValueError as exc:
