@@ -55,3 +55,33 @@ def test_a_transcripts_file_and_every_json_lines_reader_say_it_is_utf16(tmp_path
     with pytest.raises(UnicodeDecodeError) as refused:
         list(read_json_lines(path))
     assert str(refused.value) == SAID
+
+
+@pytest.mark.parametrize("name", ["probes.yaml", "probes.jsonl", "chat.json", "chat.jsonl"])
+def test_a_probes_or_transcripts_file_with_a_utf16_mark_names_the_encoding_and_the_conversion(tmp_path, name):
+    """They said Python's "cannot read it: 'utf-8' codec can't decode byte 0xff in position 0:
+    invalid start byte", naming no encoding and nothing to do."""
+    path = tmp_path / name
+    row = (
+        {"id": "p", "question": "q", "forbidden": ["x"]} if name.startswith("probes") else {"messages": [{"role": "user", "content": "hi"}]}
+    )
+    path.write_bytes((json.dumps(row) + "\n").encode("utf-16"))
+    with pytest.raises((ProbeFileError, TranscriptError)) as refused:
+        load_probe_file(path) if name.startswith("probes") else read_transcripts(path)
+    line = f"{path}:1" if name.startswith("probes") else f"{path}, line 1"
+    said = (
+        f"{line}: invalid UTF-8 (byte 0xff at column 1); the file is in UTF-16: convert it to UTF-8, e.g. iconv -f UTF-16 -t UTF-8 in > out"
+    )
+    assert str(refused.value) == said
+    path.write_bytes(b"\n" + (json.dumps(row) + " caf\xe9\n").encode("latin-1"))
+    with pytest.raises(
+        (ProbeFileError, TranscriptError), match=r"(:2|, line 2): invalid UTF-8 \(byte 0xe9 at column \d+\); the file may be in"
+    ):
+        load_probe_file(path) if name.startswith("probes") else read_transcripts(path)
+
+
+def test_a_json_transcript_file_says_it_is_utf16_without_a_mark(tmp_path):
+    path = utf16(tmp_path, "chat.json", {"messages": [{"role": "user", "content": "hi"}]})
+    with pytest.raises(TranscriptError) as refused:
+        read_transcripts(path)
+    assert str(refused.value) == f"{path}: {SAID}"

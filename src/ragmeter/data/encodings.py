@@ -170,10 +170,18 @@ def not_utf8(path: Path, exc: UnicodeDecodeError) -> tuple[str, str]:
     byte, the column and the encoding the file may be in: ``("line 3", "invalid UTF-8 ...")``."""
     if isinstance(exc, UnmarkedUtf16Error):
         return "file", str(exc)
+    found = first_invalid_utf8(path)
+    return (f"line {found[0]}", found[1]) if found else ("file", "invalid UTF-8")  # else it changed since it was read
+
+
+def first_invalid_utf8(path: Path) -> tuple[int, str] | None:
+    """The first line (from 1) of the file at ``path`` that is not UTF-8, with why
+    (:func:`invalid_utf8`: the byte, its column and the encoding the file may be in, e.g. UTF-16
+    when it opens with that byte-order mark); ``None`` when every line is UTF-8."""
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, start=1):
             try:
                 raw.decode("utf-8")
             except UnicodeDecodeError as bad:
-                return f"line {number}", invalid_utf8(raw, bad, file_hint(path))
-    return "file", "invalid UTF-8"  # it changed since it was read
+                return number, invalid_utf8(raw, bad, file_hint(path))
+    return None

@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from ragmeter.data.encodings import unmarked_utf16_file
+from ragmeter.data.encodings import first_invalid_utf8, unmarked_utf16_file
 from ragmeter.data.files import json_value, yaml_value
 from ragmeter.data.issues import describe_briefly
 from ragmeter.decide.redteam import Probe
@@ -61,7 +61,9 @@ def load_probe_file(path: str | Path, taken: Iterable[str] = ()) -> list[Probe]:
         taken: Ids already in use (the packaged probes', other files'); a probe may not reuse one.
 
     Raises:
-        ProbeFileError: The file is missing, unreadable, UTF-16 without a byte-order mark
+        ProbeFileError: The file is missing, unreadable, not UTF-8 (its first line that is not,
+            and the encoding it may be in: UTF-16 with its byte-order mark, Windows-1252...),
+            UTF-16 without a byte-order mark
             (:func:`~ragmeter.data.encodings.unmarked_utf16`), not valid YAML or JSON, holds no
             probe, or a probe lacks a field, has one of the wrong type, an unknown field or an
             id already used.
@@ -70,8 +72,11 @@ def load_probe_file(path: str | Path, taken: Iterable[str] = ()) -> list[Probe]:
     try:
         unmarked = unmarked_utf16_file(path)
         text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ProbeFileError(path, None, None, f"cannot read it: {getattr(exc, 'strerror', None) or exc}") from None
+    except UnicodeDecodeError:  # "cannot read it: 'utf-8' codec can't decode byte 0xff in position 0" named no line or encoding
+        line, said = first_invalid_utf8(path) or (None, "invalid UTF-8")
+        raise ProbeFileError(path, line, None, said) from None
+    except OSError as exc:
+        raise ProbeFileError(path, None, None, f"cannot read it: {exc.strerror or exc}") from None
     if unmarked:  # valid UTF-8 all the same: the YAML or JSON would only be found invalid
         raise ProbeFileError(path, None, None, unmarked)
     records = _jsonl_records(path, text) if path.suffix.lower() == ".jsonl" else _yaml_records(path, text)

@@ -19,6 +19,7 @@ from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
 
+from ragmeter.data.encodings import UnmarkedUtf16Error, not_utf8, unmarked_utf16_file
 from ragmeter.data.files import json_value, read_json_lines
 from ragmeter.data.schema import Sample
 
@@ -35,8 +36,10 @@ def read_transcripts(path: str | Path, *, tools: Collection[str] | None = None) 
         tools: Names of the tools whose results count as retrieved contexts (default: all).
 
     Raises:
-        TranscriptError: The file is missing or a transcript is malformed (the message names the
-            file, the line and the field).
+        TranscriptError: The file is missing or unreadable, is not UTF-8 (the message names its
+            first line that is not and the encoding it may be in: UTF-16 with or without its
+            byte-order mark, Windows-1252...), or a transcript is malformed (the message names
+            the file, the line and the field).
     """
     path = Path(path)
     samples: list[Sample] = []
@@ -49,6 +52,9 @@ def _transcripts(path: Path) -> Iterator[tuple[str, Any]]:
     """``(location, parsed transcript)`` for each transcript of the file."""
     try:
         if path.suffix.lower() == ".json":
+            unmarked = unmarked_utf16_file(path)
+            if unmarked:  # valid UTF-8 all the same: the JSON would only be found invalid
+                raise UnmarkedUtf16Error(unmarked)
             text = path.read_text(encoding="utf-8")
             try:
                 data = json_value(text)
@@ -65,7 +71,10 @@ def _transcripts(path: Path) -> Iterator[tuple[str, Any]]:
                 raise TranscriptError(f"{path}, line {number}: {exc}") from None
     except FileNotFoundError:
         raise TranscriptError(f"{path} not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:  # "cannot read: 'utf-8' codec can't decode byte 0xff in position 0" named no line or encoding
+        where, said = not_utf8(path, exc)
+        raise TranscriptError(f"{path}: {said}" if where == "file" else f"{path}, {where}: {said}") from None
+    except OSError as exc:
         raise TranscriptError(f"{path}: cannot read: {exc}") from None
 
 
