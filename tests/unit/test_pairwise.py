@@ -221,3 +221,20 @@ def test_cli_pairwise_writes_json_and_markdown(tmp_path, monkeypatch):
 def test_cli_pairwise_fails_cleanly_on_a_missing_input(tmp_path):
     result = CliRunner().invoke(app, ["pairwise", str(tmp_path / "nope.jsonl"), str(tmp_path / "nope2.jsonl")])
     assert result.exit_code == 2 and "nope.jsonl" in result.output
+
+
+def test_cli_pairwise_says_plainly_why_there_is_no_pair(tmp_path, monkeypatch):
+    """It said "no question has a response on both sides (a, b); matched by nothing": 'matched by
+    nothing' meant no pair, and a question may well have had a response on both sides, unpaired
+    (an id on one side only). It now says the rule and what each side's samples missed."""
+    a = _jsonl(tmp_path / "a.jsonl", [{"id": "1", "user_input": "Q1?", "response": "a1"}, {"id": "2", "user_input": "Q2?"}])
+    b = _jsonl(tmp_path / "b.jsonl", [{"user_input": "Q1?", "response": "b1"}, {"id": "2", "user_input": "Q2?", "response": "b2"}])
+    monkeypatch.setattr("ragmeter.judges.config.JudgeConfig.build", lambda self, *a, **k: pytest.fail("no judge is built"))
+    result = CliRunner().invoke(app, ["pairwise", str(a), str(b), "--out", str(tmp_path / "out")], terminal_width=400)
+    assert result.exit_code == 2 and "matched by" not in result.output
+    assert " ".join(result.output.split()) == (
+        f"error: nothing to judge: no sample of {a} pairs with one of {b} (samples pair by id, else by question, and need a "
+        "question and a response): A has 2 sample(s), B 2; 1 of A and 2 of B have no counterpart on the other side; "
+        "1 left out without a question or a response"
+    )
+    assert not (tmp_path / "out").exists()

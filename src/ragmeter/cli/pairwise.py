@@ -1,7 +1,7 @@
 """``ragmeter pairwise``: which of two systems' responses is better, judged in both orders."""
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -60,8 +60,8 @@ def pairwise_command(
         unmatched = matching["labels_unmatched"]
         shown = ", ".join(describe_briefly(k) for k in unmatched[:10]) + (" …" if len(unmatched) > 10 else "")
         say((f"warning: {len(unmatched)} label(s) name no pair of samples and give no reference:", "yellow"), f" {shown}")
-    if not pairs:
-        raise fail(f"no question has a response on both sides ({a}, {b}); matched by {matching['by']}")
+    if not pairs:  # it said "no question has a response on both sides (...); matched by nothing"
+        raise fail(f"nothing to judge: {_why_no_pair(a, b, matching)}")
     try:
         check_usable(out)  # a bad --out is said before the judge is built and called, not after them
         llm = settings.build()
@@ -85,3 +85,18 @@ def pairwise_command(
         if keys:
             say((f"{len(keys)} sample(s) {title}:", "yellow"), f" {', '.join(keys[:10])}{' …' if len(keys) > 10 else ''}")
     say(f"Wrote {json_path} and {md_path}")
+
+
+def _why_no_pair(a: Path, b: Path, matching: dict[str, Any]) -> str:
+    """Why no sample of ``a`` was paired with one of ``b``, from :func:`match_samples`'s report
+    ``matching``: the rule, each side's samples, and how many each way of missing a pair left out."""
+    sides = {side: matching[f"n_{side.lower()}"] + sum(u["side"] == side for u in matching["unusable"]) for side in ("A", "B")}
+    duplicates = matching["n_duplicate_samples_a"] + matching["n_duplicate_samples_b"]
+    said = [f"A has {sides['A']} sample(s), B {sides['B']}"]
+    if matching["n_unmatched_a"] or matching["n_unmatched_b"]:
+        said.append(f"{matching['n_unmatched_a']} of A and {matching['n_unmatched_b']} of B have no counterpart on the other side")
+    if matching["unusable"]:
+        said.append(f"{len(matching['unusable'])} left out without a question or a response")
+    if duplicates:
+        said.append(f"{duplicates} left out as duplicates (an id or question used twice on one side)")
+    return f"no sample of {a} pairs with one of {b} (samples pair by id, else by question, and need a question and a response): {'; '.join(said)}"
