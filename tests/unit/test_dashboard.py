@@ -4,6 +4,10 @@ guards every page, and ``ragmeter serve`` will not bind beyond loopback without 
 
 from __future__ import annotations
 
+import html
+import re
+import urllib.parse
+
 import pytest
 from cli_helpers import runner
 from fastapi.testclient import TestClient
@@ -157,3 +161,18 @@ def test_the_comparison_is_the_one_ragmeter_compare_computes(store):
     a, b = (r["id"] for r in store.runs()[::-1])
     expected = render_html(compare_results(store.load(a), store.load(b), label_a=a, label_b=b).to_dict())
     assert TestClient(create_app(store)).get("/compare", params={"a": a[:6], "b": b}).text == expected
+
+
+@pytest.mark.parametrize("trace_id", ["../runs/x", "a?page=2", "b#c", "d/e f"])
+def test_a_trace_id_is_one_part_of_its_link_never_a_path_or_query(store, trace_id):
+    """The traces page wrote the id raw into the link: "/traces/../runs/x" led to a run page,
+    "a?page=2" to trace "a", "b#c" to trace "b"; the id is now one percent-encoded part of
+    the path, and the trace page reads it back whole."""
+    store.add_spans(
+        [SpanRecord(trace_id=trace_id, span_id="f" * 16, name="rag", started_at="2026-11-04T00:00:00+00:00", question="newest")]
+    )
+    client = TestClient(create_app(store))
+    (link,) = re.findall(r'<a href="(/traces/[^"]*)">2026-11-04', client.get("/traces").text)
+    assert link == "/traces/" + urllib.parse.quote(trace_id, safe="")
+    detail = client.get(link)
+    assert detail.status_code == 200 and f"<code>{html.escape(trace_id)}</code>" in detail.text

@@ -18,6 +18,7 @@ import secrets
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import jinja2
 
@@ -50,7 +51,15 @@ def _templates() -> jinja2.Environment:
         loader=jinja2.PackageLoader("ragmeter", "dashboard/templates"), autoescape=True, undefined=jinja2.StrictUndefined
     )
     env.filters["num"] = format_number
+    env.filters["segment"] = _segment
     return env
+
+
+def _segment(value: Any) -> str:
+    """``value`` as one percent-encoded part of a link's path: a trace id, run id or metric id
+    from the store, whose ``/``, ``?``, ``#`` or ``%`` would otherwise make another path or a
+    query of it (``/traces/../runs/x`` led to a run page); the routes read it back whole."""
+    return quote(str(value), safe="")
 
 
 def _page(template: str, **values: Any) -> HTMLResponse:
@@ -109,7 +118,7 @@ def create_app(store: RunStore, token: str | None = None, *, kb_report: Path | N
         comparison = compare_results(first, second, label_a=store.resolve(a), label_b=store.resolve(b))
         return _report(compare_report.render_html(comparison.to_dict()))
 
-    @app.get("/trends/{metric_id}", response_class=HTMLResponse)
+    @app.get("/trends/{metric_id:path}", response_class=HTMLResponse)  # an id with "/" is one part of the link
     def trend(metric_id: str, baseline: int = Query(5, ge=1, le=1000)) -> HTMLResponse:
         chart = run_chart(store, metric_id, baseline)
         return _page("trend.html.j2", chart=chart, polyline=_polyline([p.point.mean for p in chart.points]), baseline=baseline)
@@ -120,7 +129,7 @@ def create_app(store: RunStore, token: str | None = None, *, kb_report: Path | N
         metrics = sorted({m for r in found.rows for m in r["scores"]})
         return _page("traces.html.j2", page=found, metrics=metrics)
 
-    @app.get("/traces/{trace_id}", response_class=HTMLResponse)
+    @app.get("/traces/{trace_id:path}", response_class=HTMLResponse)  # an id with "/" is one part of the link
     def trace(trace_id: str) -> HTMLResponse:
         found, scores = trace_detail(store, trace_id)
         if not found:
