@@ -132,6 +132,11 @@ def _checks(scores: Mapping[str, Any], infos: Mapping[str, Any], rules: Mapping[
 
 
 def _failure_message(sample: Any, n_metrics: int, failures: list[str], passes: list[str]) -> str:
+    """What a failed :func:`assert_scores` says: the sample (id, question), then a line per failing
+    metric and one for the passing ones. Control characters and line breaks of the data (an id,
+    a question, an explanation) are shown as escapes: pytest prints the message as it is."""
+    from ragmeter.data.text import visible_controls
+
     question = " ".join((sample.user_input or "").split())
     if len(question) > 100:
         question = question[:99] + "…"
@@ -140,7 +145,7 @@ def _failure_message(sample: Any, n_metrics: int, failures: list[str], passes: l
     lines = [header + ":", *failures]
     if passes:
         lines.append("  passed: " + ", ".join(passes))
-    return "\n".join(lines)
+    return "\n".join(map(visible_controls, lines))
 
 
 def ragmeter_samples(*paths: str | Path) -> list[Any]:

@@ -231,3 +231,16 @@ def test_ragmeter_samples_needs_a_file_with_samples(tmp_path):
     only_header.write_text("id,response,reference\n", encoding="utf-8")
     with pytest.raises(Exception, match="no sample to test"):
         ragmeter_samples(only_header)
+
+
+def test_a_failure_message_shows_control_characters_of_the_sample_as_escapes():
+    """pytest prints an assertion's message as it is: a sample id or question with an ANSI
+    escape coloured the terminal, a line break in one printed a line that looked like pytest's."""
+    hostile = {**SAMPLE, "id": "id-\x1b[31mRED\nE   fake", "user_input": "Q \x1b]8;;http://evil\x07x\u202e?"}
+    with pytest.raises(AssertionError) as failed:
+        assert_scores(hostile, ["exact_match"], {"exact_match": 1})
+    message = str(failed.value)
+    assert not any(c in message for c in "\x1b\x07\u202e") and len(message.splitlines()) == 2, message
+    assert message.startswith(
+        "ragmeter: 1 of 1 metric(s) failed for sample 'id-\\x1b[31mRED\\nE   fake' (\"Q \\x1b]8;;http://evil\\x07x\\u202e?\"):"
+    )
