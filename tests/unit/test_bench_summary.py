@@ -57,6 +57,12 @@ def test_the_shipped_faithfulness_head_names_the_sets_it_saw():
     assert not any(name.startswith(("msmarco", "rgb", "clapnq")) for name in seen)
 
 
+def test_answer_relevancy_rows_on_the_sets_its_line_was_fitted_on_are_marked_as_seen():
+    rows = [task("clapnq/answer_relevancy", "answer_relevancy", [(0.9, 1), (0.2, 0)])]
+    (row,) = [line for line in summary_lines(rows, ["answer_relevancy"]) if line.startswith("| answer_relevancy")]
+    assert "| clapnq * |" in row
+
+
 def test_the_threshold_maximises_the_mean_balanced_accuracy_over_sets():
     # No line is perfect for both sets. A line in (0.70, 0.72] is perfect for a and gets b's
     # positives and one negative right (mean 0.875); one in (0.75, 0.85] is perfect for b and

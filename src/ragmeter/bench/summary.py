@@ -9,7 +9,8 @@ what a user who tunes the line on data like ours, but not on theirs, can expect;
 default line (a score of 0.5) is reported beside it.
 
 Parts of the default settings that were themselves fitted on labelled data (the
-faithfulness claim-support head) are named with the sets they saw, so a row measured on a
+faithfulness claim-support head, the lines of answer relevancy, context relevance and the
+answerable verdict) are named with the sets they saw, so a row measured on a
 set the default was fitted on is never mistaken for a held-out figure.
 """
 
@@ -73,8 +74,14 @@ def fitted_sets() -> dict[str, set[str]]:
     head = json.loads(resources.files("ragmeter.resources").joinpath("claim_support_head.json").read_text(encoding="utf-8"))
     seen = {source.replace("-", "/", 1) if source.startswith("summedits-") else source.split("-", 1)[0] for source in head["fitted_on"]}
     # The answerable verdict's line (ANSWERABLE_LINE) was fitted on RGB zh passages; context
-    # relevance's default line (RELEVANT_LINE) on MS MARCO and RGB zh.
-    return {"faithfulness": seen, "negative_rejection": {"rgb"}, "context_relevance": {"msmarco", "rgb"}}
+    # relevance's default line (RELEVANT_LINE) on MS MARCO and RGB zh; answer relevancy's
+    # (RELEVANCE_LINE) on ClapNQ and RAGChecker answers.
+    return {
+        "faithfulness": seen,
+        "negative_rejection": {"rgb"},
+        "context_relevance": {"msmarco", "rgb"},
+        "answer_relevancy": {"clapnq", "ragchecker"},
+    }
 
 
 def best_threshold(units_by_set: Sequence[Sequence[Mapping[str, Any]]]) -> float | None:
