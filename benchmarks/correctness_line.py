@@ -31,7 +31,6 @@ Usage:
 
 from __future__ import annotations
 
-import argparse
 import json
 from dataclasses import replace
 from datetime import datetime, timezone
@@ -39,16 +38,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from relevancy_line import balanced_accuracy, midpoint
+from relevancy_line import balanced_accuracy, cross_set_arguments, judges_from_env, midpoint
 from sklearn.metrics import roc_auc_score
 
 from ragmeter.bench.report import git_commit
 from ragmeter.bench.runner import run_task
 from ragmeter.bench.suites import bench_tasks
-from ragmeter.judges import BatchingEmbedder, Judges
-from ragmeter.judges.cache import EmbeddingStore
-from ragmeter.judges.config import JudgeConfig
-from ragmeter.judges.embeddings import USEEncoder
+from ragmeter.judges import Judges
 
 RESULTS = Path(__file__).parent / "results"
 METRICS = ("answer_correctness", "factual_correctness")
@@ -95,17 +91,8 @@ def cross_set(sets: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]) -> tup
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data-dir", type=Path, default=Path("../shared/data"))
-    parser.add_argument("--limit", type=int, default=30, help="questions drawn from each set")
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
-
-    settings = JudgeConfig.from_env()
-    cache = settings.open_cache()
-    judges = Judges(
-        embedder=BatchingEmbedder(store=EmbeddingStore(cache, USEEncoder.model_name) if cache else None), llm=settings.build(cache)
-    )
+    args = cross_set_arguments(__doc__.split("\n\n")[0])
+    judges = judges_from_env()
     sets = scores(args.data_dir, args.limit, args.seed, judges)
     rows, both = cross_set(sets)
     auc = {m: {s: round(float(roc_auc_score(sets[(m, s)][1], sets[(m, s)][0])), 3) for s in SETS} for m in METRICS}

@@ -70,18 +70,29 @@ def balanced_accuracy(scores: np.ndarray, labels: np.ndarray, line: float) -> fl
     return float((said[labels == 1].mean() + (~said[labels == 0]).mean()) / 2)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def cross_set_arguments(description: str) -> argparse.Namespace:
+    """The options of a script that fits a line on one labelled set and checks it on another:
+    ``--data-dir``, ``--limit`` (questions drawn from each set) and ``--seed``."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--data-dir", type=Path, default=Path("../shared/data"))
     parser.add_argument("--limit", type=int, default=30, help="questions drawn from each set")
     parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+    return parser.parse_args()
 
+
+def judges_from_env() -> Judges:
+    """The judge the environment's settings describe (the local one by default) and the packaged
+    embedder, both answering from the one disk cache, as ``ragmeter bench`` opens them."""
     settings = JudgeConfig.from_env()
     cache = settings.open_cache()
-    judges = Judges(
+    return Judges(
         embedder=BatchingEmbedder(store=EmbeddingStore(cache, USEEncoder.model_name) if cache else None), llm=settings.build(cache)
     )
+
+
+def main() -> None:
+    args = cross_set_arguments(__doc__.split("\n\n")[0])
+    judges = judges_from_env()
     (cq,) = [t for t in clapnq(args.data_dir, args.limit, args.seed) if t.name == "clapnq/answer_relevancy"]
     tasks = [Task(cq.name, cq.metric, cq.dataset, cq.units, cq.kind, params=RAW), ragchecker_task(args.data_dir, args.limit, args.seed)]
     sets: dict[str, tuple[np.ndarray, np.ndarray]] = {}
