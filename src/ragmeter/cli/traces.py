@@ -76,8 +76,10 @@ def export_command(
             raise fail(f"{option}: {exc}") from None
     if bounds[0] is not None and bounds[1] is not None and bounds[0] >= bounds[1]:
         raise fail(f"--since {since} is not before --until {until}: no request can fall between them")
-    spans = _stored_spans(store, bounds[0], bounds[1]) if store is not None else _file_spans(files or [], bounds[0], bounds[1])
+    invalid: dict[str, str] = {}
+    spans = _stored_spans(store, bounds[0], bounds[1], invalid) if store is not None else _file_spans(files or [], bounds[0], bounds[1])
     exported = spans_to_samples(spans, include_errors=include_errors)
+    exported.skipped[:0] = invalid.items()
     if exported.skipped:
         say((f"{len(exported.skipped)} trace(s) left out", "yellow"), f", e.g. {exported.skipped[0][0]}: {exported.skipped[0][1]}")
     _write_samples(exported.samples, out)
@@ -106,11 +108,12 @@ def _say_skipped(issues: list[InputIssue]) -> None:
         print_issues(issues, written=False)
 
 
-def _stored_spans(store: str, since: str | None, until: str | None) -> list[SpanRecord]:
-    """The spans of the stored traces whose request started in [since, until)."""
+def _stored_spans(store: str, since: str | None, until: str | None, invalid: dict[str, str]) -> list[SpanRecord]:
+    """The spans of the stored traces whose request started in [since, until); the traces with a
+    span that is not valid are left out and noted in ``invalid`` (trace id -> why)."""
     opened = open_existing_store(store)
     try:
-        return opened.trace_spans(since=since, until=until)
+        return opened.trace_spans(since=since, until=until, invalid=invalid)
     finally:
         opened.close()
 

@@ -18,6 +18,7 @@ from ragmeter.observe.record import SpanRecord
 from ragmeter.results import SampleResult
 from ragmeter.store import RunStore
 from ragmeter.store.schema import monitor_seen, runs, spans, trace_scores
+from ragmeter.store.store import span_records
 
 #: What the monitor decided about a trace.
 SCORED, NOT_SAMPLED, UNSCORABLE = "scored", "not_sampled", "unscorable"
@@ -53,11 +54,12 @@ def undecided_traces(store: RunStore, limit: int) -> list[str]:
         return list(connection.scalars(query))
 
 
-def spans_of(store: RunStore, trace_ids: Sequence[str]) -> list[SpanRecord]:
-    """Every stored span of these traces."""
+def spans_of(store: RunStore, trace_ids: Sequence[str], invalid: dict[str, str]) -> list[SpanRecord]:
+    """Every stored span of these traces but those of the traces with a span that is not valid,
+    noted in ``invalid`` as trace id -> why (see :func:`~ragmeter.store.store.span_records`)."""
     with store.engine.connect() as connection:
         rows = connection.execute(select(spans).where(spans.c.trace_id.in_(list(trace_ids))))
-        return [SpanRecord.from_dict({k: v for k, v in r._mapping.items() if v is not None}) for r in rows]
+        return span_records(rows, invalid)
 
 
 def cost_since(store: RunStore, since: str) -> float:

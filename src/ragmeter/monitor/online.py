@@ -146,9 +146,11 @@ def _budget_spent(store: RunStore, settings: MonitorSettings) -> bool:
 
 
 def _score(store: RunStore, trace_ids: list[str], metrics: Sequence[Metric], judges: Judges, settings: MonitorSettings) -> list[Decision]:
-    """Join each trace's spans into a sample and score the samples; unscorable traces say why."""
-    exported = spans_to_samples(spans_of(store, trace_ids))
-    decisions = [Decision(trace_id, UNSCORABLE, reason) for trace_id, reason in exported.skipped]
+    """Join each trace's spans into a sample and score the samples; unscorable traces (a stored
+    span that is not valid among them) say why."""
+    invalid: dict[str, str] = {}
+    exported = spans_to_samples(spans_of(store, trace_ids, invalid))
+    decisions = [Decision(trace_id, UNSCORABLE, reason) for trace_id, reason in [*invalid.items(), *exported.skipped]]
     if not exported.samples:
         return decisions
     evaluator = Evaluator(list(metrics), judges=judges, concurrency=settings.concurrency, progress=False)

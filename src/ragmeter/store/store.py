@@ -231,12 +231,19 @@ class RunStore:
         """Stored spans, newest first."""
         query = select(schema.spans).order_by(schema.spans.c.started_at.desc()).limit(limit)
         with self.engine.connect() as connection:
-            return [SpanRecord.from_dict({k: v for k, v in r._mapping.items() if v is not None}) for r in connection.execute(query)]
+            return span_records(connection.execute(query))
 
-    def trace_spans(self, *, since: str | None = None, until: str | None = None) -> list[SpanRecord]:
+    def trace_spans(self, *, since: str | None = None, until: str | None = None, invalid: dict[str, str] | None = None) -> list[SpanRecord]:
         """Every span of the traces whose request (root span) started at or after ``since`` and
         before ``until`` (ISO 8601 in UTC with milliseconds, as spans record times; ``None``: no
-        bound), oldest request first."""
+        bound), oldest request first.
+
+        Args:
+            since: The earliest start kept.
+            until: The first start no longer kept.
+            invalid: Where to note the traces with a stored span that is no valid span, which
+                are left out (see :func:`span_records`); without it, such a span raises.
+        """
         columns = schema.spans.c
         query = select(columns.trace_id).where(columns.parent_id.is_(None)).order_by(columns.started_at, columns.trace_id)
         if since is not None:
@@ -248,13 +255,40 @@ class RunStore:
             trace_ids = list(dict.fromkeys(connection.scalars(query)))
             for start in range(0, len(trace_ids), BATCH):
                 rows = connection.execute(select(schema.spans).where(columns.trace_id.in_(trace_ids[start : start + BATCH])))
-                found += [SpanRecord.from_dict({k: v for k, v in r._mapping.items() if v is not None}) for r in rows]
+                found += span_records(rows, invalid)
         return found
 
     def count(self, table: str) -> int:
         """Rows in one of the tables (``runs``, ``samples``, ``scores``, ``spans``)."""
         with self.engine.connect() as connection:
             return int(connection.scalar(select(func.count()).select_from(schema.metadata.tables[table])) or 0)
+
+
+def span_records(rows: Iterable[Any], invalid: dict[str, str] | None = None) -> list[SpanRecord]:
+    """The spans of rows of the ``spans`` table.
+
+    Args:
+        rows: The rows: every stored span of the traces they are of.
+        invalid: Where to note, as trace id -> why, each trace with a row that is no valid span
+            (a token count of 12.5 that an application's tracer set, a row another tool wrote);
+            its other spans are left out too, as a sample of part of a trace would be wrong.
+            Without it, the first such row raises.
+
+    Raises:
+        ValueError: (without ``invalid``) A row is no valid span; the message names its trace,
+            its span and the field.
+    """
+    found = []
+    for row in rows:
+        data = {k: v for k, v in row._mapping.items() if v is not None}
+        try:
+            found.append(SpanRecord.from_dict(data))
+        except ValueError as exc:
+            reason = f"its stored span {data.get('span_id')} is not valid: {exc}"
+            if invalid is None:
+                raise ValueError(f"trace {data.get('trace_id')}: {reason}") from None
+            invalid.setdefault(data.get("trace_id", ""), reason)
+    return [record for record in found if invalid is None or record.trace_id not in invalid]
 
 
 def _batches(items: Iterator[Any], size: int) -> Iterator[list[Any]]:

@@ -1,0 +1,44 @@
+"""Hostile input to ``ragmeter traces``, ``monitor`` and ``runs``: a stored span that is no valid
+span, written by an application's tracer, must not stop the monitor or an export of the store."""
+
+from __future__ import annotations
+
+import json
+
+from cli_helpers import runner
+from test_monitor import monitor, traces
+
+from ragmeter.cli import app
+from ragmeter.monitor.ledger import decision_counts
+from ragmeter.observe import SpanRecord
+from ragmeter.store import RunStore
+
+#: A request whose tracer set a token count no span holds (``span.set(prompt_tokens=12.5)``).
+BAD = SpanRecord(trace_id="b" * 32, span_id="c" * 16, name="rag", started_at="2026-11-01T00:00:30+00:00", question="q", response="a")
+BAD.prompt_tokens = 12.5  # type: ignore[assignment]
+WHY = f"its stored span {'c' * 16} is not valid: 'prompt_tokens' must be a whole number"
+
+
+def test_the_monitor_decides_a_trace_with_an_invalid_stored_span_unscorable_and_scores_the_others(tmp_path):
+    store = RunStore.open(str(tmp_path / "runs.db"))
+    try:
+        store.add_spans([*traces(3), BAD])
+        progress = monitor(store, share=1.0)
+        assert (progress.scored, progress.unscorable) == (3, 1)
+        assert [reason for reason in progress.reasons if reason.startswith(WHY)], progress.reasons
+        assert decision_counts(store) == {"scored": 3, "unscorable": 1}
+    finally:
+        store.close()
+
+
+def test_traces_export_of_a_store_leaves_out_a_trace_with_an_invalid_span_and_names_it(tmp_path):
+    store = RunStore.open(str(tmp_path / "runs.db"))
+    try:
+        store.add_spans([*traces(2), BAD])
+    finally:
+        store.close()
+    out = tmp_path / "samples.jsonl"
+    done = runner.invoke(app, ["traces", "export", "--store", str(tmp_path / "runs.db"), "-o", str(out)])
+    assert done.exit_code == 0, done.output
+    assert f"1 trace(s) left out, e.g. {'b' * 32}: {WHY}" in " ".join(done.output.split())
+    assert [json.loads(line)["user_input"] for line in out.read_text().splitlines()] == ["q0?", "q1?"]
