@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from cli_helpers import runner
 from test_monitor import monitor, traces
 
 from ragmeter.cli import app
+from ragmeter.monitor import online
 from ragmeter.monitor.ledger import decision_counts
 from ragmeter.observe import SpanRecord
+from ragmeter.run.sync import Terminated
 from ragmeter.store import RunStore
 
 #: A request whose tracer set a token count no span holds (``span.set(prompt_tokens=12.5)``).
@@ -42,3 +45,21 @@ def test_traces_export_of_a_store_leaves_out_a_trace_with_an_invalid_span_and_na
     assert done.exit_code == 0, done.output
     assert f"1 trace(s) left out, e.g. {'b' * 32}: {WHY}" in " ".join(done.output.split())
     assert [json.loads(line)["user_input"] for line in out.read_text().splitlines()] == ["q0?", "q1?"]
+
+
+@pytest.mark.parametrize(("stop", "code", "said"), [(KeyboardInterrupt, 130, "interrupted"), (Terminated, 143, "stopped by SIGTERM")])
+def test_a_stopped_monitor_says_what_it_stored_and_how_to_resume(tmp_path, monkeypatch, stop, code, said):
+    store = RunStore.open(str(tmp_path / "runs.db"))
+    try:
+        store.add_spans(traces(3))
+    finally:
+        store.close()
+
+    def interrupt(seconds):
+        raise stop
+
+    monkeypatch.setattr(online.time, "sleep", interrupt)  # Ctrl-C or SIGTERM while it waits for new traces
+    done = runner.invoke(app, ["monitor", "-m", "latency_ms", "--store", str(tmp_path / "runs.db"), "--share", "1", "--no-embed"])
+    assert done.exit_code == code, done.output
+    assert f"{said}: this run stored 3 trace(s) scored, 0 not sampled and 0 unscorable" in done.output
+    assert "run the same command again to resume" in done.output and "Traceback" not in done.output

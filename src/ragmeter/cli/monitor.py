@@ -15,7 +15,7 @@ from ragmeter.judges.config import JudgeConfig
 from ragmeter.judges.embeddings import USEEncoder
 from ragmeter.metrics import Metric, Needs
 from ragmeter.run.engine import resolve_metrics
-from ragmeter.run.sync import run_sync
+from ragmeter.run.sync import interruption, run_sync
 
 if TYPE_CHECKING:
     from ragmeter.monitor import Progress
@@ -58,7 +58,7 @@ def monitor_command(
     judge_options: JudgeOptions,
 ) -> None:
     """Score new traces in the store as they arrive (Ctrl-C stops; running again resumes)."""
-    from ragmeter.monitor import MonitorSettings, run_monitor
+    from ragmeter.monitor import MonitorSettings, Progress, run_monitor
     from ragmeter.store.vectors import packaged_encoder
 
     try:
@@ -77,6 +77,7 @@ def monitor_command(
     judges = _judges(settings, chosen)
     opened = open_store(store)
     say(f"Monitoring {store}: {share:.0%} of the traces with {', '.join(m.id for m in chosen)}")
+    latest: list[Progress] = []  # the totals after the last batch stored, said on an interruption
     try:
         progress = run_monitor(
             opened,
@@ -85,14 +86,29 @@ def monitor_command(
             limits,
             interval=interval,
             once=once,
-            on_pass=lambda p: say(f"scored {p.scored}, not sampled {p.not_sampled}, unscorable {p.unscorable}"),
+            on_pass=lambda p: _say_pass(p, latest),
             encoder=packaged_encoder() if embed else None,
         )
+    except KeyboardInterrupt as stop:
+        said, code = interruption(stop)
+        done = latest[0] if latest else Progress()
+        say(
+            (said, "yellow"),
+            f": this run stored {done.scored} trace(s) scored, {done.not_sampled} not sampled and {done.unscorable} unscorable "
+            "(a batch under way is not stored); run the same command again to resume.",
+        )
+        raise typer.Exit(code) from None
     finally:
         opened.close()
         if judges.llm is not None:
             run_sync(judges.llm.aclose())
     _report(progress, max_cost_per_hour, max_calls_per_hour)
+
+
+def _say_pass(progress: "Progress", latest: list["Progress"]) -> None:
+    """Say the totals after a batch was stored (``progress``), and keep them as ``latest[0]``."""
+    latest[:] = [progress]
+    say(f"scored {progress.scored}, not sampled {progress.not_sampled}, unscorable {progress.unscorable}")
 
 
 def _report(progress: "Progress", max_cost_per_hour: float | None, max_calls_per_hour: int | None) -> None:
