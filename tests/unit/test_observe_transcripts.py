@@ -91,6 +91,11 @@ def test_files_of_either_shape_are_read(tmp_path):
         ),
         ([{"role": "assistant", "tool_calls": [{"id": "c"}]}], r"messages\[0\]\.tool_calls\[0\]\.function\.name: missing"),
         ([{"role": "tool", "tool_call_id": "nope", "content": "x"}], r"messages\[0\]\.tool_call_id: 'nope' answers no earlier tool call"),
+        (  # ids of a type no tool call has (a list cannot even be looked up): named, not an unexpected TypeError
+            [{"role": "user", "content": "q"}, {"role": "assistant", "tool_calls": [{"id": ["c"], "function": {"name": "s"}}]}],
+            r"messages\[1\]\.tool_calls\[0\]\.id: expected a string, got \['c'\]",
+        ),
+        ([{"role": "tool", "tool_call_id": ["c"], "content": "x"}], r"messages\[0\]\.tool_call_id: \['c'\] answers no earlier tool call"),
     ],
 )
 def test_malformed_transcripts_name_the_file_line_and_field(tmp_path, messages, message):

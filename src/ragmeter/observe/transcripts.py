@@ -21,6 +21,7 @@ from typing import Any
 
 from ragmeter.data.encodings import UnmarkedUtf16Error, not_utf8, unmarked_utf16_file
 from ragmeter.data.files import json_value, read_json_lines
+from ragmeter.data.issues import describe_briefly
 from ragmeter.data.schema import Sample
 
 
@@ -157,7 +158,7 @@ def _turns(messages: list[Any], where: str) -> Iterator[tuple[str, list[dict[str
                 response = text
         elif role == "tool":
             call_id = message.get("tool_call_id")
-            if call_id not in by_call:
+            if not isinstance(call_id, str) or call_id not in by_call:
                 raise TranscriptError(f"{where}: {field}.tool_call_id: {call_id!r} answers no earlier tool call")
             by_call[call_id]["result"] = _text(message.get("content"), f"{where}: {field}.content")
     if question is not None:
@@ -169,6 +170,8 @@ def _tool_call(call: Any, where: str) -> dict[str, Any]:
     function = call.get("function") if isinstance(call, dict) else None
     if not isinstance(function, dict) or not isinstance(function.get("name"), str):
         raise TranscriptError(f"{where}.function.name: missing; expected {{'id', 'function': {{'name', 'arguments'}}}}")
+    if call.get("id") is not None and not isinstance(call["id"], str):
+        raise TranscriptError(f"{where}.id: expected a string, got {describe_briefly(call['id'])}")
     arguments = function.get("arguments")
     if isinstance(arguments, str):
         try:
