@@ -63,3 +63,20 @@ def test_a_stopped_monitor_says_what_it_stored_and_how_to_resume(tmp_path, monke
     assert done.exit_code == code, done.output
     assert f"{said}: this run stored 3 trace(s) scored, 0 not sampled and 0 unscorable" in done.output
     assert "run the same command again to resume" in done.output and "Traceback" not in done.output
+
+
+def test_a_malformed_transcript_is_named_and_skipped_and_the_others_become_samples(tmp_path):
+    answered = [{"role": "user", "content": "q?"}, {"role": "assistant", "content": "a"}]
+    path = tmp_path / "chats.jsonl"
+    path.write_text(
+        json.dumps(answered) + "\n" + json.dumps([{"role": "user", "content": 5}]) + "\n{broken\n" + json.dumps(answered) + "\n"
+    )
+    out = tmp_path / "samples.jsonl"
+    done = runner.invoke(app, ["traces", "transcripts", str(path), "-o", str(out)])
+    assert done.exit_code == 0, done.output
+    assert "2 transcript(s) skipped" in done.output and "chats.jsonl, line 2: messages[0].content: expected text" in done.output
+    assert "chats.jsonl, line 3: invalid JSON" in done.output
+    assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == [f"{path}, line 1#1", f"{path}, line 4#1"]
+    path.write_text("{broken\n")
+    done = runner.invoke(app, ["traces", "transcripts", str(path), "-o", str(out)])
+    assert done.exit_code == 2 and "no well-formed transcript of" in done.output, done.output

@@ -127,17 +127,23 @@ def transcripts_command(
     ] = None,
 ) -> None:
     """One sample per answered user turn; the results of the agent's tool calls (search, grep,
-    read...) are its retrieved contexts."""
+    read...) are its retrieved contexts. A transcript that is malformed is named and skipped."""
     check_json_lines_out(out)
     chosen = {name.strip() for name in tools.split(",") if name.strip()} if tools is not None else None
     if chosen is not None and not chosen:
         raise fail(f"--tools {tools!r} names no tool")
     samples: list[Sample] = []
+    issues: list[InputIssue] = []
     try:
         for path in files:
-            samples += read_transcripts(path, tools=chosen)
+            samples += read_transcripts(path, tools=chosen, issues=issues)
     except TranscriptError as exc:
         raise fail(str(exc)) from None
+    if issues:
+        say((f"{len(issues)} transcript(s) skipped, malformed:", "yellow"))
+        print_issues(issues, written=False)
+        if not samples:
+            raise fail(f"no sample to write: no well-formed transcript of {', '.join(map(str, files))} has an answered user turn")
     _write_samples(samples, out)
 
 

@@ -19,9 +19,8 @@ from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
 
-from ragmeter.data.encodings import UnmarkedUtf16Error, not_utf8, unmarked_utf16_file
 from ragmeter.data.files import json_value, read_json_lines
-from ragmeter.data.issues import describe_briefly
+from ragmeter.data.issues import InputIssue, describe_briefly
 from ragmeter.data.schema import Sample
 
 
@@ -29,33 +28,45 @@ class TranscriptError(ValueError):
     """A transcript that cannot be read; the message names the file, line and field."""
 
 
-def read_transcripts(path: str | Path, *, tools: Collection[str] | None = None) -> list[Sample]:
+def read_transcripts(path: str | Path, *, tools: Collection[str] | None = None, issues: list[InputIssue] | None = None) -> list[Sample]:
     """The samples of every transcript in a file (see the module's description).
 
     Args:
         path: A ``.jsonl`` file (one transcript per line) or a ``.json`` file.
         tools: Names of the tools whose results count as retrieved contexts (default: all).
+        issues: Where to note each transcript that is malformed (a line that is not JSON, a
+            field of the wrong type) as an :class:`~ragmeter.data.issues.InputIssue`, the
+            transcript skipped and the others read. Without it, the first one raises.
 
     Raises:
-        TranscriptError: The file is missing or unreadable, is not UTF-8 (the message names its
-            first line that is not and the encoding it may be in: UTF-16 with or without its
-            byte-order mark, Windows-1252...), or a transcript is malformed (the message names
-            the file, the line and the field).
+        TranscriptError: The file is missing, cannot be read or is not JSON as a whole, or
+            (without ``issues``) a transcript is malformed (the message names the file, the line
+            and the field).
     """
     path = Path(path)
     samples: list[Sample] = []
-    for where, transcript in _transcripts(path):
-        samples += transcript_samples(transcript, where=where, tools=tools)
+    for location, transcript, problem in _transcripts(path):
+        where = f"{path}, {location}"
+        try:
+            if problem is not None:
+                raise TranscriptError(f"{where}: {problem}")
+            samples += transcript_samples(transcript, where=where, tools=tools)
+        except TranscriptError as exc:
+            if issues is None:
+                raise
+            issues.append(InputIssue(str(path), location, None, str(exc).removeprefix(f"{where}: ")))
     return samples
 
 
-def _transcripts(path: Path) -> Iterator[tuple[str, Any]]:
-    """``(location, parsed transcript)`` for each transcript of the file."""
+def _transcripts(path: Path) -> Iterator[tuple[str, Any, str | None]]:
+    """``(location, parsed transcript, None)`` for each transcript of the file, or ``(location,
+    None, why)`` for a line that is not JSON.
+
+    Raises:
+        TranscriptError: The file cannot be read, or a ``.json`` file is not JSON.
+    """
     try:
         if path.suffix.lower() == ".json":
-            unmarked = unmarked_utf16_file(path)
-            if unmarked:  # valid UTF-8 all the same: the JSON would only be found invalid
-                raise UnmarkedUtf16Error(unmarked)
             text = path.read_text(encoding="utf-8")
             try:
                 data = json_value(text)
@@ -63,19 +74,16 @@ def _transcripts(path: Path) -> Iterator[tuple[str, Any]]:
                 raise TranscriptError(f"{path}: {exc}") from None
             items = data if isinstance(data, list) and data and not _is_message(data[0]) else [data]
             for index, item in enumerate(items):
-                yield f"{path}, transcript {index + 1}", item
+                yield f"transcript {index + 1}", item, None
             return
         for number, line in read_json_lines(path):
             try:
-                yield f"{path}, line {number}", json_value(line)
+                yield f"line {number}", json_value(line), None
             except ValueError as exc:
-                raise TranscriptError(f"{path}, line {number}: {exc}") from None
+                yield f"line {number}", None, str(exc)
     except FileNotFoundError:
         raise TranscriptError(f"{path} not found") from None
-    except UnicodeDecodeError as exc:  # "cannot read: 'utf-8' codec can't decode byte 0xff in position 0" named no line or encoding
-        where, said = not_utf8(path, exc)
-        raise TranscriptError(f"{path}: {said}" if where == "file" else f"{path}, {where}: {said}") from None
-    except OSError as exc:
+    except (OSError, UnicodeDecodeError) as exc:
         raise TranscriptError(f"{path}: cannot read: {exc}") from None
 
 
