@@ -12,7 +12,7 @@ from test_monitor import monitor, traces
 from ragmeter.cli import app
 from ragmeter.monitor import online
 from ragmeter.monitor.ledger import decision_counts
-from ragmeter.observe import SpanRecord
+from ragmeter.observe import SpanRecord, TranscriptError, read_transcripts
 from ragmeter.run.sync import Terminated
 from ragmeter.store import RunStore
 
@@ -80,3 +80,14 @@ def test_a_malformed_transcript_is_named_and_skipped_and_the_others_become_sampl
     path.write_text("{broken\n")
     done = runner.invoke(app, ["traces", "transcripts", str(path), "-o", str(out)])
     assert done.exit_code == 2 and "no well-formed transcript of" in done.output, done.output
+
+
+def test_a_transcript_file_that_is_not_utf8_is_named_with_its_line_and_encoding_and_a_utf16_json_is_read(tmp_path):
+    answered = [{"role": "user", "content": "café?"}, {"role": "assistant", "content": "oui"}]
+    legacy = tmp_path / "chats.jsonl"
+    legacy.write_bytes(json.dumps(answered).encode() + b"\n" + json.dumps(answered, ensure_ascii=False).encode("cp1252") + b"\n")
+    with pytest.raises(TranscriptError, match=r"chats\.jsonl, line 2: invalid UTF-8 \(byte 0xe9 at column .*Windows-1252"):
+        read_transcripts(legacy)
+    wide = tmp_path / "chat.json"
+    wide.write_bytes(json.dumps(answered, ensure_ascii=False).encode("utf-16"))  # with its byte-order mark, as Windows writes it
+    assert [s.user_input for s in read_transcripts(wide)] == ["café?"]

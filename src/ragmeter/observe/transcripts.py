@@ -19,6 +19,7 @@ from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
 
+from ragmeter.data.encodings import decode_text, not_utf8
 from ragmeter.data.files import json_value, read_json_lines
 from ragmeter.data.issues import InputIssue, describe_briefly
 from ragmeter.data.schema import Sample
@@ -63,13 +64,13 @@ def _transcripts(path: Path) -> Iterator[tuple[str, Any, str | None]]:
     None, why)`` for a line that is not JSON.
 
     Raises:
-        TranscriptError: The file cannot be read, or a ``.json`` file is not JSON.
+        TranscriptError: The file cannot be read, is not UTF-8 (a ``.json`` file may be in the
+            encoding a byte-order mark names) or a ``.json`` file is not JSON.
     """
     try:
         if path.suffix.lower() == ".json":
-            text = path.read_text(encoding="utf-8")
             try:
-                data = json_value(text)
+                data = json_value(decode_text(path.read_bytes()))
             except ValueError as exc:
                 raise TranscriptError(f"{path}: {exc}") from None
             items = data if isinstance(data, list) and data and not _is_message(data[0]) else [data]
@@ -83,8 +84,11 @@ def _transcripts(path: Path) -> Iterator[tuple[str, Any, str | None]]:
                 yield f"line {number}", None, str(exc)
     except FileNotFoundError:
         raise TranscriptError(f"{path} not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TranscriptError(f"{path}: cannot read: {exc}") from None
+    except UnicodeDecodeError as exc:
+        where, said = not_utf8(path, exc)
+        raise TranscriptError(f"{path}, {where}: {said}" if where != "file" else f"{path}: {said}") from None
+    except OSError as exc:
+        raise TranscriptError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
 def _is_message(value: Any) -> bool:
