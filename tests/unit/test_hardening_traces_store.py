@@ -91,3 +91,18 @@ def test_a_transcript_file_that_is_not_utf8_is_named_with_its_line_and_encoding_
     wide = tmp_path / "chat.json"
     wide.write_bytes(json.dumps(answered, ensure_ascii=False).encode("utf-16"))  # with its byte-order mark, as Windows writes it
     assert [s.user_input for s in read_transcripts(wide)] == ["café?"]
+
+
+def test_drift_kb_never_writes_its_findings_over_a_document_of_the_knowledge_base(tmp_path):
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "a.md").write_text("doc a")
+    (kb / "b.md").write_text("doc b")
+    baseline = ["drift", "kb", str(kb), "--baseline", str(tmp_path / "base.json")]
+    assert runner.invoke(app, baseline).exit_code == 0
+    done = runner.invoke(app, [*baseline, "--json", str(kb / "a.md")])
+    assert done.exit_code == 2 and "is a document of the knowledge base" in done.output, done.output
+    assert (kb / "a.md").read_text() == "doc a"
+    for _ in range(2):  # a report kept inside the knowledge base is written again, and never counted
+        done = runner.invoke(app, [*baseline, "--json", str(kb / "report.json")])
+        assert done.exit_code == 0 and "0 added, 0 removed, 0 edited, 2 unchanged" in done.output, done.output

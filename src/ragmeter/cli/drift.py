@@ -11,7 +11,7 @@ from ragmeter.cli.app import command, group
 from ragmeter.cli.console import fail, say
 from ragmeter.cli.runs import DEFAULT_STORE, StoreOption, open_existing_store
 from ragmeter.data import InputError, load_dataset
-from ragmeter.data.files import write_json
+from ragmeter.data.files import json_value, write_json
 
 CHANGED = 1
 
@@ -47,6 +47,28 @@ def _refuse_an_input(json_out: Path | None, inputs: Iterable[str | Path | None])
     for given in inputs:
         if given is not None and "://" not in str(given) and Path(given).expanduser().resolve() == target:
             raise fail(f"--json {json_out} is the input {given}: the findings would replace it; choose another path")
+
+
+#: Largest file at ``drift kb --json`` inside the knowledge base read to tell whether it is an earlier report.
+_REPORT_BYTES = 16 << 20
+
+
+def _refuse_a_document(json_out: Path | None, folder: Path) -> None:
+    """A usage error when ``--json`` names a file inside the knowledge base ``folder`` that is not
+    an earlier ``drift kb`` report: the findings would replace a document (and call it removed).
+
+    Args:
+        json_out: The ``--json`` path, or ``None``.
+        folder: The knowledge base's folder.
+    """
+    if json_out is None or not json_out.is_file() or not json_out.resolve().is_relative_to(folder.resolve()):
+        return
+    try:
+        earlier = json_value(json_out.read_bytes()) if json_out.stat().st_size <= _REPORT_BYTES else None
+    except (OSError, ValueError):
+        earlier = None
+    if not (isinstance(earlier, dict) and earlier.get("kind") == "knowledge_base_change"):
+        raise fail(f"--json {json_out} is a document of the knowledge base {folder}: the findings would replace it; choose another path")
 
 
 def _write(path: Path | None, document: dict[str, Any]) -> None:
@@ -141,6 +163,7 @@ def kb_command(
     from ragmeter.monitor.kb import SnapshotError, compare_snapshots, read_snapshot, snapshot, write_snapshot
 
     _refuse_an_input(json_out, [baseline])
+    _refuse_a_document(json_out, folder)
     try:
         current = snapshot(folder, leave_out=[baseline, json_out])
         if not baseline.exists():
