@@ -106,3 +106,15 @@ def test_drift_kb_never_writes_its_findings_over_a_document_of_the_knowledge_bas
     for _ in range(2):  # a report kept inside the knowledge base is written again, and never counted
         done = runner.invoke(app, [*baseline, "--json", str(kb / "report.json")])
         assert done.exit_code == 0 and "0 added, 0 removed, 0 edited, 2 unchanged" in done.output, done.output
+
+
+def test_traces_commands_never_write_their_samples_over_an_input_file(tmp_path):
+    spans = tmp_path / "traces.jsonl"
+    spans.write_text(json.dumps(traces(1)[0].to_dict()) + "\n")
+    chats = tmp_path / "chats.jsonl"
+    chats.write_text(json.dumps([{"role": "user", "content": "q?"}, {"role": "assistant", "content": "a"}]) + "\n")
+    for command, given in (("export", spans), ("transcripts", chats)):
+        kept = given.read_text()
+        done = runner.invoke(app, ["traces", command, str(given), "-o", str(tmp_path / "." / given.name)])
+        assert done.exit_code == 2 and "the samples would replace it" in done.output, done.output
+        assert given.read_text() == kept

@@ -1,7 +1,6 @@
 """``ragmeter drift``: has the traffic or the knowledge base changed? Exit code 1 when it has
 (for CI or a scheduler), 0 when not; ``--json`` writes the findings for the next step."""
 
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -9,6 +8,7 @@ import typer
 
 from ragmeter.cli.app import command, group
 from ragmeter.cli.console import fail, say
+from ragmeter.cli.options import refuse_an_input
 from ragmeter.cli.runs import DEFAULT_STORE, StoreOption, open_existing_store
 from ragmeter.data import InputError, load_dataset
 from ragmeter.data.files import json_value, write_json
@@ -31,22 +31,6 @@ def _questions(path: Path) -> list[str]:
     if not questions:
         raise fail(f"{path}: no sample has a question (user_input)")
     return questions
-
-
-def _refuse_an_input(json_out: Path | None, inputs: Iterable[str | Path | None]) -> None:
-    """A usage error when ``--json`` names one of the command's input files (the baseline
-    snapshot, a samples file, the store's SQLite file): the findings replaced it.
-
-    Args:
-        json_out: The ``--json`` path, or ``None``.
-        inputs: The files the command reads; ``None`` and database URLs are passed over.
-    """
-    if json_out is None:
-        return
-    target = json_out.expanduser().resolve()
-    for given in inputs:
-        if given is not None and "://" not in str(given) and Path(given).expanduser().resolve() == target:
-            raise fail(f"--json {json_out} is the input {given}: the findings would replace it; choose another path")
 
 
 #: Largest file at ``drift kb --json`` inside the knowledge base read to tell whether it is an earlier report.
@@ -99,7 +83,7 @@ def queries_command(
     from ragmeter.judges.embeddings import USEEncoder
     from ragmeter.monitor.drift import query_drift
 
-    _refuse_an_input(json_out, [reference, current, store])
+    refuse_an_input("--json", json_out, [reference, current, store], "the findings")
     if store is not None and (reference is not None or current is not None):
         raise fail("give two samples files or --store, not both")
     if store is not None:
@@ -162,7 +146,7 @@ def kb_command(
     """Knowledge-base change: documents added, removed or edited since the baseline snapshot."""
     from ragmeter.monitor.kb import SnapshotError, compare_snapshots, read_snapshot, snapshot, write_snapshot
 
-    _refuse_an_input(json_out, [baseline])
+    refuse_an_input("--json", json_out, [baseline], "the findings")
     _refuse_a_document(json_out, folder)
     try:
         current = snapshot(folder, leave_out=[baseline, json_out])
@@ -200,7 +184,7 @@ def scores_command(
     settings than the latest run (another threshold, a changed default) are left out, and named."""
     from ragmeter.monitor.ledger import day_chart, run_chart
 
-    _refuse_an_input(json_out, [store])
+    refuse_an_input("--json", json_out, [store], "the findings")
     if source not in ("runs", "traces"):
         raise fail(f"--source {source!r} is not known: choose 'runs' or 'traces'")
     opened = open_existing_store(store)

@@ -7,7 +7,7 @@ as one :class:`JudgeOptions` argument named ``judge_options``.
 
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Annotated, Any
@@ -143,3 +143,22 @@ def check_json_lines_out(out: Path) -> None:
         check_usable(out.parent, f"--out {out}: its folder")
     except OutputDirError as exc:
         raise fail(str(exc)) from None
+
+
+def refuse_an_input(option: str, out: Path | None, inputs: Iterable[str | Path | None], what: str) -> None:
+    """A usage error when an output path names one of the command's input files (a trace file,
+    a samples file, a baseline snapshot, the store's SQLite file): ``what`` it writes would
+    replace it.
+
+    Args:
+        option: The output's option, for the message (``--json``, ``--out``).
+        out: The output path given, or ``None``.
+        inputs: The files the command reads; ``None`` and database URLs are passed over.
+        what: What is written there, for the message (``the findings``, ``the samples``).
+    """
+    if out is None:
+        return
+    target = out.expanduser().resolve()
+    for given in inputs:
+        if given is not None and "://" not in str(given) and Path(given).expanduser().resolve() == target:
+            raise fail(f"{option} {out} is the input {given}: {what} would replace it; choose another path")

@@ -12,7 +12,7 @@ import typer
 from ragmeter.cli.app import command, group
 from ragmeter.cli.console import fail, say
 from ragmeter.cli.issues import print_issues
-from ragmeter.cli.options import check_json_lines_out
+from ragmeter.cli.options import check_json_lines_out, refuse_an_input
 from ragmeter.cli.runs import DEFAULT_STORE, StoreOption, open_existing_store, open_store
 from ragmeter.data.files import write_json_lines
 from ragmeter.data.issues import InputIssue
@@ -68,6 +68,7 @@ def export_command(
     if bool(files) == (store is not None):
         raise fail("give trace files or --store, one of the two")
     check_json_lines_out(out)
+    refuse_an_input("--out", out, files or [], "the samples")
     bounds = []
     for option, value in (("--since", since), ("--until", until)):
         try:
@@ -129,6 +130,7 @@ def transcripts_command(
     """One sample per answered user turn; the results of the agent's tool calls (search, grep,
     read...) are its retrieved contexts. A transcript that is malformed is named and skipped."""
     check_json_lines_out(out)
+    refuse_an_input("--out", out, files, "the samples")
     chosen = {name.strip() for name in tools.split(",") if name.strip()} if tools is not None else None
     if chosen is not None and not chosen:
         raise fail(f"--tools {tools!r} names no tool")
