@@ -4,15 +4,19 @@ span, written by an application's tracer, must not stop the monitor or an export
 from __future__ import annotations
 
 import json
+import sqlite3
 
 import pytest
 from cli_helpers import runner
+from sqlalchemy.exc import OperationalError
 from test_monitor import monitor, traces
 
 from ragmeter.cli import app
-from ragmeter.monitor import online
-from ragmeter.monitor.ledger import decision_counts
+from ragmeter.judges import Judges
+from ragmeter.monitor import MonitorSettings, online, run_monitor
+from ragmeter.monitor.ledger import decision_counts, record
 from ragmeter.observe import SpanRecord, TranscriptError, read_transcripts
+from ragmeter.run.engine import resolve_metrics
 from ragmeter.run.sync import Terminated
 from ragmeter.store import RunStore
 
@@ -118,3 +122,23 @@ def test_traces_commands_never_write_their_samples_over_an_input_file(tmp_path):
         done = runner.invoke(app, ["traces", command, str(given), "-o", str(tmp_path / "." / given.name)])
         assert done.exit_code == 2 and "the samples would replace it" in done.output, done.output
         assert given.read_text() == kept
+
+
+def test_the_monitor_waits_out_a_store_locked_by_another_writer_and_scores_everything(tmp_path, monkeypatch, caplog):
+    store = RunStore.open(str(tmp_path / "runs.db"))
+    writes = []
+
+    def locked_once(*args, **kwargs):  # another writer held the SQLite file past the busy timeout, once
+        writes.append(args)
+        if len(writes) == 1:
+            raise OperationalError("INSERT INTO monitor_seen ...", {}, sqlite3.OperationalError("database is locked"))
+        return record(*args, **kwargs)
+
+    monkeypatch.setattr(online, "record", locked_once)
+    try:
+        store.add_spans(traces(5))
+        progress = run_monitor(store, resolve_metrics(["latency_ms"]), Judges(), MonitorSettings(share=1.0), interval=0, once=True)
+        assert progress.scored == 5 and decision_counts(store) == {"scored": 5}
+        assert "the store is locked by another writer (database is locked)" in caplog.text
+    finally:
+        store.close()

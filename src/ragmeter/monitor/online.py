@@ -15,11 +15,14 @@ bounds that). The call budget is what bounds the local judge, whose calls cost n
 from __future__ import annotations
 
 import hashlib
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING
+
+from sqlalchemy.exc import OperationalError
 
 from ragmeter.data import load_dataset
 from ragmeter.judges import Judges
@@ -33,6 +36,8 @@ from ragmeter.store.vectors import embed_questions
 
 if TYPE_CHECKING:
     from ragmeter.judges.embeddings import Encoder
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -171,7 +176,9 @@ def run_monitor(
     on_pass: Callable[[Progress], None] | None = None,
     encoder: Encoder | None = None,
 ) -> Progress:
-    """Score new traces until stopped (Ctrl-C, a kill), or until none is left with ``once``.
+    """Score new traces until stopped (Ctrl-C, a kill), or until none is left with ``once``. A
+    batch that a SQLite store's lock kept from being written (another writer held it past the
+    busy timeout) is tried again after ``interval``, with a warning.
 
     Args:
         store: The run store the traces are in.
@@ -187,7 +194,16 @@ def run_monitor(
     progress = Progress()
     while True:
         progress.paused_by_budget = False
-        busy = monitor_pass(store, metrics, judges, settings, progress, encoder=encoder)
+        try:
+            busy = monitor_pass(store, metrics, judges, settings, progress, encoder=encoder)
+        except OperationalError as exc:
+            if "locked" not in str(exc.orig):
+                raise
+            # Another writer held a SQLite store past its busy timeout (a large `traces import`, the
+            # application's sink): the batch was not written; it is decided again, not given up.
+            log.warning("the store is locked by another writer (%s); the batch is tried again in %g s", exc.orig, interval)
+            time.sleep(interval)
+            continue
         if on_pass is not None and busy:
             on_pass(progress)
         if busy and not progress.paused_by_budget:
