@@ -16,9 +16,11 @@ from ragmeter.judges import Judges
 from ragmeter.monitor import MonitorSettings, online, run_monitor
 from ragmeter.monitor.ledger import decision_counts, record
 from ragmeter.observe import SpanRecord, TranscriptError, read_transcripts
+from ragmeter.observe.record import STORED_LENGTHS
 from ragmeter.run.engine import resolve_metrics
 from ragmeter.run.sync import Terminated
 from ragmeter.store import RunStore
+from ragmeter.store.schema import spans
 
 #: A request whose tracer set a token count no span holds (``span.set(prompt_tokens=12.5)``).
 BAD = SpanRecord(trace_id="b" * 32, span_id="c" * 16, name="rag", started_at="2026-11-01T00:00:30+00:00", question="q", response="a")
@@ -142,3 +144,23 @@ def test_the_monitor_waits_out_a_store_locked_by_another_writer_and_scores_every
         assert "the store is locked by another writer (database is locked)" in caplog.text
     finally:
         store.close()
+
+
+def test_the_lengths_checked_before_storing_a_span_are_the_store_s_columns():
+    assert {key: spans.c[key].type.length for key in STORED_LENGTHS} == STORED_LENGTHS
+
+
+def test_traces_import_names_and_skips_a_span_whose_id_or_kind_the_store_cannot_hold(tmp_path):
+    """PostgreSQL refused a UUID's 36 characters as trace id, and with it the whole import:
+    'unexpected error: DataError' with every parameter of the batch, nothing of the file stored."""
+    good, uuid = traces(1)[0].to_dict(), "123e4567-e89b-12d3-a456-426614174000"
+    path = tmp_path / "traces.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in [{**good, "trace_id": uuid}, good, {**good, "span_id": "s" * 17}]))
+    done = runner.invoke(app, ["traces", "import", str(path), "--store", str(tmp_path / "r.db"), "--no-embed"])
+    assert done.exit_code == 0 and "2 line(s) skipped" in done.output and "traces.jsonl: 1 span(s) stored" in done.output
+    assert (
+        f"{path}, line 1: not a valid span: 'trace_id' '123e4567-e89...-426614174000' is 36 characters; the store holds 32" in done.output
+    )
+    assert f"{path}, line 3: not a valid span: 'span_id'" in done.output and "is 17 characters; the store holds 16" in done.output
+    exported = runner.invoke(app, ["traces", "export", str(path), "-o", str(tmp_path / "s.jsonl")])
+    assert exported.exit_code == 0 and "skipped" not in exported.output  # no store: any id is a sample's id

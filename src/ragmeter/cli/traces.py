@@ -165,7 +165,7 @@ def import_command(
             trace_ids: list[str] = []
             issues: list[InputIssue] = []
             try:
-                added, present = opened.add_spans(_noting(read_spans(path, issues), trace_ids))
+                added, present = opened.add_spans(_noting(read_spans(path, issues, to_store=True), trace_ids))
             except TraceFileError as exc:
                 raise fail(str(exc)) from None
             _say_skipped(issues)

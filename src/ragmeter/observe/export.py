@@ -14,14 +14,14 @@ from ragmeter.data.encodings import invalid_utf8, unmarked_utf16_file
 from ragmeter.data.files import json_object
 from ragmeter.data.issues import InputIssue, describe_briefly
 from ragmeter.data.schema import Sample
-from ragmeter.observe.record import SpanRecord
+from ragmeter.observe.record import STORED_LENGTHS, SpanRecord
 
 
 class TraceFileError(ValueError):
     """A trace file that cannot be read; the message names the file and the line."""
 
 
-def read_spans(path: str | Path, issues: list[InputIssue] | None = None) -> Iterator[SpanRecord]:
+def read_spans(path: str | Path, issues: list[InputIssue] | None = None, *, to_store: bool = False) -> Iterator[SpanRecord]:
     """The spans of a JSON-lines trace file, in file order.
 
     Args:
@@ -30,6 +30,9 @@ def read_spans(path: str | Path, issues: list[InputIssue] | None = None) -> Iter
             short last line a killed application can leave, or an object that is no span) as
             an :class:`~ragmeter.data.issues.InputIssue`, the line skipped and the rest read.
             Without it, the first such line raises.
+        to_store: The spans go to the store: an id or kind longer than its column holds
+            (:data:`~ragmeter.observe.record.STORED_LENGTHS`, a UUID's 36 characters as trace
+            id) makes the line no valid span too.
 
     Raises:
         TraceFileError: The file is missing or cannot be read, is UTF-16 without a byte-order
@@ -47,6 +50,8 @@ def read_spans(path: str | Path, issues: list[InputIssue] | None = None) -> Iter
                     continue
                 try:
                     span = _span_of(raw)
+                    if to_store:
+                        _check_lengths(span)
                 except ValueError as exc:
                     if issues is None:
                         raise TraceFileError(f"{path}, line {number}: {exc}") from None
@@ -83,6 +88,15 @@ def _span_of(raw: bytes) -> SpanRecord:
     except ValueError as exc:
         raise ValueError(f"not a valid span: 'started_at': {exc}") from None
     return span
+
+
+def _check_lengths(span: SpanRecord) -> None:
+    """Raise ValueError (naming the key) when an id or the kind of ``span`` is longer than the
+    store's column holds."""
+    for key, most in STORED_LENGTHS.items():
+        value = getattr(span, key)
+        if value is not None and len(value) > most:
+            raise ValueError(f"not a valid span: '{key}' {describe_briefly(value)} is {len(value)} characters; the store holds {most}")
 
 
 def utc_time(text: str) -> str:

@@ -17,6 +17,9 @@ from ragmeter.data.issues import describe_briefly
 SPAN_KINDS = ("CHAIN", "RETRIEVER", "LLM", "TOOL", "EMBEDDING", "RERANKER", "AGENT")
 #: Most tokens a span may count: what the store's integer columns hold (PostgreSQL's INTEGER).
 MAX_TOKENS = 2**31 - 1
+#: Most characters of a span's ids and kind: what the store's columns hold (PostgreSQL refuses
+#: longer values, and with them the whole import; SQLite does not check).
+STORED_LENGTHS = {"trace_id": 32, "span_id": 16, "parent_id": 16, "kind": 16}
 
 
 @dataclass
