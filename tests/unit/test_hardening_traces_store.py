@@ -164,3 +164,17 @@ def test_traces_import_names_and_skips_a_span_whose_id_or_kind_the_store_cannot_
     assert f"{path}, line 3: not a valid span: 'span_id'" in done.output and "is 17 characters; the store holds 16" in done.output
     exported = runner.invoke(app, ["traces", "export", str(path), "-o", str(tmp_path / "s.jsonl")])
     assert exported.exit_code == 0 and "skipped" not in exported.output  # no store: any id is a sample's id
+
+
+def test_a_nul_character_in_a_span_is_stored_as_the_replacement_character(tmp_path):
+    """PostgreSQL's text cannot hold NUL: one span with one refused the whole batch, a file's
+    import ('unexpected error: DataError') or 500 requests of the application's store sink."""
+    span = traces(1)[0]
+    span.question, span.attributes = "q\x00?", {"k\x00": ["a\x00b"]}
+    store = RunStore.open(str(tmp_path / "runs.db"))
+    try:
+        assert store.add_spans([span]) == (1, 0)
+        (stored,) = store.trace_spans()
+        assert (stored.question, stored.attributes) == ("q\ufffd?", {"k\ufffd": ["a\ufffdb"]})
+    finally:
+        store.close()

@@ -348,8 +348,21 @@ def _attach_score(item: SampleResult, row: Any) -> None:
 
 
 def _span_row(record: SpanRecord) -> dict[str, Any]:
-    data = jsonable(record.to_dict())
+    data = _without_nul(jsonable(record.to_dict()))
     return {**{c.name: None for c in schema.spans.columns}, "contexts": [], "attributes": {}, **data}
+
+
+def _without_nul(value: Any) -> Any:
+    """``value`` (JSON) with each NUL character of its strings, keys too, replaced by U+FFFD, the
+    replacement character: PostgreSQL's text cannot hold one and refused the whole batch of spans
+    for it (a file's import, or the application's store sink, 500 requests at a time)."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, dict):
+        return {_without_nul(k): _without_nul(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_nul(v) for v in value]
+    return value
 
 
 def detect_commit(directory: str | Path = ".") -> str | None:
