@@ -178,3 +178,16 @@ def test_a_nul_character_in_a_span_is_stored_as_the_replacement_character(tmp_pa
         assert (stored.question, stored.attributes) == ("q\ufffd?", {"k\ufffd": ["a\ufffdb"]})
     finally:
         store.close()
+
+
+def test_a_span_given_twice_is_counted_once_not_its_tokens_cost_and_contexts_twice(tmp_path):
+    root, child = traces(1)
+    root.cost_usd = 0.5
+    path = tmp_path / "traces.jsonl"
+    path.write_text(json.dumps(root.to_dict()) + "\n" + json.dumps(child.to_dict()) + "\n")
+    out = tmp_path / "samples.jsonl"
+    done = runner.invoke(app, ["traces", "export", str(path), str(path), "-o", str(out)])
+    assert done.exit_code == 0 and "2 span(s) repeated" in done.output, done.output
+    (sample,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert sample["retrieved_contexts"] == ["context 0"]
+    assert (sample["metadata"]["tokens"], sample["metadata"]["cost_usd"]) == ({"prompt": 100, "completion": 5}, 0.5)

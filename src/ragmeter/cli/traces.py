@@ -81,6 +81,11 @@ def export_command(
     spans = _stored_spans(store, bounds[0], bounds[1], invalid) if store is not None else _file_spans(files or [], bounds[0], bounds[1])
     exported = spans_to_samples(spans, include_errors=include_errors)
     exported.skipped[:0] = invalid.items()
+    if exported.repeated:
+        say(
+            (f"{exported.repeated} span(s) repeated", "yellow"),
+            " (the same trace and span id: files given twice or overlapping), counted once",
+        )
     if exported.skipped:
         say((f"{len(exported.skipped)} trace(s) left out", "yellow"), f", e.g. {exported.skipped[0][0]}: {exported.skipped[0][1]}")
     _write_samples(exported.samples, out)

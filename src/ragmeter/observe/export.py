@@ -145,10 +145,13 @@ class Export:
     Attributes:
         samples: One sample per request that has a question, in the order requests began.
         skipped: ``(trace_id, reason)`` for each trace left out.
+        repeated: How many spans were given again (same trace and span id: a file given twice,
+            files that overlap) and counted once.
     """
 
     samples: list[Sample]
     skipped: list[tuple[str, str]]
+    repeated: int = 0
 
 
 def spans_to_samples(spans: Iterable[SpanRecord], *, include_errors: bool = False) -> Export:
@@ -161,21 +164,26 @@ def spans_to_samples(spans: Iterable[SpanRecord], *, include_errors: bool = Fals
     ``name`` and ``started_at``, so the efficiency metrics can score them.
 
     Args:
-        spans: Spans in any order (several traces mixed).
+        spans: Spans in any order (several traces mixed); a span given again (same trace and
+            span id) counts once, the first, as the store keeps it: its tokens, cost and
+            contexts were counted twice.
         include_errors: Keep requests that ended with an exception (their error goes into
             ``metadata.error``); by default they are skipped.
     """
-    traces: dict[str, list[SpanRecord]] = {}
+    traces: dict[str, dict[str, SpanRecord]] = {}
+    repeated = 0
     for record in spans:
-        traces.setdefault(record.trace_id, []).append(record)
+        trace = traces.setdefault(record.trace_id, {})
+        repeated += record.span_id in trace
+        trace.setdefault(record.span_id, record)
     samples, skipped = [], []
-    for trace_id, records in sorted(traces.items(), key=lambda item: min(r.started_at for r in item[1])):
-        sample, reason = _sample_of(trace_id, records, include_errors)
+    for trace_id, records in sorted(traces.items(), key=lambda item: min(r.started_at for r in item[1].values())):
+        sample, reason = _sample_of(trace_id, list(records.values()), include_errors)
         if sample is None:
             skipped.append((trace_id, reason))
         else:
             samples.append(sample)
-    return Export(samples, skipped)
+    return Export(samples, skipped, repeated)
 
 
 def _depths(records: list[SpanRecord]) -> dict[str, int]:
