@@ -21,6 +21,7 @@ from ragmeter.run.engine import resolve_metrics
 from ragmeter.run.sync import Terminated
 from ragmeter.store import RunStore
 from ragmeter.store.schema import spans
+from ragmeter.store.store import BATCH
 
 #: A request whose tracer set a token count no span holds (``span.set(prompt_tokens=12.5)``).
 BAD = SpanRecord(trace_id="b" * 32, span_id="c" * 16, name="rag", started_at="2026-11-01T00:00:30+00:00", question="q", response="a")
@@ -191,3 +192,21 @@ def test_a_span_given_twice_is_counted_once_not_its_tokens_cost_and_contexts_twi
     (sample,) = [json.loads(line) for line in out.read_text().splitlines()]
     assert sample["retrieved_contexts"] == ["context 0"]
     assert (sample["metadata"]["tokens"], sample["metadata"]["cost_usd"]) == ({"prompt": 100, "completion": 5}, 0.5)
+
+
+def test_an_interrupted_import_keeps_the_batches_it_stored(tmp_path):
+    """One transaction for the whole file lost every span on Ctrl-C, and held the SQLite store's
+    lock for the whole import: the application's store sink dropped its batches meanwhile."""
+
+    def read_then_interrupted():
+        yield from traces(BATCH)  # two spans per request: two batches
+        raise KeyboardInterrupt
+
+    store = RunStore.open(str(tmp_path / "runs.db"))
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            store.add_spans(read_then_interrupted())
+        assert store.count("spans") == 2 * BATCH
+        assert store.add_spans(traces(BATCH + 1)) == (2, 2 * BATCH)
+    finally:
+        store.close()

@@ -208,23 +208,26 @@ class RunStore:
         return full
 
     def add_spans(self, records: Iterable[SpanRecord]) -> tuple[int, int]:
-        """Store traced spans; a span stored already (same trace and span id) is skipped.
+        """Store traced spans; a span stored already (same trace and span id) is skipped. Each
+        batch of :data:`BATCH` spans is its own transaction: an import of a large file that is
+        interrupted keeps what it stored (run again, the rest is added), and the store's other
+        writers (the application's store sink, the monitor) wait for one batch, not the file.
 
         Returns:
             How many were added and how many were already there.
         """
         added = present = 0
         columns = schema.spans.c
-        with self.engine.begin() as connection:
-            for batch in _batches(iter(records), BATCH):
+        for batch in _batches(iter(records), BATCH):
+            with self.engine.begin() as connection:
                 keys = {(r.trace_id, r.span_id) for r in batch}
                 query = select(columns.trace_id, columns.span_id).where(columns.trace_id.in_({k[0] for k in keys}))
                 stored = {tuple(r) for r in connection.execute(query)}
                 fresh = {(r.trace_id, r.span_id): r for r in batch if (r.trace_id, r.span_id) not in stored}
                 if fresh:
                     connection.execute(insert(schema.spans), [_span_row(r) for r in fresh.values()])
-                added += len(fresh)
-                present += len(batch) - len(fresh)
+            added += len(fresh)
+            present += len(batch) - len(fresh)
         return added, present
 
     def spans(self, *, limit: int | None = None) -> list[SpanRecord]:
