@@ -210,3 +210,16 @@ def test_an_interrupted_import_keeps_the_batches_it_stored(tmp_path):
         assert store.add_spans(traces(BATCH + 1)) == (2, 2 * BATCH)
     finally:
         store.close()
+
+
+def test_a_database_error_is_said_in_the_database_s_words_without_the_statement_and_its_rows(tmp_path, monkeypatch):
+    def failing(*args, **kwargs):
+        raise OperationalError(
+            "INSERT INTO spans (trace_id) VALUES (?)", [("secret question",)] * 1000, sqlite3.OperationalError("disk I/O error")
+        )
+
+    monkeypatch.setattr(RunStore, "trace_spans", failing)
+    RunStore.open(str(tmp_path / "runs.db")).close()
+    done = runner.invoke(app, ["traces", "export", "--store", str(tmp_path / "runs.db"), "-o", str(tmp_path / "s.jsonl")])
+    assert done.exit_code == 2 and "error: unexpected error: OperationalError: disk I/O error (run `ragmeter --debug" in done.output
+    assert "INSERT" not in done.output and "secret question" not in done.output

@@ -80,14 +80,21 @@ def command(name: str, group: typer.Typer | None = None) -> Callable[[F], F]:
                 except Exception as exc:  # the last line of defence: no user-facing traceback
                     if _state["debug"]:
                         console.print(traceback.format_exc(), end="")
-                    raise fail(
-                        f"unexpected error: {type(exc).__name__}: {exc} (run `ragmeter --debug {label} ...` for the traceback)"
-                    ) from None
+                    raise fail(f"unexpected error: {_said(exc)} (run `ragmeter --debug {label} ...` for the traceback)") from None
 
         (group or app).command(name)(guarded)
         return function
 
     return register
+
+
+def _said(exc: Exception) -> str:
+    """``Type: message`` of an unexpected error (``exc``); of a database error, the database's
+    own words, without the statement and parameters SQLAlchemy adds to them (for a batch of
+    spans, a thousand rows of the user's data on the one line of the error)."""
+    orig = getattr(exc, "orig", None) if type(exc).__module__.startswith("sqlalchemy.") else None
+    shown = orig if isinstance(orig, BaseException) else exc
+    return f"{type(shown).__name__}: {shown}"
 
 
 __all__ = ["INTERRUPTED", "USAGE_ERROR", "app", "command", "group"]
