@@ -223,3 +223,14 @@ def test_a_database_error_is_said_in_the_database_s_words_without_the_statement_
     done = runner.invoke(app, ["traces", "export", "--store", str(tmp_path / "runs.db"), "-o", str(tmp_path / "s.jsonl")])
     assert done.exit_code == 2 and "error: unexpected error: OperationalError: disk I/O error (run `ragmeter --debug" in done.output
     assert "INSERT" not in done.output and "secret question" not in done.output
+
+
+def test_traces_commands_make_the_folder_of_their_out_file(tmp_path):
+    spans = tmp_path / "traces.jsonl"
+    spans.write_text("".join(json.dumps(span.to_dict()) + "\n" for span in traces(1)))
+    chats = tmp_path / "chats.jsonl"
+    chats.write_text(json.dumps([{"role": "user", "content": "q?"}, {"role": "assistant", "content": "a"}]) + "\n")
+    for command, given in (("export", spans), ("transcripts", chats)):
+        out = tmp_path / command / "new" / "samples.jsonl"
+        done = runner.invoke(app, ["traces", command, str(given), "-o", str(out)])
+        assert done.exit_code == 0 and out.is_file(), done.output

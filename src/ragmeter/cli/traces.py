@@ -19,6 +19,7 @@ from ragmeter.data.issues import InputIssue
 from ragmeter.data.schema import Sample
 from ragmeter.observe import SpanRecord, TraceFileError, TranscriptError, read_spans, read_transcripts, spans_to_samples
 from ragmeter.observe.export import traces_between, utc_time
+from ragmeter.run.outdir import OutputDirError, prepare
 
 if TYPE_CHECKING:
     from ragmeter.store import RunStore
@@ -45,7 +46,10 @@ def _write_samples(samples: list[Sample], out: Path) -> None:
     if not samples:
         raise fail("no sample to write: nothing had both a question and an answer")
     try:
+        prepare(out.parent, f"--out {out}: its folder")  # check_json_lines_out said it can be made
         write_json_lines(out, (s.model_dump(exclude_none=True) for s in samples))
+    except OutputDirError as exc:
+        raise fail(str(exc)) from None
     except OSError as exc:
         raise fail(f"{out}: cannot write: {exc.strerror or exc}") from None
     say(f"Wrote {len(samples)} samples to {out}; score them with `ragmeter eval {out}`.")
