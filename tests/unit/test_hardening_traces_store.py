@@ -234,3 +234,15 @@ def test_traces_commands_make_the_folder_of_their_out_file(tmp_path):
         out = tmp_path / command / "new" / "samples.jsonl"
         done = runner.invoke(app, ["traces", command, str(given), "-o", str(out)])
         assert done.exit_code == 0 and out.is_file(), done.output
+
+
+def test_traces_import_names_a_file_it_cannot_read_and_stores_the_others(tmp_path):
+    spans = tmp_path / "traces.jsonl"
+    spans.write_text("".join(json.dumps(span.to_dict()) + "\n" for span in traces(1)))
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    done = runner.invoke(app, ["traces", "import", str(folder), str(spans), "--store", str(tmp_path / "r.db"), "--no-embed"])
+    assert done.exit_code == 2 and f"skipped: {folder}: cannot read: Is a directory" in done.output, done.output
+    assert (
+        "traces.jsonl: 2 span(s) stored" in done.output and "1 of 2 trace file(s) could not be read; the others are stored" in done.output
+    )

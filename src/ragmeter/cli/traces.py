@@ -166,17 +166,19 @@ def import_command(
 ) -> None:
     """Copy traced spans into the store (spans stored already are skipped), with the vectors of
     their questions. A line that is no valid span (the short last line a killed application can
-    leave) is named and skipped."""
+    leave) is named and skipped; so is a file that cannot be read, the others are stored (exit 2)."""
     opened = open_store(store)
-    read, skipped = 0, 0
+    read, skipped, unreadable = 0, 0, 0
     try:
         for path in files:
             trace_ids: list[str] = []
             issues: list[InputIssue] = []
             try:
                 added, present = opened.add_spans(_noting(read_spans(path, issues, to_store=True), trace_ids))
-            except TraceFileError as exc:
-                raise fail(str(exc)) from None
+            except TraceFileError as exc:  # the batches read before it are stored: running again adds the rest
+                say((f"skipped: {exc}", "yellow"))
+                unreadable += 1
+                continue
             _say_skipped(issues)
             say(f"{path}: {added} span(s) stored" + (f", {present} were stored already" if present else ""))
             read, skipped = read + len(trace_ids), skipped + len(issues)
@@ -184,6 +186,8 @@ def import_command(
                 _embed(opened, trace_ids)
     finally:
         opened.close()
+    if unreadable:
+        raise fail(f"{unreadable} of {len(files)} trace file(s) could not be read; the others are stored")
     if skipped and not read:
         raise fail(f"no line of {', '.join(map(str, files))} is a valid span: nothing stored")
 

@@ -61,7 +61,7 @@ def read_spans(path: str | Path, issues: list[InputIssue] | None = None, *, to_s
     except FileNotFoundError:
         raise TraceFileError(f"{path} not found") from None
     except OSError as exc:
-        raise TraceFileError(f"{path}: cannot read: {exc}") from None
+        raise TraceFileError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
 def _span_of(raw: bytes) -> SpanRecord:
