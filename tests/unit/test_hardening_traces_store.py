@@ -3,6 +3,7 @@ span, written by an application's tracer, must not stop the monitor or an export
 
 from __future__ import annotations
 
+import codecs
 import json
 import sqlite3
 
@@ -15,7 +16,7 @@ from ragmeter.cli import app
 from ragmeter.judges import Judges
 from ragmeter.monitor import MonitorSettings, online, run_monitor
 from ragmeter.monitor.ledger import decision_counts, record
-from ragmeter.observe import SpanRecord, TranscriptError, read_transcripts
+from ragmeter.observe import SpanRecord, TraceFileError, TranscriptError, read_spans, read_transcripts
 from ragmeter.observe.record import STORED_LENGTHS
 from ragmeter.run.engine import resolve_metrics
 from ragmeter.run.sync import Terminated
@@ -246,3 +247,13 @@ def test_traces_import_names_a_file_it_cannot_read_and_stores_the_others(tmp_pat
     assert (
         "traces.jsonl: 2 span(s) stored" in done.output and "1 of 2 trace file(s) could not be read; the others are stored" in done.output
     )
+
+
+def test_a_trace_file_with_a_byte_order_mark_is_read_or_named_with_its_encoding(tmp_path):
+    text = "".join(json.dumps(span.to_dict()) + "\n" for span in traces(1))
+    path = tmp_path / "traces.jsonl"
+    path.write_bytes(codecs.BOM_UTF8 + text.encode())  # Notepad's UTF-8: line 1, the request itself, was skipped
+    assert [span.question for span in read_spans(path)] == ["q0?", None]
+    path.write_bytes(text.encode("utf-16"))  # PowerShell's: every line was skipped as not UTF-8, or not JSON
+    with pytest.raises(TraceFileError, match=r"traces\.jsonl: the file is in UTF-16: convert it to UTF-8, e\.g\. iconv -f UTF-16"):
+        list(read_spans(path, []))

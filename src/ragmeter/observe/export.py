@@ -4,13 +4,14 @@
 
 from __future__ import annotations
 
+import codecs
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ragmeter.data.encodings import invalid_utf8, unmarked_utf16_file
+from ragmeter.data.encodings import file_hint, invalid_utf8, unicode_bom, unmarked_utf16_file
 from ragmeter.data.files import json_object
 from ragmeter.data.issues import InputIssue, describe_briefly
 from ragmeter.data.schema import Sample
@@ -35,9 +36,10 @@ def read_spans(path: str | Path, issues: list[InputIssue] | None = None, *, to_s
             id) makes the line no valid span too.
 
     Raises:
-        TraceFileError: The file is missing or cannot be read, is UTF-16 without a byte-order
-            mark (:func:`~ragmeter.data.encodings.unmarked_utf16`), or (without ``issues``) a line
-            is not a valid span (the message names the file, the line and the key).
+        TraceFileError: The file is missing or cannot be read, is UTF-16 or UTF-32 (with a
+            byte-order mark, or UTF-16 without one: :func:`~ragmeter.data.encodings.unmarked_utf16`;
+            a UTF-8 mark is dropped), or (without ``issues``) a line is not a valid span (the
+            message names the file, the line and the key).
     """
     path = Path(path)
     try:
@@ -45,7 +47,11 @@ def read_spans(path: str | Path, issues: list[InputIssue] | None = None, *, to_s
         if unmarked:
             raise TraceFileError(f"{path}: {unmarked}")
         with path.open("rb") as handle:
+            if unicode_bom(handle.read(4)) in ("utf-16", "utf-32"):
+                raise TraceFileError(f"{path}: {file_hint(path).removeprefix('; ')}")
+            handle.seek(0)
             for number, raw in enumerate(handle, start=1):  # a binary file splits on b"\n" only
+                raw = raw.removeprefix(codecs.BOM_UTF8) if number == 1 else raw  # Notepad opens a file with one
                 if not raw.strip():
                     continue
                 try:
