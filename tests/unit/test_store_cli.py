@@ -67,7 +67,14 @@ def test_runs_commands_fail_in_one_line(tmp_path):
         (["runs", "delete", "abc", "--store", store, "--yes"], "no stored run has the id 'abc'"),
         (["runs", "import", str(tmp_path), "--store", store], "run.json not found"),
         (["runs", "list", "--store", "mysql://h/db"], "unsupported database 'mysql'"),
-        (["runs", "list", "--store", str(tmp_path / "notes.txt")], "cannot open the store: file is not a database"),
+        (
+            ["runs", "list", "--store", str(tmp_path / "notes.txt")],
+            f"cannot open the store {tmp_path / 'notes.txt'}: file is not a database",
+        ),
+        (
+            ["runs", "list", "--store", str(tmp_path)],
+            f"--store {tmp_path} is a folder; give a SQLite file",
+        ),  # 'unable to open database file'
     ]:
         done = runner.invoke(app, args)
         assert done.exit_code == 2 and message in done.output and "Traceback" not in done.output, done.output

@@ -32,11 +32,13 @@ def resolve_url(store: str) -> str:
 
     Raises:
         StoreError: The URL is malformed, names an unsupported database, or needs a driver
-            that is not installed (the message names the extra to install); or the file's
-            folder is a file, lies under one, or cannot be created or written.
+            that is not installed (the message names the extra to install); or the path is a
+            folder, or the file's folder is a file, lies under one, or cannot be created or written.
     """
     if "://" not in store:
         path = Path(store).expanduser()
+        if path.is_dir():
+            raise StoreError(f"--store {store} is a folder; give a SQLite file (in it: {path / 'ragmeter-runs.db'})")
         if not path.parent.is_dir():  # an existing folder is used as it is: a read-only store can be read
             try:
                 prepare(path.parent, f"--store {store}: the folder")

@@ -59,7 +59,8 @@ class RunStore:
             return cls(open_engine(store))
         except DatabaseError as exc:  # OperationalError (unreachable, unwritable) or a file that is no database
             reason = " ".join(str(exc.orig or exc).split())
-            raise StoreError(f"cannot open the store: {reason}") from None
+            named = f" {store}" if "://" not in store else ""  # a file is named; a URL may hold a password
+            raise StoreError(f"cannot open the store{named}: {reason}") from None
 
     def close(self) -> None:
         """Release the store's connections."""
