@@ -105,6 +105,13 @@ def test_malformed_transcripts_name_the_file_line_and_field(tmp_path, messages, 
         read_transcripts(path)
 
 
+def test_a_transcript_id_that_is_no_text_or_number_is_named(tmp_path):
+    """An object as id made the samples' ids "{'a': 1}#1", without a word."""
+    with pytest.raises(TranscriptError, match=r"'id' must be a string, got \{'a': 1\}"):
+        transcript_samples({"id": {"a": 1}, "messages": TRANSCRIPT["messages"]})
+    assert transcript_samples({"id": 7, "messages": TRANSCRIPT["messages"]})[0].id == "7#1"
+
+
 def test_unreadable_files_fail_clearly(tmp_path):
     with pytest.raises(TranscriptError, match="not found"):
         read_transcripts(tmp_path / "missing.jsonl")

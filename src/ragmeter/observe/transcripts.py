@@ -110,6 +110,8 @@ def transcript_samples(transcript: Any, *, where: str = "transcript", tools: Col
         messages, base_id, extra = transcript.get("messages"), transcript.get("id"), transcript.get("metadata") or {}
         if not isinstance(extra, dict):
             raise TranscriptError(f"{where}: 'metadata' must be an object")
+        if base_id is not None and (isinstance(base_id, bool) or not isinstance(base_id, (str, int))):
+            raise TranscriptError(f"{where}: 'id' must be a string, got {describe_briefly(base_id)}")
     else:
         messages, base_id, extra = transcript, None, {}
     if not isinstance(messages, list):
