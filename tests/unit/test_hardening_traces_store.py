@@ -12,7 +12,7 @@ from cli_helpers import runner
 from sqlalchemy.exc import OperationalError
 from test_monitor import monitor, traces
 
-from ragmeter.cli import app
+from ragmeter.cli import app, drift
 from ragmeter.judges import Judges
 from ragmeter.monitor import MonitorSettings, online, run_monitor
 from ragmeter.monitor.ledger import decision_counts, record
@@ -257,3 +257,30 @@ def test_a_trace_file_with_a_byte_order_mark_is_read_or_named_with_its_encoding(
     path.write_bytes(text.encode("utf-16"))  # PowerShell's: every line was skipped as not UTF-8, or not JSON
     with pytest.raises(TraceFileError, match=r"traces\.jsonl: the file is in UTF-16: convert it to UTF-8, e\.g\. iconv -f UTF-16"):
         list(read_spans(path, []))
+
+
+def test_drift_checks_its_json_file_before_the_work_and_never_loses_a_change_with_the_baseline(tmp_path, monkeypatch):
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "a.md").write_text("doc a")
+    base = ["drift", "kb", str(kb), "--baseline", str(tmp_path / "base.json")]
+    assert runner.invoke(app, base).exit_code == 0
+    (kb / "b.md").write_text("doc b")
+    for json_out, said in [
+        (tmp_path, "is a folder; give the name of a file to write"),
+        (kb / "a.md" / "x.json", "is a file, not a directory"),
+    ]:
+        done = runner.invoke(app, [*base, "--update", "--json", str(json_out)])
+        assert done.exit_code == 2 and said in done.output, done.output
+    done = runner.invoke(app, [*base, "--json", str(tmp_path / "new" / "drift.json")])  # its folder is made
+    assert done.exit_code == 1 and json.loads((tmp_path / "new" / "drift.json").read_text())["added"] == ["b.md"]
+
+    def full(path, document):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(drift, "write_json", full)
+    done = runner.invoke(app, [*base, "--update", "--json", str(tmp_path / "drift.json")])
+    assert done.exit_code == 2 and "drift.json: cannot write: No space left on device" in done.output
+    monkeypatch.undo()
+    done = runner.invoke(app, base)  # the baseline did not move on: the change is still found
+    assert done.exit_code == 1 and "1 added" in done.output, done.output

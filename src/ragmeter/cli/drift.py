@@ -12,6 +12,7 @@ from ragmeter.cli.options import refuse_an_input
 from ragmeter.cli.runs import DEFAULT_STORE, StoreOption, open_existing_store
 from ragmeter.data import InputError, load_dataset
 from ragmeter.data.files import json_value, write_json
+from ragmeter.run.outdir import OutputDirError, check_usable, prepare
 
 CHANGED = 1
 
@@ -55,10 +56,29 @@ def _refuse_a_document(json_out: Path | None, folder: Path) -> None:
         raise fail(f"--json {json_out} is a document of the knowledge base {folder}: the findings would replace it; choose another path")
 
 
+def _check_json(json_out: Path | None, inputs: list[str | Path | None]) -> None:
+    """A usage error, before any work, when the ``--json`` file could not be written: it is one of
+    the ``inputs`` (:func:`~ragmeter.cli.options.refuse_an_input`), a folder, or in a folder that
+    cannot be made or written. The findings were computed, then lost with 'cannot write'."""
+    if json_out is None:
+        return
+    refuse_an_input("--json", json_out, inputs, "the findings")
+    if json_out.is_dir():
+        raise fail(f"--json {json_out} is a folder; give the name of a file to write")
+    try:
+        check_usable(json_out.parent, f"--json {json_out}: its folder")
+    except OutputDirError as exc:
+        raise fail(str(exc)) from None
+
+
 def _write(path: Path | None, document: dict[str, Any]) -> None:
+    """Write the findings ``document`` to ``path`` (``None``: nowhere), making its folder."""
     if path is not None:
         try:
+            prepare(path.parent, f"--json {path}: its folder")
             write_json(path, document)
+        except OutputDirError as exc:
+            raise fail(str(exc)) from None
         except OSError as exc:
             raise fail(f"{path}: cannot write: {exc.strerror or exc}") from None
 
@@ -83,7 +103,7 @@ def queries_command(
     from ragmeter.judges.embeddings import USEEncoder
     from ragmeter.monitor.drift import query_drift
 
-    refuse_an_input("--json", json_out, [reference, current, store], "the findings")
+    _check_json(json_out, [reference, current, store])
     if store is not None and (reference is not None or current is not None):
         raise fail("give two samples files or --store, not both")
     if store is not None:
@@ -146,7 +166,7 @@ def kb_command(
     """Knowledge-base change: documents added, removed or edited since the baseline snapshot."""
     from ragmeter.monitor.kb import SnapshotError, compare_snapshots, read_snapshot, snapshot, write_snapshot
 
-    refuse_an_input("--json", json_out, [baseline], "the findings")
+    _check_json(json_out, [baseline])
     _refuse_a_document(json_out, folder)
     try:
         current = snapshot(folder, leave_out=[baseline, json_out])
@@ -155,13 +175,16 @@ def kb_command(
             say(f"No baseline yet: wrote {baseline} ({len(current)} documents).")
             return
         change = compare_snapshots(read_snapshot(baseline), current)
-        if update:
-            write_snapshot(baseline, current)
     except SnapshotError as exc:
         raise fail(str(exc)) from None
     except OSError as exc:
         raise fail(f"{baseline}: cannot write: {exc.strerror or exc}") from None
-    _write(json_out, {"kind": "knowledge_base_change", **change.to_dict()})
+    _write(json_out, {"kind": "knowledge_base_change", **change.to_dict()})  # first: a change is never lost with the old baseline
+    if update:
+        try:
+            write_snapshot(baseline, current)
+        except OSError as exc:
+            raise fail(f"{baseline}: cannot write: {exc.strerror or exc}") from None
     say(f"{len(change.added)} added, {len(change.removed)} removed, {len(change.edited)} edited, {change.unchanged} unchanged.")
     for label, paths in (("added", change.added), ("removed", change.removed), ("edited", change.edited)):
         for path in paths[:20]:
@@ -184,7 +207,7 @@ def scores_command(
     settings than the latest run (another threshold, a changed default) are left out, and named."""
     from ragmeter.monitor.ledger import day_chart, run_chart
 
-    refuse_an_input("--json", json_out, [store], "the findings")
+    _check_json(json_out, [store])
     if source not in ("runs", "traces"):
         raise fail(f"--source {source!r} is not known: choose 'runs' or 'traces'")
     opened = open_existing_store(store)
