@@ -284,3 +284,28 @@ def test_drift_checks_its_json_file_before_the_work_and_never_loses_a_change_wit
     monkeypatch.undo()
     done = runner.invoke(app, base)  # the baseline did not move on: the change is still found
     assert done.exit_code == 1 and "1 added" in done.output, done.output
+
+
+def test_traces_wait_while_the_judge_fails_on_all_of_them_and_are_scored_when_it_answers(tmp_path):
+    """A judge endpoint that was down made every trace 'scored' with a failed, value-less score,
+    never scored again: the outage's traffic was lost to the monitor, which said 'Done: 5 scored'."""
+    from test_llm_double import ScriptedJudge
+
+    from ragmeter.judges import BatchingEmbedder, JudgeError
+
+    class DownJudge(ScriptedJudge):
+        async def verdicts(self, task, shared, items, lang):
+            raise JudgeError("the judge endpoint failed after 5 retries; last failure: connection error (ConnectError)")
+
+    store = RunStore.open(str(tmp_path / "runs.db"))
+    try:
+        store.add_spans(traces(5))
+        metrics = resolve_metrics(["context_relevance", "latency_ms"])
+        down = Judges(embedder=BatchingEmbedder(), llm=DownJudge(rule=lambda task, shared, item: 0.9))
+        progress = run_monitor(store, metrics, down, MonitorSettings(share=1.0), once=True)
+        assert progress.scored == 0 and "connection error" in (progress.judge_failed or "") and decision_counts(store) == {}
+        up = Judges(embedder=BatchingEmbedder(), llm=ScriptedJudge(rule=lambda task, shared, item: 0.9))
+        again = run_monitor(store, metrics, up, MonitorSettings(share=1.0), once=True)
+        assert again.scored == 5 and again.judge_failed is None and decision_counts(store) == {"scored": 5}
+    finally:
+        store.close()

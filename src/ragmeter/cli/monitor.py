@@ -117,6 +117,8 @@ def _report(progress: "Progress", max_cost_per_hour: float | None, max_calls_per
         budgets = [f"${max_cost_per_hour} of judge cost"] if max_cost_per_hour is not None else []
         budgets += [f"{max_calls_per_hour} judge calls"] if max_calls_per_hour is not None else []
         say(("budget", "yellow"), f": the last hour reached its budget ({' or '.join(budgets)}); the remaining traces wait.")
+    if progress.judge_failed is not None:
+        say(("judge failed", "yellow"), f" on every trace of the last batch ({progress.judge_failed}); they wait: run again to score them.")
     for reason, count in progress.reasons.items():
         say(f"{count} trace(s) unscorable: {reason}")
     say(

@@ -74,12 +74,14 @@ class MonitorSettings:
 @dataclass
 class Progress:
     """What passes of the monitor did: traces scored, left out by sampling, unscorable, whether
-    the budget paused scoring, and the question vectors stored."""
+    the budget paused scoring, why the judge failed on every trace of the last batch (``None``:
+    it did not; those traces stay undecided, to be scored again), and the question vectors stored."""
 
     scored: int = 0
     not_sampled: int = 0
     unscorable: int = 0
     paused_by_budget: bool = False
+    judge_failed: str | None = None
     embedded: int = 0
     reasons: dict[str, int] = field(default_factory=dict)
 
@@ -117,7 +119,9 @@ def monitor_pass(
 
     Traces outside the share are marked as such at once; those inside are joined into samples
     and scored, unless a budget of the last hour is spent (then nothing is written and
-    ``progress.paused_by_budget`` is set). With ``encoder``, the batch's questions without a
+    ``progress.paused_by_budget`` is set). When every trace scored has a failed score (the
+    judge unreachable), their scores are not written: they stay undecided, to be scored again,
+    and ``progress.judge_failed`` says why. With ``encoder``, the batch's questions without a
     stored vector are encoded and stored first (their own transaction: a kill keeps them).
     """
     trace_ids = undecided_traces(store, settings.batch)
@@ -135,9 +139,19 @@ def monitor_pass(
         return bool(decisions)
     if wanted:
         decisions += _score(store, wanted, metrics, judges, settings)
+    failures = [_failure(d) for d in decisions if d.decision == SCORED]
+    if failures and all(failures):  # an outage (the endpoint down, the key revoked): the traces wait for the judge
+        progress.judge_failed = failures[0]
+        decisions = [d for d in decisions if d.decision != SCORED]
     record(store, decisions, _now(), configs)
     progress.add(decisions)
     return True
+
+
+def _failure(decision: Decision) -> str | None:
+    """Why a score of a scored trace failed (the judge gave no answer...), or ``None``."""
+    scores = decision.result.scores.values() if decision.result is not None else []
+    return next((score.reason or "failed" for score in scores if score.failed), None)
 
 
 def _budget_spent(store: RunStore, settings: MonitorSettings) -> bool:
@@ -176,7 +190,8 @@ def run_monitor(
     on_pass: Callable[[Progress], None] | None = None,
     encoder: Encoder | None = None,
 ) -> Progress:
-    """Score new traces until stopped (Ctrl-C, a kill), or until none is left with ``once``. A
+    """Score new traces until stopped (Ctrl-C, a kill), or until none is left with ``once``;
+    when the judge failed on every trace of a batch, those wait, and it pauses as for the budget. A
     batch that a SQLite store's lock kept from being written (another writer held it past the
     busy timeout) is tried again after ``interval``, with a warning.
 
@@ -185,15 +200,15 @@ def run_monitor(
         metrics: Reference-free metrics (groundedness, relevance, refusals, latency...).
         judges: The models the metrics may use.
         settings: Share, budget, batch size.
-        interval: Seconds to wait when there is nothing new (or the budget is spent).
-        once: Return when every trace is decided (or the budget is spent) instead of waiting.
+        interval: Seconds to wait when there is nothing new (or the budget is spent, or the judge failed).
+        once: Return when every trace is decided (or the budget is spent, or the judge failed) instead of waiting.
         on_pass: Called with the totals after each batch (progress lines).
         encoder: Store the question vector of each trace decided about with this encoder
             (``None``: no vectors).
     """
     progress = Progress()
     while True:
-        progress.paused_by_budget = False
+        progress.paused_by_budget, progress.judge_failed = False, None
         try:
             busy = monitor_pass(store, metrics, judges, settings, progress, encoder=encoder)
         except OperationalError as exc:
@@ -206,7 +221,9 @@ def run_monitor(
             continue
         if on_pass is not None and busy:
             on_pass(progress)
-        if busy and not progress.paused_by_budget:
+        if progress.judge_failed is not None and not once:  # with once, the caller says so as it ends
+            log.warning("the judge failed on every trace of the batch (%s); they wait, to be scored again", progress.judge_failed)
+        if busy and not progress.paused_by_budget and progress.judge_failed is None:
             continue
         if once:
             return progress
