@@ -57,7 +57,7 @@ def test_a_transcripts_file_and_every_json_lines_reader_say_it_is_utf16(tmp_path
     assert str(refused.value) == SAID
 
 
-@pytest.mark.parametrize("name", ["probes.yaml", "probes.jsonl", "chat.json", "chat.jsonl"])
+@pytest.mark.parametrize("name", ["probes.yaml", "probes.jsonl", "chat.jsonl"])
 def test_a_probes_or_transcripts_file_with_a_utf16_mark_names_the_encoding_and_the_conversion(tmp_path, name):
     """They said Python's "cannot read it: 'utf-8' codec can't decode byte 0xff in position 0:
     invalid start byte", naming no encoding and nothing to do."""
@@ -80,8 +80,12 @@ def test_a_probes_or_transcripts_file_with_a_utf16_mark_names_the_encoding_and_t
         load_probe_file(path) if name.startswith("probes") else read_transcripts(path)
 
 
-def test_a_json_transcript_file_says_it_is_utf16_without_a_mark(tmp_path):
-    path = utf16(tmp_path, "chat.json", {"messages": [{"role": "user", "content": "hi"}]})
-    with pytest.raises(TranscriptError) as refused:
-        read_transcripts(path)
-    assert str(refused.value) == f"{path}: {SAID}"
+@pytest.mark.parametrize("marked", [True, False])
+def test_a_json_transcript_file_in_utf16_is_read_as_a_json_samples_file_is(tmp_path, marked):
+    """A whole .json file is decoded as the samples reader decodes one (decode_text): UTF-16 with
+    its byte-order mark, or without one when its start reads as UTF-16."""
+    path = tmp_path / "chat.json"
+    text = json.dumps({"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]})
+    path.write_bytes(text.encode("utf-16" if marked else "utf-16-le"))
+    (sample,) = read_transcripts(path)
+    assert (sample.user_input, sample.response) == ("hi", "hello")
