@@ -31,7 +31,8 @@ def read_spans(path: str | Path, issues: list[InputIssue] | None = None, *, to_s
             short last line a killed application can leave, or an object that is no span) as
             an :class:`~ragmeter.data.issues.InputIssue`, the line skipped and the rest read.
             Without it, the first such line raises.
-        to_store: The spans go to the store: an id or kind longer than its column holds
+        to_store: The spans go to a store that holds its columns to their lengths (PostgreSQL;
+            SQLite does not): an id or kind longer than its column holds
             (:data:`~ragmeter.observe.record.STORED_LENGTHS`, a UUID's 36 characters as trace
             id) makes the line no valid span too.
 
