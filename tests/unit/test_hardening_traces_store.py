@@ -310,5 +310,10 @@ def test_traces_wait_while_the_judge_fails_on_all_of_them_and_are_scored_when_it
         up = Judges(embedder=BatchingEmbedder(), llm=ScriptedJudge(rule=lambda task, shared, item: 0.9))
         again = run_monitor(store, metrics, up, MonitorSettings(share=1.0), once=True)
         assert again.scored == 5 and again.judge_failed is None and decision_counts(store) == {"scored": 5}
+        # Fewer failing traces than an outage takes are decided as they are: one trace that fails
+        # every time would stall the monitor for good if it were held back.
+        store.add_spans([span for span in traces(7) if span.trace_id not in {s.trace_id for s in traces(5)}])
+        few = run_monitor(store, metrics, down, MonitorSettings(share=1.0), once=True)
+        assert few.scored == 2 and few.judge_failed is None and decision_counts(store) == {"scored": 7}
     finally:
         store.close()

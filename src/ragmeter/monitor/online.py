@@ -71,6 +71,12 @@ class MonitorSettings:
             raise ValueError("the batch size must be at least 1")
 
 
+#: The fewest traces of a batch whose scores must all fail for the monitor to take it for an
+#: outage of the judge and hold them back. One or two failing traces may fail every time (a
+#: reply the judge cannot write for that trace), and held back they would stall the monitor.
+OUTAGE_TRACES = 3
+
+
 @dataclass
 class Progress:
     """What passes of the monitor did: traces scored, left out by sampling, unscorable, whether
@@ -119,8 +125,8 @@ def monitor_pass(
 
     Traces outside the share are marked as such at once; those inside are joined into samples
     and scored, unless a budget of the last hour is spent (then nothing is written and
-    ``progress.paused_by_budget`` is set). When every trace scored has a failed score (the
-    judge unreachable), their scores are not written: they stay undecided, to be scored again,
+    ``progress.paused_by_budget`` is set). When every trace scored, :data:`OUTAGE_TRACES` or
+    more, has a failed score (the judge unreachable), their scores are not written: they stay undecided, to be scored again,
     and ``progress.judge_failed`` says why. With ``encoder``, the batch's questions without a
     stored vector are encoded and stored first (their own transaction: a kill keeps them).
     """
@@ -140,7 +146,7 @@ def monitor_pass(
     if wanted:
         decisions += _score(store, wanted, metrics, judges, settings)
     failures = [_failure(d) for d in decisions if d.decision == SCORED]
-    if failures and all(failures):  # an outage (the endpoint down, the key revoked): the traces wait for the judge
+    if len(failures) >= OUTAGE_TRACES and all(failures):  # an outage (the endpoint down, the key revoked): the traces wait
         progress.judge_failed = failures[0]
         decisions = [d for d in decisions if d.decision != SCORED]
     record(store, decisions, _now(), configs)
