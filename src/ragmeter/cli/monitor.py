@@ -50,7 +50,9 @@ def monitor_command(
         ),
     ] = None,
     batch: Annotated[int, typer.Option(min=1, help="Traces decided per transaction.")] = 20,
-    interval: Annotated[float, typer.Option(min=0.0, help="Seconds to wait when there is no new trace.")] = 10.0,
+    interval: Annotated[
+        float, typer.Option(min=0.1, help="Seconds to wait when there is no new trace (at least 0.1: 0 read the store without a pause).")
+    ] = 10.0,
     once: Annotated[bool, typer.Option(help="Stop when every trace is decided instead of waiting for new ones.")] = False,
     concurrency: Annotated[int, typer.Option(min=1, help="Most (sample, metric) pairs scored at once.")] = 4,
     embed: EmbedOption = True,
