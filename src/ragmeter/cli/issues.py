@@ -7,7 +7,7 @@ from ragmeter.cli.console import say
 from ragmeter.data import InputIssue
 
 
-def print_issues(issues: Sequence[InputIssue], limit: int = 12, written: bool = True, refused: bool = False) -> None:
+def print_issues(issues: Sequence[InputIssue], limit: int = 12, written: bool = True, refused: bool = False, unit: str = "row") -> None:
     """Issues grouped by source, field and message, with the first locations of each.
 
     Args:
@@ -17,13 +17,16 @@ def print_issues(issues: Sequence[InputIssue], limit: int = 12, written: bool = 
             only then).
         refused: Whether the issues stopped the command (an :class:`InputError`): no row was
             skipped or kept, so neither is said.
+        unit: What an issue's location is, in "(row skipped)": ``"row"`` (a sample), ``"line"``
+            (a span of a trace file), ``"transcript"``.
     """
     groups: dict[tuple[str, str | None, str, bool], list[str]] = defaultdict(list)
     for issue in issues:
         groups[(issue.source, issue.field, issue.message, issue.skipped)].append(issue.location)
     for shown, ((source, field, message, skipped), locations) in enumerate(groups.items()):
         if shown == limit:
-            more = f"  … and {len(groups) - limit} more kinds of issue"
+            left = len(groups) - limit
+            more = f"  … and {left} more kind{'s' if left > 1 else ''} of issue"
             say(more + (" (see input_issues.jsonl)" if written else ""))
             break
         where = ", ".join(locations[:5]) + (f" and {len(locations) - 5} more" if len(locations) > 5 else "")
@@ -32,4 +35,4 @@ def print_issues(issues: Sequence[InputIssue], limit: int = 12, written: bool = 
         if refused:
             say(said)
         else:
-            say(f"{said} ", ("(row skipped)" if skipped else "(sample kept)", "dim"))
+            say(f"{said} ", (f"({unit} skipped)" if skipped else "(sample kept)", "dim"))

@@ -89,7 +89,8 @@ def import_command(
     finally:
         opened.close()
     if skipped:
-        raise fail(f"{skipped} of {len(directories)} run directories could not be read; the others are stored")
+        stored = "the others are stored" if skipped < len(directories) else "nothing was stored"
+        raise fail(f"{skipped} of {len(directories)} run directories could not be read; {stored}")
 
 
 @command("list", group=runs)

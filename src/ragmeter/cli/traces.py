@@ -115,7 +115,7 @@ def _say_skipped(issues: list[InputIssue]) -> None:
     """Name the lines of trace files that were skipped (not a valid span), with their count."""
     if issues:
         say((f"{len(issues)} line(s) skipped, not a valid span:", "yellow"))
-        print_issues(issues, written=False)
+        print_issues(issues, written=False, unit="line")
 
 
 def _stored_spans(store: str, since: str | None, until: str | None, invalid: dict[str, str]) -> list[SpanRecord]:
@@ -152,7 +152,7 @@ def transcripts_command(
         raise fail(str(exc)) from None
     if issues:
         say((f"{len(issues)} transcript(s) skipped, malformed:", "yellow"))
-        print_issues(issues, written=False)
+        print_issues(issues, written=False, unit="transcript")
         if not samples:
             raise fail(f"no sample to write: no well-formed transcript of {', '.join(map(str, files))} has an answered user turn")
     _write_samples(samples, out)
@@ -189,7 +189,8 @@ def import_command(
     finally:
         opened.close()
     if unreadable:
-        raise fail(f"{unreadable} of {len(files)} trace file(s) could not be read; the others are stored")
+        stored = "the others are stored" if unreadable < len(files) else "nothing was stored"
+        raise fail(f"{unreadable} of {len(files)} trace file(s) could not be read; {stored}")
     if skipped and not read:
         raise fail(f"no line of {', '.join(map(str, files))} is a valid span: nothing stored")
 
