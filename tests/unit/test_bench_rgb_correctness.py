@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from ragmeter.bench import suites
 
 ROWS = [
@@ -57,3 +59,12 @@ def test_each_kept_question_has_a_sentence_with_the_answer_and_a_related_one_wit
 def test_the_limit_counts_kept_questions(tmp_path):
     task = suites.rgb_answer_correctness(rgb_dir(tmp_path), 1, 0)
     assert len(task.dataset) == 2 and len({u["group"] for u in task.units}) == 1
+
+
+def test_a_set_whose_file_lacks_a_field_is_named_with_the_field(tmp_path):
+    """It ended in "unexpected error: KeyError: 'negative'", naming no set and no file."""
+    rows = [{key: value for key, value in row.items() if key != "negative"} for row in ROWS]
+    with (tmp_path / "rgb_zh_refine.jsonl").open("w", encoding="utf-8") as handle:
+        handle.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+    with pytest.raises(ValueError, match=r"set rgb: a row of its file in .* has no field 'negative'"):
+        suites.bench_tasks(["rgb"], tmp_path, None, 0)

@@ -370,7 +370,7 @@ SUITES: dict[str, Callable[[Path, int | None, int], list[Task]]] = {
 def bench_tasks(names: Sequence[str], data_dir: Path, limit: int | None, seed: int) -> list[Task]:
     """The tasks ``names`` ask for, in their order: a set name (``clapnq``) stands for all its
     tasks, a task name (``clapnq/context_recall``) for that task only. Each set is built once.
-    Raises ValueError naming what is unknown."""
+    Raises ValueError naming what is unknown, or the set whose file lacks a field it reads."""
     unknown = sorted({name for name in names if name.split("/", 1)[0] not in SUITES})
     if unknown:
         raise ValueError(f"unknown set(s) {', '.join(unknown)}; use {', '.join(SUITES)}, or set/task")
@@ -379,7 +379,12 @@ def bench_tasks(names: Sequence[str], data_dir: Path, limit: int | None, seed: i
     for name in names:
         suite = name.split("/", 1)[0]
         if suite not in built:
-            built[suite] = SUITES[suite](data_dir, limit, seed)
+            try:
+                built[suite] = SUITES[suite](data_dir, limit, seed)
+            except KeyError as exc:  # 'unexpected error: KeyError: 'answerable'', naming no set and no file
+                raise ValueError(
+                    f"set {suite}: a row of its file in {data_dir} has no field {exc}; is it the file the set expects?"
+                ) from None
         matching = [task for task in built[suite] if name in (suite, task.name)]
         if not matching:
             raise ValueError(f"set {suite} has no task {name}; its tasks: {', '.join(t.name for t in built[suite])}")
