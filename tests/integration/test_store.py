@@ -124,10 +124,24 @@ def test_spans_are_stored_once_and_read_back(store):
     assert store.spans() == spans[::-1]
 
 
+def test_a_span_with_uuid_ids_is_stored_and_read_back(store):
+    """Schema 0005: ids of up to 64 characters. PostgreSQL refused a UUID trace id (36 characters)
+    in a column of 32, and with it the whole batch of spans."""
+    span = SpanRecord(
+        trace_id="123e4567-e89b-12d3-a456-426614174000",
+        span_id="9f8e7d6c-5b4a-3928-1706-f5e4d3c2b1a0",
+        name="rag",
+        started_at="2026-11-01T00:00:00.000+00:00",
+        question="q",
+    )
+    assert store.add_spans([span]) == (1, 0)
+    assert store.spans() == [span]
+
+
 def test_the_migrated_schema_matches_the_tables_and_migrating_again_changes_nothing(store, store_url):
     with store.engine.connect() as connection:
         assert compare_metadata(MigrationContext.configure(connection), metadata) == []
-        assert MigrationContext.configure(connection).get_current_revision() == "0004"
+        assert MigrationContext.configure(connection).get_current_revision() == "0005"
     run_id = store.save(make_result())
     again = RunStore.open(store_url)
     assert [r["id"] for r in again.runs()] == [run_id]
@@ -226,7 +240,7 @@ def test_a_store_at_the_first_schema_is_upgraded_with_its_runs(store_url):
     old.close()
     upgraded = RunStore.open(store_url)
     with upgraded.engine.connect() as connection:
-        assert MigrationContext.configure(connection).get_current_revision() == "0004"
+        assert MigrationContext.configure(connection).get_current_revision() == "0005"
     assert [r["id"] for r in upgraded.runs()] == [run_id] and len(upgraded.load(run_id).samples) == 5
     upgraded.close()
 

@@ -153,18 +153,20 @@ def test_the_lengths_checked_before_storing_a_span_are_the_store_s_columns():
 
 
 def test_a_span_whose_id_or_kind_a_postgresql_column_cannot_hold_is_named_and_skipped_before_storing(tmp_path):
-    """PostgreSQL refused a UUID's 36 characters as trace id, and with it the whole import:
-    'unexpected error: DataError' with every parameter of the batch, nothing of the file stored."""
+    """PostgreSQL refused an id longer than its column, and with it the whole import: 'unexpected
+    error: DataError' with every parameter of the batch, nothing of the file stored. A UUID's 36
+    characters fit since schema 0005 (ids up to 64)."""
     good, uuid = traces(1)[0].to_dict(), "123e4567-e89b-12d3-a456-426614174000"
     path = tmp_path / "traces.jsonl"
-    path.write_text("".join(json.dumps(line) + "\n" for line in [{**good, "trace_id": uuid}, good, {**good, "span_id": "s" * 17}]))
+    lines = [{**good, "trace_id": "t" * 65}, {**good, "trace_id": uuid}, {**good, "kind": "k" * 17}]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     issues: list = []
     kept = list(read_spans(path, issues, to_store=True))
-    assert [span.trace_id for span in kept] == [good["trace_id"]]
+    assert [span.trace_id for span in kept] == [uuid]
     said = [str(issue) for issue in issues]
-    assert "not a valid span: 'trace_id' '123e4567-e89...-426614174000' is 36 characters; the store holds 32" in said[0]
-    assert "line 3" in said[1] and "'span_id'" in said[1] and "is 17 characters; the store holds 16" in said[1]
-    # SQLite holds an id of any length: the same file is stored whole there, as before.
+    assert "line 1" in said[0] and "'trace_id'" in said[0] and "is 65 characters; the store holds 64" in said[0]
+    assert "line 3" in said[1] and "'kind'" in said[1] and "is 17 characters; the store holds 16" in said[1]
+    # SQLite holds an id of any length: the same file is stored whole there.
     done = runner.invoke(app, ["traces", "import", str(path), "--store", str(tmp_path / "r.db"), "--no-embed"])
     assert done.exit_code == 0 and "skipped" not in done.output and "traces.jsonl: 3 span(s) stored" in done.output
     exported = runner.invoke(app, ["traces", "export", str(path), "-o", str(tmp_path / "s.jsonl")])

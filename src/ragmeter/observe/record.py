@@ -19,7 +19,7 @@ SPAN_KINDS = ("CHAIN", "RETRIEVER", "LLM", "TOOL", "EMBEDDING", "RERANKER", "AGE
 MAX_TOKENS = 2**31 - 1
 #: Most characters of a span's ids and kind: what the store's columns hold (PostgreSQL refuses
 #: longer values, and with them the whole import; SQLite does not check).
-STORED_LENGTHS = {"trace_id": 32, "span_id": 16, "parent_id": 16, "kind": 16}
+STORED_LENGTHS = {"trace_id": 64, "span_id": 64, "parent_id": 64, "kind": 16}
 
 
 @dataclass

@@ -23,6 +23,10 @@ from sqlalchemy import JSON, Boolean, Column, Float, ForeignKey, Index, Integer,
 
 metadata = MetaData()
 
+#: Most characters of a trace or span id (schema 0005): OpenTelemetry's are 32 and 16 hex digits,
+#: other tracers write UUIDs (36) or longer.
+ID_LENGTH = 64
+
 runs = Table(
     "runs",
     metadata,
@@ -75,9 +79,9 @@ scores = Table(
 spans = Table(
     "spans",
     metadata,
-    Column("trace_id", String(32), primary_key=True),
-    Column("span_id", String(16), primary_key=True),
-    Column("parent_id", String(16), nullable=True),
+    Column("trace_id", String(ID_LENGTH), primary_key=True),
+    Column("span_id", String(ID_LENGTH), primary_key=True),
+    Column("parent_id", String(ID_LENGTH), nullable=True),
     Column("name", Text, nullable=False),
     Column("kind", String(16), nullable=False),
     Column("started_at", String(40), nullable=False, index=True),
@@ -96,7 +100,7 @@ spans = Table(
 monitor_seen = Table(
     "monitor_seen",
     metadata,
-    Column("trace_id", String(32), primary_key=True),
+    Column("trace_id", String(ID_LENGTH), primary_key=True),
     Column("decision", String(16), nullable=False),
     Column("reason", Text, nullable=True),
     Column("decided_at", String(40), nullable=False),
@@ -105,7 +109,7 @@ monitor_seen = Table(
 trace_scores = Table(
     "trace_scores",
     metadata,
-    Column("trace_id", String(32), primary_key=True),
+    Column("trace_id", String(ID_LENGTH), primary_key=True),
     Column("metric_id", String(200), primary_key=True),
     Column("value", Float, nullable=True),
     Column("explanation", Text, nullable=False),
@@ -121,8 +125,8 @@ trace_scores = Table(
 question_vectors = Table(
     "question_vectors",
     metadata,
-    Column("trace_id", String(32), primary_key=True),
-    Column("span_id", String(16), primary_key=True),
+    Column("trace_id", String(ID_LENGTH), primary_key=True),
+    Column("span_id", String(ID_LENGTH), primary_key=True),
     Column("model", String(64), primary_key=True),
     Column("dimensions", Integer, nullable=False),
     Column("vector", LargeBinary, nullable=False),
