@@ -47,6 +47,33 @@ log = logging.getLogger("ragmeter.judges.openai")
 #: Top log-probabilities asked for per generated token when log-probabilities are wanted.
 TOP_LOGPROBS = 10
 
+#: Most bytes of one reply body, decompressed, read from the endpoint: far above what a chat
+#: completion takes (2,048 tokens with their top log-probabilities are about 2 MB), far below
+#: what a server sending an endless body or a decompression bomb would make the run hold.
+REPLY_LIMIT = 32 * 1024 * 1024
+
+
+class ReplyTooLarge(Exception):
+    """The endpoint's reply body was longer than :data:`REPLY_LIMIT` bytes."""
+
+
+async def read_capped(response) -> None:
+    """Read ``response``'s body (decompressed) into it, refusing more than :data:`REPLY_LIMIT`
+    bytes: the HTTP client's response hook, run before the client would read the whole body.
+
+    Raises:
+        ReplyTooLarge: The body is longer (the connection is closed by the client).
+    """
+    parts, size = [], 0
+    async for part in response.aiter_bytes():
+        size += len(part)
+        if size > REPLY_LIMIT:
+            raise ReplyTooLarge(f"a reply body over {REPLY_LIMIT / 2**20:g} MiB (not read further)")
+        parts.append(part)
+    # Where the client keeps a body it has read (httpx and httpx2 alike): its own read and the
+    # openai package's parsing then use this one instead of reading the spent stream.
+    response._content = b"".join(parts)
+
 
 def estimated_tokens(text: str) -> int:
     """Tokens of ``text`` without the model's tokenizer: one per CJK character plus one per
@@ -116,8 +143,11 @@ class ChatTransport:
             max_retries=0,
             timeout=self.timeout,
             # The openai package follows redirects: an endpoint could send the prompts (and the
-            # key) to a host the user never configured. A redirect is an error (_classify).
-            http_client=http_client if http_client is not None else DefaultAsyncHttpxClient(follow_redirects=False),
+            # key) to a host the user never configured. A redirect is an error (_classify). Nor is
+            # a reply read without end: the body is read by read_capped.
+            http_client=http_client
+            if http_client is not None
+            else DefaultAsyncHttpxClient(follow_redirects=False, event_hooks={"response": [read_capped]}),
         )
         self._client = self._new_client()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -240,6 +270,8 @@ class ChatTransport:
                 raise Retryable(f"connection error ({self._redact(type(exc.__cause__ or exc).__name__)})") from None
             except (json.JSONDecodeError, openai.APIResponseValidationError) as exc:
                 raise Retryable(f"unreadable response body ({type(exc).__name__})") from None
+            except ReplyTooLarge as exc:
+                raise Retryable(str(exc)) from None
             if not getattr(response, "choices", None):
                 raise Retryable("a response without choices")
             return response

@@ -1,0 +1,92 @@
+"""OpenAIJudge against hostile endpoints served by a real local HTTP server: what a reply can
+do to the run (its size, its log-probabilities, its headers) and what a failure leaves kept."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from ragmeter.judges import transport
+from ragmeter.judges.base import JudgeError
+from ragmeter.judges.openai_compat import OpenAIJudge
+
+KEY = "sk-hostile-SECRET-4567"
+
+
+def chat_reply(content: str = "yes", logprobs: object = None) -> dict:
+    """A chat.completion body answering ``content``, with ``logprobs`` as the choice's."""
+    choice = {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}, "logprobs": logprobs}
+    return {"id": "c", "object": "chat.completion", "created": 0, "model": "m", "choices": [choice]}
+
+
+@contextmanager
+def raw_server(answer: Callable[[int], tuple[int, dict[str, str], bytes]]) -> Iterator[str]:
+    """Serve ``answer(request number) -> (status, headers, body)`` on 127.0.0.1 while the
+    block runs; yields the base URL of its API (``http://127.0.0.1:PORT/v1``)."""
+    count = []
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            count.append(1)
+            status, headers, body = answer(len(count))
+            self.send_response(status)
+            for name, value in {"Content-Type": "application/json", **headers}.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def single_verdict(url: str, **options):
+    """The verdict of one claim in single mode from the judge at ``url`` (no retries unless told)."""
+    options.setdefault("max_retries", 0)
+    judge = OpenAIJudge(url, "m", api_key=KEY, verdict_mode="single", **options)
+
+    async def ask():
+        try:
+            return await judge.verdicts("supported", {"premise": ["The sky is blue."]}, ["The sky is blue."], "en")
+        finally:
+            await judge.aclose()
+
+    return asyncio.run(ask())
+
+
+@pytest.mark.parametrize("encoding", ["identity", "gzip"])
+def test_a_reply_body_over_the_limit_is_refused_not_read_to_its_end(monkeypatch, encoding):
+    # The whole body was read into memory, however long: a server streaming without end (or a
+    # gzip bomb, a few kB that decompress to gigabytes) made the run hold gigabytes and die.
+    monkeypatch.setattr(transport, "REPLY_LIMIT", 64 * 1024)
+    body = b" " * (1024 * 1024) + json.dumps(chat_reply()).encode()  # valid JSON, 1 MiB long
+    headers = {"Content-Encoding": "gzip"} if encoding == "gzip" else {}
+    sent = gzip.compress(body) if encoding == "gzip" else body
+    with raw_server(lambda n: (200, headers, sent)) as url, pytest.raises(JudgeError) as failure:
+        single_verdict(url)
+    assert str(failure.value) == "the judge endpoint failed after 0 retries; last failure: a reply body over 0.0625 MiB (not read further)"
+
+
+def test_a_reply_within_the_limit_is_read(monkeypatch):
+    monkeypatch.setattr(transport, "REPLY_LIMIT", 64 * 1024)
+    with raw_server(lambda n: (200, {"Content-Encoding": "gzip"}, gzip.compress(json.dumps(chat_reply("Yes")).encode()))) as url:
+        (verdict,) = single_verdict(url)
+    assert (verdict.p_yes, verdict.method) == (1.0, "text")
