@@ -15,6 +15,7 @@ import pytest
 
 from ragmeter.judges import transport
 from ragmeter.judges.base import JudgeError
+from ragmeter.judges.cache import CachingJudge, DiskCache
 from ragmeter.judges.openai_compat import OpenAIJudge
 
 KEY = "sk-hostile-SECRET-4567"
@@ -90,3 +91,41 @@ def test_a_reply_within_the_limit_is_read(monkeypatch):
     with raw_server(lambda n: (200, {"Content-Encoding": "gzip"}, gzip.compress(json.dumps(chat_reply("Yes")).encode()))) as url:
         (verdict,) = single_verdict(url)
     assert (verdict.p_yes, verdict.method) == (1.0, "text")
+
+
+def batch_reply(*ids: int) -> bytes:
+    """A batch reply saying yes to the items ``ids``."""
+    verdicts = [{"id": i, "reason": "stated", "verdict": "yes"} for i in ids]
+    return json.dumps(chat_reply(json.dumps({"verdicts": verdicts}))).encode()
+
+
+@pytest.mark.parametrize("mode", ["single", "batch"])
+def test_verdicts_given_before_the_endpoint_failed_are_kept_in_the_cache(tmp_path, mode):
+    # A verdicts call failing on one item (the server died, a rate limit outlasting the
+    # retries) threw away the verdicts already given for the others: paid for, and asked
+    # again on the rerun. The cache now keeps them; the rerun asks only for the rest.
+    yes = json.dumps(chat_reply("Yes")).encode()
+    dead = (503, {}, b'{"error": {"message": "dead"}}')
+    script = {
+        "single": [(200, {}, yes), (200, {}, yes), dead, (200, {}, yes)],
+        "batch": [(200, {}, batch_reply(1)), dead, (200, {}, batch_reply(1, 2))],
+    }[mode]
+    claims = ["The sky is blue.", "Grass is green.", "Snow is white."]
+    cache = DiskCache(tmp_path / "cache.sqlite")
+
+    async def ask(url: str):
+        judge = CachingJudge(OpenAIJudge(url, "m", api_key=KEY, verdict_mode=mode, max_retries=0, concurrency=1), cache)
+        try:
+            return await judge.verdicts("supported", {"premise": ["The sky is blue. Grass is green."]}, claims, "en")
+        finally:
+            await judge.aclose()
+
+    seen: list[int] = []
+    with raw_server(lambda n: seen.append(n) or script[n - 1]) as url:
+        with pytest.raises(JudgeError) as failure:
+            asyncio.run(ask(url))
+        first = len(seen)
+        verdicts = asyncio.run(ask(url))
+    assert len(seen) - first == 1  # the rerun asked only for what was not given, in one request
+    assert [v.p_yes for v in verdicts] == [1.0, 1.0, 1.0]
+    assert sorted(failure.value.given) == ([0, 1] if mode == "single" else [0])

@@ -17,6 +17,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, Protocol
 
 #: P(yes) of the ``answerable`` verdict at or above which a premise holds the answer to the
@@ -73,7 +74,15 @@ class Memo(Protocol):
 
 
 class JudgeError(Exception):
-    """The judge gave no usable answer (after repair and a re-ask, where they apply)."""
+    """The judge gave no usable answer (after repair and a re-ask, where they apply).
+
+    Attributes:
+        given: When a :meth:`LLMJudge.verdicts` call failed on some items after judging
+            others, the verdicts given, by the 0-based index of their item in the call: the
+            cache keeps them, so that a rerun does not ask (and pay) for them again. Else empty.
+    """
+
+    given: Mapping[int, Verdict] = MappingProxyType({})
 
 
 class MalformedOutput(JudgeError):

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ragmeter.judges.base import FieldValue, LLMJudge, Memo, ReplyCutOff, Verdict
+from ragmeter.judges.base import FieldValue, JudgeError, LLMJudge, Memo, ReplyCutOff, Verdict
 from ragmeter.judges.metering import Usage, record
 from ragmeter.judges.prompts import task_version
 
@@ -147,13 +147,20 @@ class CachingJudge(LLMJudge):
         keys = [self._key(identity, "verdict", task, lang, dict(shared), item) for item in items]
         found = self.cache.get_many(keys)
         missing = [i for i, key in enumerate(keys) if key not in found]
+        remembered = {i: Verdict(**json.loads(found[keys[i]])) for i in range(len(items)) if keys[i] in found}
         fresh: list[Verdict] = []
         if missing:
-            fresh = await self.judge.verdicts(task, shared, [items[i] for i in missing], lang)
+            try:
+                fresh = await self.judge.verdicts(task, shared, [items[i] for i in missing], lang)
+            except JudgeError as failure:
+                # The verdicts given before the failure are kept: a rerun asks only for the rest.
+                given = {missing[j]: verdict for j, verdict in failure.given.items()}
+                self.cache.put_many({keys[i]: json.dumps(v.__dict__).encode() for i, v in given.items()})
+                failure.given = {**remembered, **given}
+                raise
             self.cache.put_many({keys[i]: json.dumps(v.__dict__).encode() for i, v in zip(missing, fresh, strict=True)})
         hits = len(items) - len(missing)
         computed = dict(zip(missing, fresh, strict=True))
-        remembered = {i: Verdict(**json.loads(found[keys[i]])) for i in range(len(items)) if i not in computed}
         if hits:
             record(Usage(cached_calls=hits))
             self.judge.note_verdicts(task, list(remembered.values()))

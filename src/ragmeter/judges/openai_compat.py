@@ -269,6 +269,8 @@ class OpenAIJudge(LLMJudge):
             # Let every item finish (no request left running unwatched), then report the first failure.
             results = await asyncio.gather(*(self._single_verdict(book, prompt, item, tag) for item in items), return_exceptions=True)
             for result in results:
+                if isinstance(result, JudgeError):
+                    result.given = {i: verdict for i, verdict in enumerate(results) if isinstance(verdict, Verdict)}
                 if isinstance(result, BaseException):
                     raise result
             return [result for result in results if isinstance(result, Verdict)]
@@ -276,14 +278,20 @@ class OpenAIJudge(LLMJudge):
         missing = [i for i in range(len(items)) if i not in found]
         if missing:
             log.debug("judge reply left out %d of %d items; asking again for them", len(missing), len(items))
-            again = await self._batch_verdicts(book, task, shared, [items[i] for i in missing])
+            try:
+                again = await self._batch_verdicts(book, task, shared, [items[i] for i in missing])
+            except JudgeError as failure:
+                failure.given = dict(found)
+                raise
             found.update({missing[j]: verdict for j, verdict in again.items()})
             still = [i + 1 for i in range(len(items)) if i not in found]
             if still:
-                raise JudgeError(
+                unanswered = JudgeError(
                     f"the judge gave no verdict for item(s) {', '.join(map(str, still))} of {len(items)} "
                     f"('{task}'), even when asked again for them"
                 )
+                unanswered.given = dict(found)
+                raise unanswered
         return [found[i] for i in range(len(items))]
 
     async def _batch_verdicts(self, book: PromptBook, task: str, shared: Mapping[str, FieldValue], items: list[str]) -> dict[int, Verdict]:
