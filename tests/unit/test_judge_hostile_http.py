@@ -129,3 +129,29 @@ def test_verdicts_given_before_the_endpoint_failed_are_kept_in_the_cache(tmp_pat
     assert len(seen) - first == 1  # the rerun asked only for what was not given, in one request
     assert [v.p_yes for v in verdicts] == [1.0, 1.0, 1.0]
     assert sorted(failure.value.given) == ([0, 1] if mode == "single" else [0])
+
+
+@pytest.mark.parametrize(
+    ("logprobs", "expected"),
+    [
+        # exp(1000) overflowed: the sample failed with "OverflowError: math range error".
+        ('{"content": [{"token": "Yes", "logprob": 1000, "top_logprobs": [{"token": "Yes", "logprob": 1000}]}]}', (1.0, "logprobs")),
+        # 1e999 is infinity to a JSON reader: P(yes) was 0 / inf = 0.0 against the text's yes (NaN when both were infinite).
+        ('{"content": [{"token": "Yes", "logprob": 1e999, "top_logprobs": [{"token": "No", "logprob": 1e999}]}]}', (1.0, "text")),
+        ('{"content": [{"token": "Yes", "logprob": "high", "top_logprobs": [{"token": "Yes", "logprob": "high"}]}]}', (1.0, "text")),
+        ('{"content": [{"token": 5, "logprob": -1, "top_logprobs": [{"token": 5, "logprob": -1}]}]}', (1.0, "text")),
+        ('{"content": {"token": "Yes"}}', (1.0, "text")),
+        ('{"content": [{"token": "Yes", "logprob": -0.1, "top_logprobs": {"Yes": -0.1}}]}', (1.0, "logprobs")),
+    ],
+)
+@pytest.mark.parametrize("mode", ["single", "batch"])
+def test_malformed_log_probabilities_are_no_answer_and_the_text_is_read(logprobs, expected, mode):
+    # A malformed logprobs part failed the sample with a Python error (OverflowError,
+    # ValueError, AttributeError, KeyError, TypeError) though the reply's text answered.
+    text = "Yes" if mode == "single" else json.dumps({"verdicts": [{"id": 1, "verdict": "yes"}]})
+    body = json.dumps(chat_reply(text)).replace('"logprobs": null', f'"logprobs": {logprobs}').encode()
+    with raw_server(lambda n: (200, {}, body)) as url:
+        judge = OpenAIJudge(url, "m", api_key=KEY, verdict_mode=mode, max_retries=0)
+        (verdict,) = asyncio.run(judge.verdicts("supported", {"premise": ["The sky is blue."]}, ["The sky is blue."], "en"))
+        asyncio.run(judge.aclose())
+    assert (verdict.p_yes, verdict.method) == (expected if mode == "single" else (1.0, "text"))

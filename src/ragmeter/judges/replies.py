@@ -36,16 +36,29 @@ def finish_reason(response) -> str | None:
 
 
 def top_logprobs(response) -> list[tuple[str, float]]:
-    """(token, logprob) of the first generated token's alternatives; empty when none."""
+    """(token, logprob) of the first generated token's alternatives (see :func:`alternatives`);
+    empty when none."""
     logprobs = getattr(response.choices[0], "logprobs", None)
     content = getattr(logprobs, "content", None) if logprobs is not None else None
-    if not content:
+    if not isinstance(content, list) or not content:
         return []
     first = content[0]
-    top = list(getattr(first, "top_logprobs", None) or [])
-    if not top and getattr(first, "token", None) is not None:
-        top = [first]
-    return [(t.token, float(t.logprob)) for t in top if t.token is not None and t.logprob is not None]
+    return alternatives(getattr(first, "top_logprobs", None)) or alternatives([first])
+
+
+def alternatives(entries: Any) -> list[tuple[str, float]]:
+    """(token, logprob) of the ``entries`` (a token's ``top_logprobs``) that are what a
+    server should send: a text token with a finite log-probability, at most 0 (a larger one,
+    which no probability has, counts as 0). The rest are left out, so that a malformed entry
+    is no answer (the reply's text is read instead), never an overflow or a NaN."""
+    if not isinstance(entries, list):
+        return []
+    found = []
+    for entry in entries:
+        token, logprob = getattr(entry, "token", None), getattr(entry, "logprob", None)
+        if isinstance(token, str) and isinstance(logprob, (int, float)) and not isinstance(logprob, bool) and math.isfinite(logprob):
+            found.append((token, min(float(logprob), 0.0)))
+    return found
 
 
 def answer_word(token: str) -> str:
@@ -177,20 +190,16 @@ VERDICT_VALUE = re.compile(r'(?<!\\)"verdict"\s*:\s*"?')
 
 
 def token_stream(response) -> list[tuple[str, list[tuple[str, float]]]]:
-    """Each generated token with its top alternatives (token, logprob); empty when the
-    server returned no log-probabilities."""
+    """Each generated token with its top alternatives (token, logprob; see
+    :func:`alternatives`); empty when the server returned no log-probabilities, or tokens
+    that are not text."""
     logprobs = getattr(response.choices[0], "logprobs", None)
     tokens = getattr(logprobs, "content", None) if logprobs is not None else None
     stream = []
-    for token in tokens or []:
-        if getattr(token, "token", None) is None:
+    for token in tokens if isinstance(tokens, list) else []:
+        if not isinstance(getattr(token, "token", None), str):
             return []
-        top = [
-            (t.token, float(t.logprob)) for t in getattr(token, "top_logprobs", None) or [] if t.token is not None and t.logprob is not None
-        ]
-        if not top and getattr(token, "logprob", None) is not None:
-            top = [(token.token, float(token.logprob))]
-        stream.append((token.token, top))
+        stream.append((token.token, alternatives(getattr(token, "top_logprobs", None)) or alternatives([token])))
     return stream
 
 
