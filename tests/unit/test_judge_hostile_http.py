@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from ragmeter.judges import transport
+from ragmeter.judges import requests, transport
 from ragmeter.judges.base import JudgeError
 from ragmeter.judges.cache import CachingJudge, DiskCache
 from ragmeter.judges.openai_compat import OpenAIJudge
@@ -155,3 +155,39 @@ def test_malformed_log_probabilities_are_no_answer_and_the_text_is_read(logprobs
         (verdict,) = asyncio.run(judge.verdicts("supported", {"premise": ["The sky is blue."]}, ["The sky is blue."], "en"))
         asyncio.run(judge.aclose())
     assert (verdict.p_yes, verdict.method) == (expected if mode == "single" else (1.0, "text"))
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Retry-After": "nan"},  # waited "nan s": no wait at all
+        {"retry-after-ms": "NaN"},
+        {"Retry-After": "-5"},  # waited 0 s: the retries hammered the server at once
+        {"Retry-After": "Mon, 01 Jan 99999 00:00:00 GMT"},  # failed the sample: "ValueError: year 99999 is out of range"
+    ],
+)
+def test_an_unusable_retry_after_falls_back_to_the_backoff(monkeypatch, headers):
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    monkeypatch.setattr(requests, "sleep", sleep)
+    limited = (429, headers, b'{"error": {"message": "slow down"}}')
+    with raw_server(lambda n: limited if n == 1 else (200, {}, json.dumps(chat_reply("Yes")).encode())) as url:
+        (verdict,) = single_verdict(url, max_retries=2)
+    assert verdict.p_yes == 1.0
+    assert len(waits) == 1 and requests.BACKOFF_BASE / 2 <= waits[0] <= requests.BACKOFF_BASE
+
+
+def test_a_huge_retry_after_is_waited_for_at_most_the_cap(monkeypatch):
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    monkeypatch.setattr(requests, "sleep", sleep)
+    limited = (429, {"Retry-After": "1e400"}, b'{"error": {"message": "slow down"}}')
+    with raw_server(lambda n: limited if n == 1 else (200, {}, json.dumps(chat_reply("Yes")).encode())) as url:
+        single_verdict(url, max_retries=2)
+    assert waits == [requests.RETRY_AFTER_CAP]

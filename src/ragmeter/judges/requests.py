@@ -120,24 +120,33 @@ def short(text: str, limit: int = 300) -> str:
 
 
 def retry_after(headers) -> float | None:
-    """Seconds from ``Retry-After`` (seconds or an HTTP date) or ``retry-after-ms``."""
+    """Seconds from ``Retry-After`` (seconds or an HTTP date) or ``retry-after-ms``; ``None``
+    when neither holds a usable value (a negative or NaN number, a date out of the calendar's
+    range): the backoff applies then."""
     value = headers.get("retry-after-ms")
-    if value:
-        try:
-            return float(value) / 1000
-        except ValueError:
-            pass
+    seconds = _seconds(value) if value else None
+    if seconds is not None:
+        return seconds / 1000
     value = headers.get("retry-after")
     if not value:
         return None
+    seconds = _seconds(value)
+    if seconds is not None:
+        return seconds
     try:
-        return float(value)
-    except ValueError:
-        pass
-    parsed = email.utils.parsedate_tz(value)
-    if parsed is None:
+        parsed = email.utils.parsedate_tz(value)
+        return None if parsed is None else max(0.0, email.utils.mktime_tz(parsed) - time.time())
+    except (ValueError, OverflowError):  # year 99999
         return None
-    return max(0.0, email.utils.mktime_tz(parsed) - time.time())
+
+
+def _seconds(value: str) -> float | None:
+    """``value`` as a number of seconds, at least 0 (infinity too: the cap applies), or ``None``."""
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return number if number >= 0 else None  # (NaN is not >= 0)
 
 
 def rejected_param(exc, text: str, params: Mapping[str, Any]) -> str | None:
