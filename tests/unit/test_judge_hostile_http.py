@@ -16,6 +16,7 @@ import pytest
 from ragmeter.judges import requests, transport
 from ragmeter.judges.base import JudgeError
 from ragmeter.judges.cache import CachingJudge, DiskCache
+from ragmeter.judges.metering import metered
 from ragmeter.judges.openai_compat import OpenAIJudge
 
 KEY = "sk-hostile-SECRET-4567"
@@ -191,3 +192,44 @@ def test_a_huge_retry_after_is_waited_for_at_most_the_cap(monkeypatch):
     with raw_server(lambda n: limited if n == 1 else (200, {}, json.dumps(chat_reply("Yes")).encode())) as url:
         single_verdict(url, max_retries=2)
     assert waits == [requests.RETRY_AFTER_CAP]
+
+
+@pytest.mark.parametrize(
+    ("choices", "failure"),
+    [
+        ([5], "a response whose choice is not an object with a message"),  # was AttributeError: 'int' object has no attribute 'message'
+        ([{"index": 0, "message": "Yes"}], "a response whose message is not an object"),
+        ([{"index": 0, "message": {"role": "assistant", "content": 5}}], "a response whose message content is not text"),
+        ([{"index": 0, "message": {"role": "assistant", "content": {"verdict": "yes"}}}], "a response whose message content is not text"),
+    ],
+)
+@pytest.mark.parametrize("mode", ["single", "batch"])
+def test_a_reply_of_the_wrong_shape_is_retried_then_named(choices, failure, mode):
+    # Each failed the sample with a Python error (AttributeError, TypeError) and no retry.
+    body = json.dumps({**chat_reply(), "choices": choices}).encode()
+    with raw_server(lambda n: (200, {}, body)) as url, pytest.raises(JudgeError) as raised:
+        judge = OpenAIJudge(url, "m", api_key=KEY, verdict_mode=mode, max_retries=0)
+        asyncio.run(judge.verdicts("supported", {"premise": ["The sky is blue."]}, ["The sky is blue."], "en"))
+    assert str(raised.value) == f"the judge endpoint failed after 0 retries; last failure: {failure}"
+
+
+@pytest.mark.parametrize("mode", ["single", "batch"])
+def test_content_parts_are_read_as_text_and_odd_usage_counts_are_estimated(mode):
+    # Content as text parts failed the sample (TypeError / AttributeError on a list), and
+    # so did a token count that is no number (ValueError from int("many")).
+    text = "Yes" if mode == "single" else json.dumps({"verdicts": [{"id": 1, "verdict": "yes"}]})
+    reply = chat_reply()
+    reply["choices"][0]["message"]["content"] = [{"type": "text", "text": text}]
+    reply["usage"] = {"prompt_tokens": "many", "completion_tokens": float("nan"), "total_tokens": -1}
+    with raw_server(lambda n: (200, {}, json.dumps(reply).encode())) as url:
+        judge = OpenAIJudge(url, "m", api_key=KEY, verdict_mode=mode, max_retries=0)
+
+        async def ask():
+            with metered() as usage:
+                verdicts = await judge.verdicts("supported", {"premise": ["The sky is blue."]}, ["The sky is blue."], "en")
+            await judge.aclose()
+            return verdicts, usage
+
+        (verdict,), usage = asyncio.run(ask())
+    assert (verdict.p_yes, verdict.method) == (1.0, "text")
+    assert usage.prompt_tokens > 0 and usage.completion_tokens > 0

@@ -27,8 +27,30 @@ CJK = re.compile(r"[\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\
 
 
 def content(response) -> str:
-    message = response.choices[0].message
-    return (message.content if message is not None else None) or ""
+    """The text of the first choice's message: its content, or the text of its content parts
+    (``[{"type": "text", "text": ...}]``, as some servers answer); ``""`` when it has none."""
+    text = getattr(response.choices[0].message, "content", None)
+    if isinstance(text, list):
+        return "".join(part["text"] for part in text if isinstance(part, dict) and isinstance(part.get("text"), str))
+    return text if isinstance(text, str) else ""
+
+
+def shape_problem(response) -> str | None:
+    """What makes ``response`` no chat completion to read (no choices, a first choice that is
+    no object with a message, a message that is no object or whose content is neither text
+    nor text parts), or ``None``. (A message that is null, or without content, reads as an
+    empty reply: asked again.)"""
+    choices = getattr(response, "choices", None)
+    if not isinstance(choices, list) or not choices:
+        return "a response without choices"
+    if not hasattr(choices[0], "message"):
+        return "a response whose choice is not an object with a message"
+    message = choices[0].message
+    if message is not None and not hasattr(message, "content"):
+        return "a response whose message is not an object"
+    if message is not None and not isinstance(message.content, (str, list, type(None))):
+        return "a response whose message content is not text"
+    return None
 
 
 def finish_reason(response) -> str | None:

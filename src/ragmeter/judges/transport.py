@@ -26,7 +26,7 @@ from ragmeter.data.secrets import redact, redirect_target
 from ragmeter.judges import requests
 from ragmeter.judges.base import ContextTooLong, JudgeError
 from ragmeter.judges.metering import Price, Usage, record
-from ragmeter.judges.replies import CJK
+from ragmeter.judges.replies import CJK, content, shape_problem
 from ragmeter.judges.requests import (
     BACKOFF_BASE,
     BACKOFF_CAP,
@@ -80,6 +80,14 @@ def estimated_tokens(text: str) -> int:
     4 other characters (rounded up)."""
     cjk = len(CJK.findall(text))
     return cjk + math.ceil((len(text) - cjk) / 4)
+
+
+def token_count(reported: Any, otherwise: int) -> int:
+    """The token count a server ``reported``, or ``otherwise`` (an estimate) when it reported
+    none or no finite number of 0 or more ("12", NaN, -5)."""
+    if isinstance(reported, (int, float)) and not isinstance(reported, bool) and math.isfinite(reported) and reported >= 0:
+        return int(reported)
+    return otherwise
 
 
 def prompt_tokens(messages: Sequence[Mapping[str, str]]) -> int:
@@ -272,8 +280,9 @@ class ChatTransport:
                 raise Retryable(f"unreadable response body ({type(exc).__name__})") from None
             except ReplyTooLarge as exc:
                 raise Retryable(str(exc)) from None
-            if not getattr(response, "choices", None):
-                raise Retryable("a response without choices")
+            problem = shape_problem(response)
+            if problem is not None:
+                raise Retryable(problem)
             return response
 
     def _classify(self, exc, estimate: int, params: Mapping[str, Any]) -> Exception:
@@ -305,14 +314,8 @@ class ChatTransport:
 
     def _fill_usage(self, usage: Usage, response, estimate: int) -> None:
         counted = getattr(response, "usage", None)
-        prompt = getattr(counted, "prompt_tokens", None)
-        completion = getattr(counted, "completion_tokens", None)
-        if prompt is None:
-            prompt = estimate
-        if completion is None:
-            completion = sum(estimated_tokens(c.message.content or "") for c in response.choices if c.message)
-        usage.prompt_tokens = usage.prompt_tokens_evaluated = int(prompt)
-        usage.completion_tokens = int(completion)
+        usage.prompt_tokens = usage.prompt_tokens_evaluated = token_count(getattr(counted, "prompt_tokens", None), estimate)
+        usage.completion_tokens = token_count(getattr(counted, "completion_tokens", None), estimated_tokens(content(response)))
         if self.price is not None:
             usage.cost_usd = self.price.cost(usage.prompt_tokens, usage.completion_tokens)
 
