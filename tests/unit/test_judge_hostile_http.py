@@ -14,10 +14,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from ragmeter.judges import requests, transport
-from ragmeter.judges.base import JudgeError
+from ragmeter.judges.base import ContextTooLong, JudgeError
 from ragmeter.judges.cache import CachingJudge, DiskCache
+from ragmeter.judges.ensemble import EnsembleJudge
 from ragmeter.judges.metering import metered
 from ragmeter.judges.openai_compat import OpenAIJudge
+from ragmeter.judges.windowing import premise_verdicts
 
 KEY = "sk-hostile-SECRET-4567"
 
@@ -233,3 +235,22 @@ def test_content_parts_are_read_as_text_and_odd_usage_counts_are_estimated(mode)
         (verdict,), usage = asyncio.run(ask())
     assert (verdict.p_yes, verdict.method) == (1.0, "text")
     assert usage.prompt_tokens > 0 and usage.completion_tokens > 0
+
+
+def test_an_ensemble_passes_on_a_prompt_too_long_so_that_the_premise_is_windowed():
+    # The ensemble renamed a member's failure by calling its class with a message:
+    # ContextTooLong(message) raised "TypeError: ContextTooLong.__init__() missing 1 required
+    # positional argument: 'limit'", so a premise too long for the window failed the sample
+    # instead of being judged in windows.
+    yes = json.dumps(chat_reply("Yes")).encode()
+    premise = " ".join(f"Fact number {i} is stated here." for i in range(300))
+    with raw_server(lambda n: (200, {}, yes)) as url:
+        members = [OpenAIJudge(url, name, api_key=KEY, verdict_mode="single", context_window=600, max_retries=0) for name in "ab"]
+        ensemble = EnsembleJudge(members, "mean")
+        with pytest.raises(ContextTooLong) as too_long:
+            asyncio.run(ensemble.verdicts("supported", {"premise": [premise]}, ["Fact number 3 is stated."], "en"))
+        (verdict,), strategy = asyncio.run(premise_verdicts(ensemble, "supported", premise, ["Fact number 3 is stated."], "en"))
+        asyncio.run(ensemble.aclose())
+    assert str(too_long.value).startswith("ensemble member 1 (a): prompt needs ")
+    assert too_long.value.limit == 600
+    assert (strategy, verdict.p_yes) == ("windows", 1.0)

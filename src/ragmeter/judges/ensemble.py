@@ -24,6 +24,17 @@ COMBINE = ("mean", "majority")
 T = TypeVar("T")
 
 
+def named_after(member: str, failure: JudgeError) -> JudgeError:
+    """``failure`` as the ensemble's: of the same kind, with the same attributes (the numbers of
+    a :class:`~ragmeter.judges.base.ContextTooLong`, which the windowing reads), its message
+    beginning with ``member`` (the member's name). The verdicts the member gave before it
+    failed (``given``) are not the ensemble's: left out."""
+    named = type(failure).__new__(type(failure))  # (its __init__ may take other arguments than a message)
+    named.__dict__.update({key: value for key, value in vars(failure).items() if key != "given"})
+    named.args = (f"{member}: {failure}",)
+    return named
+
+
 class EnsembleJudge(LLMJudge):
     """Judges with several members and combines their answers.
 
@@ -99,7 +110,7 @@ class EnsembleJudge(LLMJudge):
         results = await asyncio.gather(*calls, return_exceptions=True)
         for number, result in enumerate(results, 1):
             if isinstance(result, JudgeError):
-                raise type(result)(f"ensemble member {number} ({self.members[number - 1].model}): {result}") from result
+                raise named_after(f"ensemble member {number} ({self.members[number - 1].model})", result) from result
             if isinstance(result, BaseException):
                 raise result
         return list(results)  # type: ignore[arg-type]
