@@ -254,3 +254,26 @@ def test_an_ensemble_passes_on_a_prompt_too_long_so_that_the_premise_is_windowed
     assert str(too_long.value).startswith("ensemble member 1 (a): prompt needs ")
     assert too_long.value.limit == 600
     assert (strategy, verdict.p_yes) == ("windows", 1.0)
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body", "failure"),
+    [
+        (
+            "text/html",
+            f"<html>Bad gateway for Bearer {KEY}</html>",
+            "a reply that is not JSON: <html>Bad gateway for Bearer [api key]</html>",
+        ),
+        (
+            "application/json",
+            '{"error": {"message": "upstream provider overloaded"}}',
+            "a response without choices: upstream provider overloaded",
+        ),
+    ],
+)
+def test_a_200_that_is_no_completion_says_what_it_was(content_type, body, failure):
+    # Both read "a response without choices": a proxy's HTML page and a 200 carrying an error
+    # (as some gateways send) are now named by what they said, the key masked.
+    with raw_server(lambda n: (200, {"Content-Type": content_type}, body.encode())) as url, pytest.raises(JudgeError) as raised:
+        single_verdict(url)
+    assert str(raised.value) == f"the judge endpoint failed after 0 retries; last failure: {failure}"

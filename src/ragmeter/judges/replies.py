@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ragmeter.judges.base import Verdict
+from ragmeter.judges.requests import short
 
 YES = {"yes", "true", "是", "是的"}
 
@@ -38,11 +39,15 @@ def content(response) -> str:
 def shape_problem(response) -> str | None:
     """What makes ``response`` no chat completion to read (no choices, a first choice that is
     no object with a message, a message that is no object or whose content is neither text
-    nor text parts), or ``None``. (A message that is null, or without content, reads as an
+    nor text parts), or ``None``. The server's words are quoted unredacted. (A message that is null, or without content, reads as an
     empty reply: asked again.)"""
+    if isinstance(response, str):  # (the openai package's reading of a body that is no JSON)
+        return f"a reply that is not JSON: {short(response, 100)}"
     choices = getattr(response, "choices", None)
     if not isinstance(choices, list) or not choices:
-        return "a response without choices"
+        error = getattr(response, "error", None)  # a 200 carrying an error, as some proxies send
+        said = error.get("message") if isinstance(error, dict) else None
+        return "a response without choices" + (f": {short(str(said), 200)}" if said else "")
     if not hasattr(choices[0], "message"):
         return "a response whose choice is not an object with a message"
     message = choices[0].message

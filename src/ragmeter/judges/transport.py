@@ -282,7 +282,7 @@ class ChatTransport:
                 raise Retryable(str(exc)) from None
             problem = shape_problem(response)
             if problem is not None:
-                raise Retryable(problem)
+                raise Retryable(self._redact(problem))
             return response
 
     def _classify(self, exc, estimate: int, params: Mapping[str, Any]) -> Exception:
