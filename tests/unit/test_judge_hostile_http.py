@@ -13,6 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from ragmeter.data.secrets import register
 from ragmeter.judges import requests, transport
 from ragmeter.judges.base import ContextTooLong, JudgeError
 from ragmeter.judges.cache import CachingJudge, DiskCache
@@ -277,3 +278,18 @@ def test_a_200_that_is_no_completion_says_what_it_was(content_type, body, failur
     with raw_server(lambda n: (200, {"Content-Type": content_type}, body.encode())) as url, pytest.raises(JudgeError) as raised:
         single_verdict(url)
     assert str(raised.value) == f"the judge endpoint failed after 0 retries; last failure: {failure}"
+
+
+def test_a_key_the_endpoint_echoes_into_its_reply_is_masked_in_the_cache(tmp_path):
+    # The results file masked it, but the disk cache kept the verdict's reason as the server
+    # wrote it, with the API key in it.
+    echoed = "sk-echoed-SECRET-8910"
+    register(echoed)  # as the judge settings do with the key they read
+    reason = {"verdicts": [{"id": 1, "reason": f"you sent Bearer {echoed}", "verdict": "yes"}]}
+    with raw_server(lambda n: (200, {}, json.dumps(chat_reply(json.dumps(reason))).encode())) as url:
+        judge = CachingJudge(OpenAIJudge(url, "m", api_key=echoed, verdict_mode="batch", max_retries=0), DiskCache(tmp_path / "c.sqlite"))
+        (verdict,) = asyncio.run(judge.verdicts("supported", {"premise": ["The sky is blue."]}, ["The sky is blue."], "en"))
+        asyncio.run(judge.aclose())
+    assert verdict.p_yes == 1.0
+    written = b"".join(path.read_bytes() for path in tmp_path.iterdir())
+    assert echoed.encode() not in written and b"you sent Bearer ***" in written

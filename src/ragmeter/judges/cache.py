@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from ragmeter.data.secrets import mask_registered
 from ragmeter.judges.base import FieldValue, JudgeError, LLMJudge, Memo, ReplyCutOff, Verdict
 from ragmeter.judges.metering import Usage, record
 from ragmeter.judges.prompts import task_version
@@ -121,6 +122,12 @@ def prompts_version(lang: str) -> str:
     return hashlib.sha256(data).hexdigest()[:16]
 
 
+def stored(text: str) -> bytes:
+    """``text`` as the cache keeps it, with the run's secrets masked: an endpoint can echo its
+    API key into a reason or a generated text, and no file ragmeter writes holds the key."""
+    return mask_registered(text).encode()
+
+
 class CachingJudge(LLMJudge):
     """Wraps a judge: answers found in the cache are free; the rest go to the judge.
 
@@ -155,10 +162,10 @@ class CachingJudge(LLMJudge):
             except JudgeError as failure:
                 # The verdicts given before the failure are kept: a rerun asks only for the rest.
                 given = {missing[j]: verdict for j, verdict in failure.given.items()}
-                self.cache.put_many({keys[i]: json.dumps(v.__dict__).encode() for i, v in given.items()})
+                self.cache.put_many({keys[i]: stored(json.dumps(v.__dict__)) for i, v in given.items()})
                 failure.given = {**remembered, **given}
                 raise
-            self.cache.put_many({keys[i]: json.dumps(v.__dict__).encode() for i, v in zip(missing, fresh, strict=True)})
+            self.cache.put_many({keys[i]: stored(json.dumps(v.__dict__)) for i, v in zip(missing, fresh, strict=True)})
         hits = len(items) - len(missing)
         computed = dict(zip(missing, fresh, strict=True))
         if hits:
@@ -186,7 +193,7 @@ class CachingJudge(LLMJudge):
             try:
                 return await self.judge.generate(task, fields, schema, lang)
             except ReplyCutOff as exc:
-                self.cache.put_many({cut_off_key: str(exc).encode()})
+                self.cache.put_many({cut_off_key: stored(str(exc))})
                 raise
 
         return await self._cached(key, unless_cut_off_before)
@@ -197,7 +204,7 @@ class CachingJudge(LLMJudge):
             record(Usage(cached_calls=1))
             return json.loads(found)
         value = await compute()
-        self.cache.put_many({key: json.dumps(value, ensure_ascii=False).encode()})
+        self.cache.put_many({key: stored(json.dumps(value, ensure_ascii=False))})
         return value
 
     def count_tokens(self, text: str) -> int:
