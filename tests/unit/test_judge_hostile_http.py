@@ -293,3 +293,22 @@ def test_a_key_the_endpoint_echoes_into_its_reply_is_masked_in_the_cache(tmp_pat
     assert verdict.p_yes == 1.0
     written = b"".join(path.read_bytes() for path in tmp_path.iterdir())
     assert echoed.encode() not in written and b"you sent Bearer ***" in written
+
+
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        # Each was accepted: every request then failed as "connection error (UnsupportedProtocol)"
+        # after all its retries, sample after sample, and the run ended with exit code 0.
+        ("localhost:8000/v1", "must begin with http:// or https:// and name a host"),
+        ("file:///etc/passwd", "must begin with http:// or https:// and name a host"),
+        ("http://user:PASSWORD1@127.0.0.1:99999/v1", "'http://127.0.0.1:99999/v1' is not a valid URL: Port out of range"),
+        ("http://[::1/v1", "'<invalid url>' is not a valid URL"),  # was "unexpected error: InvalidURL" mid-run
+    ],
+)
+def test_an_endpoint_address_no_request_can_reach_is_refused_at_once(url, problem):
+    with pytest.raises(ValueError, match="the judge's base URL") as refused:
+        OpenAIJudge(url, "m", api_key=KEY)
+    assert problem in str(refused.value) and "PASSWORD1" not in str(refused.value)
+    OpenAIJudge("http://[::1]:8000/v1", "m")  # IPv6 literals, ports and https pass
+    OpenAIJudge("https://api.example.com/v1", "m")

@@ -58,7 +58,7 @@ from ragmeter.judges.replies import (
     yes_no,
     yes_share,
 )
-from ragmeter.judges.requests import public_url
+from ragmeter.judges.requests import check_base_url, public_url
 from ragmeter.judges.transport import TOP_LOGPROBS, ChatTransport, estimated_tokens
 
 log = logging.getLogger("ragmeter.judges.openai")
@@ -124,6 +124,7 @@ class OpenAIJudge(LLMJudge):
         prompts: Mapping[str, str | Path] | None = None,
     ):
         check_evidence_sentences(evidence_sentences)
+        check_base_url(base_url)
         if verdict_mode not in VERDICT_MODES:
             raise ValueError(f"verdict_mode must be one of {', '.join(VERDICT_MODES)}, got {verdict_mode!r}")
         if concurrency < 1:

@@ -106,6 +106,25 @@ def public_url(url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc.rsplit("@", 1)[-1], parts.path, "", ""))
 
 
+def check_base_url(url: str) -> None:
+    """Refuse an endpoint address no request can go to: one without ``http://`` or
+    ``https://`` (``localhost:8000/v1``), without a host, or with a port out of range.
+
+    Raises:
+        ValueError: What is wrong, with the address (without its credentials).
+    """
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018  (reading it checks it)
+    except ValueError as exc:
+        raise ValueError(f"the judge's base URL {public_url(url)!r} is not a valid URL: {exc}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(
+            f"the judge's base URL must begin with http:// or https:// and name a host (e.g. http://127.0.0.1:8000/v1), "
+            f"got {public_url(url)!r}"
+        )
+
+
 def error_text(exc) -> str:
     try:
         text = exc.response.text
