@@ -7,6 +7,7 @@ import asyncio
 import gzip
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -20,6 +21,7 @@ from ragmeter.judges.cache import CachingJudge, DiskCache
 from ragmeter.judges.ensemble import EnsembleJudge
 from ragmeter.judges.metering import metered
 from ragmeter.judges.openai_compat import OpenAIJudge
+from ragmeter.judges.replies import REPAIR_LIMIT
 from ragmeter.judges.windowing import premise_verdicts
 
 KEY = "sk-hostile-SECRET-4567"
@@ -312,3 +314,44 @@ def test_an_endpoint_address_no_request_can_reach_is_refused_at_once(url, proble
     assert problem in str(refused.value) and "PASSWORD1" not in str(refused.value)
     OpenAIJudge("http://[::1]:8000/v1", "m")  # IPv6 literals, ports and https pass
     OpenAIJudge("https://api.example.com/v1", "m")
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        # The JSON repairer took 7 s on this (5 minutes on 400 kB), blocking every other request
+        # of the run; the re-ask then sent the whole reply back.
+        ("{[" * 500 + "a" * 25_000, "the reply was not JSON, and too long to repair (26000 characters)"),
+        # json.loads raised RecursionError, which failed the sample without a re-ask.
+        ("[" * 100_000 + "]" * 100_000, "the reply was JSON nested too deep to read"),
+    ],
+)
+def test_a_reply_too_long_or_too_deep_for_the_repairer_is_refused_quickly(text, problem):
+    sizes: list[int] = []
+
+    class Recording(BaseHTTPRequestHandler):
+        def do_POST(self):
+            sizes.append(len(self.rfile.read(int(self.headers["Content-Length"]))))
+            body = json.dumps(chat_reply(text)).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Recording)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    began = time.perf_counter()
+    try:
+        judge = OpenAIJudge(f"http://127.0.0.1:{server.server_port}/v1", "m", verdict_mode="batch", max_retries=0)
+        with pytest.raises(JudgeError) as raised:
+            asyncio.run(judge.verdicts("supported", {"premise": ["The sky is blue."]}, ["The sky is blue."], "en"))
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert str(raised.value).endswith(f"not usable JSON after repair and one re-ask: {problem}")
+    assert time.perf_counter() - began < 5
+    assert len(sizes) == 2 and sizes[1] < sizes[0] + REPAIR_LIMIT + 1000  # the re-ask quotes at most REPAIR_LIMIT characters

@@ -121,14 +121,25 @@ def option_in(text: str, options: Sequence[str]) -> str | None:
     return best[1] if best else None
 
 
+#: Longest reply handed to the JSON repairer, in characters: well above a reply of the 2,048
+#: tokens a JSON request allows. The repairer's time grows faster than the text (a reply of
+#: nested brackets and 400 kB took it 5 minutes, the run's event loop blocked all along).
+REPAIR_LIMIT = 20_000
+
+
 def parse_json(text: str) -> tuple[Any | None, str]:
-    """The JSON value in ``text`` (repaired if broken), or ``None`` and the problem."""
+    """The JSON value in ``text`` (repaired if broken and not over :data:`REPAIR_LIMIT`
+    characters), or ``None`` and the problem."""
     if not text.strip():
         return None, "the reply was empty"
     try:
         return json.loads(text), ""
     except ValueError:
         pass
+    except RecursionError:
+        return None, "the reply was JSON nested too deep to read"
+    if len(text) > REPAIR_LIMIT:
+        return None, f"the reply was not JSON, and too long to repair ({len(text)} characters)"
     try:
         import json_repair
 
@@ -277,8 +288,10 @@ def verdict_probabilities(response) -> list[float | None] | None:
 
 
 def reask(messages: list[dict[str, str]], reply: str, instruction: str) -> list[dict[str, str]]:
-    """The conversation with the unusable reply and an instruction to answer again."""
+    """The conversation with the unusable reply (its first :data:`REPAIR_LIMIT` characters: a
+    server that ignored the reply limit does not make the next prompt too long for the window)
+    and an instruction to answer again."""
     if reply.strip():
-        return [*messages, {"role": "assistant", "content": reply}, {"role": "user", "content": instruction}]
+        return [*messages, {"role": "assistant", "content": reply[:REPAIR_LIMIT]}, {"role": "user", "content": instruction}]
     last = messages[-1]
     return [*messages[:-1], {"role": last["role"], "content": f"{last['content']}\n\n{instruction}"}]
