@@ -268,13 +268,12 @@ LONGEST_SENTENCE = 200
 
 
 def rgb_answer_correctness(data_dir: Path, limit: int | None, seed: int) -> Task:
-    """Chinese answer correctness (``limit``: questions), the twin of ClapNQ's: against the
-    claim that the first gold answer answers the question (:func:`~ragmeter.bench.edits.zh_claim`)
-    as the reference, the sentence of a positive passage that
-    holds an accepted answer and shares the most characters with the query (correct), and the
-    sentence of a negative passage that shares the most characters with the query and holds
-    no accepted answer (wrong: same topic and words, not the answer). Questions without both
-    sentences are left out."""
+    """Chinese answer correctness (``limit``: questions), the twin of ClapNQ's. The reference is
+    the claim that the first gold answer answers the question (:func:`~ragmeter.bench.edits.zh_claim`);
+    against it, the sentence of a positive passage that holds an accepted answer and shares the
+    most characters with the query (correct), and the sentence of a negative passage that shares
+    the most characters with the query and holds no accepted answer (wrong: same topic and
+    words, not the answer). Questions without both sentences are left out."""
     samples, units = [], []
     for row in draw(read_rows(data_dir / "rgb_zh_refine.jsonl"), None, seed):
         accepted = [s for entry in row["answer"] for s in spellings(entry)]
