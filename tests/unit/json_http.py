@@ -1,4 +1,4 @@
-"""A real local HTTP server that answers every POST with JSON, for tests of code that talks HTTP."""
+"""A real local HTTP server that answers every POST (with JSON, or as a test says), for tests of code that talks HTTP."""
 
 from __future__ import annotations
 
@@ -12,11 +12,14 @@ from typing import Any
 
 def send_json(handler: BaseHTTPRequestHandler, reply: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> None:
     """Answer the request ``handler`` is serving with ``reply`` as JSON, ``status`` and ``headers``."""
-    body = json.dumps(reply).encode()
+    send(handler, status, {"Content-Type": "application/json", **(headers or {})}, json.dumps(reply).encode())
+
+
+def send(handler: BaseHTTPRequestHandler, status: int, headers: Mapping[str, str], body: bytes) -> None:
+    """Answer the request ``handler`` is serving with ``status``, ``headers`` and ``body`` as given."""
     handler.send_response(status)
-    for name, value in (headers or {}).items():
+    for name, value in headers.items():
         handler.send_header(name, value)
-    handler.send_header("Content-Type", "application/json")
     handler.send_header("Content-Length", str(len(body)))
     handler.end_headers()
     handler.wfile.write(body)
@@ -26,12 +29,20 @@ def send_json(handler: BaseHTTPRequestHandler, reply: Any, status: int = 200, he
 def json_server(answer: Callable[[dict[str, Any]], dict[str, Any]]) -> Iterator[str]:
     """Serve ``answer(request body) -> reply body`` on 127.0.0.1 (HTTP/1.1, keep-alive) while
     the block runs; yields the server's base URL (``http://127.0.0.1:PORT``)."""
+    with serving(lambda handler, body: send_json(handler, answer(json.loads(body)))) as url:
+        yield url
+
+
+@contextmanager
+def serving(post: Callable[[BaseHTTPRequestHandler, bytes], None]) -> Iterator[str]:
+    """Serve every POST on 127.0.0.1 (HTTP/1.1, keep-alive) with ``post(handler, request body)``,
+    which answers it, while the block runs; yields the server's base URL (``http://127.0.0.1:PORT``)."""
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
         def do_POST(self):
-            send_json(self, answer(json.loads(self.rfile.read(int(self.headers["Content-Length"])))))
+            post(self, self.rfile.read(int(self.headers["Content-Length"])))
 
         def log_message(self, *args):
             pass

@@ -6,13 +6,12 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from json_http import send, send_json, serving
 
 from ragmeter.data.secrets import register
 from ragmeter.judges import requests, transport
@@ -36,33 +35,17 @@ def chat_reply(content: str = "yes", logprobs: object = None) -> dict:
 @contextmanager
 def raw_server(answer: Callable[[int], tuple[int, dict[str, str], bytes]]) -> Iterator[str]:
     """Serve ``answer(request number) -> (status, headers, body)`` on 127.0.0.1 while the
-    block runs; yields the base URL of its API (``http://127.0.0.1:PORT/v1``)."""
+    block runs (``Content-Type: application/json`` unless the headers say otherwise); yields
+    the base URL of its API (``http://127.0.0.1:PORT/v1``)."""
     count = []
 
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+    def post(handler, body):
+        count.append(1)
+        status, headers, reply = answer(len(count))
+        send(handler, status, {"Content-Type": "application/json", **headers}, reply)
 
-        def do_POST(self):
-            self.rfile.read(int(self.headers["Content-Length"]))
-            count.append(1)
-            status, headers, body = answer(len(count))
-            self.send_response(status)
-            for name, value in {"Content-Type": "application/json", **headers}.items():
-                self.send_header(name, value)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(post) as url:
+        yield f"{url}/v1"
 
 
 def single_verdict(url: str, **options):
@@ -329,29 +312,15 @@ def test_an_endpoint_address_no_request_can_reach_is_refused_at_once(url, proble
 def test_a_reply_too_long_or_too_deep_for_the_repairer_is_refused_quickly(text, problem):
     sizes: list[int] = []
 
-    class Recording(BaseHTTPRequestHandler):
-        def do_POST(self):
-            sizes.append(len(self.rfile.read(int(self.headers["Content-Length"]))))
-            body = json.dumps(chat_reply(text)).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    def post(handler, body):
+        sizes.append(len(body))
+        send_json(handler, chat_reply(text))
 
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Recording)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
     began = time.perf_counter()
-    try:
-        judge = OpenAIJudge(f"http://127.0.0.1:{server.server_port}/v1", "m", verdict_mode="batch", max_retries=0)
+    with serving(post) as url:
+        judge = OpenAIJudge(f"{url}/v1", "m", verdict_mode="batch", max_retries=0)
         with pytest.raises(JudgeError) as raised:
             asyncio.run(judge.verdicts("supported", {"premise": ["The sky is blue."]}, ["The sky is blue."], "en"))
-    finally:
-        server.shutdown()
-        server.server_close()
     assert str(raised.value).endswith(f"not usable JSON after repair and one re-ask: {problem}")
     assert time.perf_counter() - began < 5
     assert len(sizes) == 2 and sizes[1] < sizes[0] + REPAIR_LIMIT + 1000  # the re-ask quotes at most REPAIR_LIMIT characters
