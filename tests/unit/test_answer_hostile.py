@@ -162,7 +162,7 @@ def counting(workdir):
 @pytest.mark.parametrize(
     ("out", "message"),
     [
-        ("taken.jsonl", "error: --out taken.jsonl is a directory; give the name of a file to write"),
+        ("taken.jsonl", "error: --out taken.jsonl is a folder; give the name of a file to write"),
         ("testset.jsonl/a.jsonl", "error: --out testset.jsonl/a.jsonl: its folder testset.jsonl is a file, not a directory"),
     ],
 )

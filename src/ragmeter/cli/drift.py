@@ -8,11 +8,11 @@ import typer
 
 from ragmeter.cli.app import command, group
 from ragmeter.cli.console import fail, say
-from ragmeter.cli.options import refuse_an_input
+from ragmeter.cli.options import check_file_out, refuse_an_input
 from ragmeter.cli.runs import DEFAULT_STORE, StoreOption, open_existing_store
 from ragmeter.data import InputError, load_dataset
 from ragmeter.data.files import json_value, write_json
-from ragmeter.run.outdir import OutputDirError, check_usable, prepare
+from ragmeter.run.outdir import OutputDirError, prepare
 
 CHANGED = 1
 
@@ -63,12 +63,7 @@ def _check_json(json_out: Path | None, inputs: list[str | Path | None]) -> None:
     if json_out is None:
         return
     refuse_an_input("--json", json_out, inputs, "the findings")
-    if json_out.is_dir():
-        raise fail(f"--json {json_out} is a folder; give the name of a file to write")
-    try:
-        check_usable(json_out.parent, f"--json {json_out}: its folder")
-    except OutputDirError as exc:
-        raise fail(str(exc)) from None
+    check_file_out("--json", json_out)
 
 
 def _write(path: Path | None, document: dict[str, Any]) -> None:

@@ -137,10 +137,17 @@ def check_json_lines_out(out: Path) -> None:
     """
     if out.suffix.lower() not in JSON_LINES_SUFFIXES:
         raise fail(f"--out {out}: the samples are written as JSON lines; give a file name ending in {' or '.join(JSON_LINES_SUFFIXES)}")
+    check_file_out("--out", out)
+
+
+def check_file_out(option: str, out: Path) -> None:
+    """Refuse (exit 2, one line), before any work, an output file path ``out`` given as
+    ``option`` that is a folder, or whose folder cannot be created or written: what the command
+    computed would be lost with 'cannot write' at the end."""
     if out.is_dir():
-        raise fail(f"--out {out} is a directory; give the name of a file to write")
+        raise fail(f"{option} {out} is a folder; give the name of a file to write")
     try:
-        check_usable(out.parent, f"--out {out}: its folder")
+        check_usable(out.parent, f"{option} {out}: its folder")
     except OutputDirError as exc:
         raise fail(str(exc)) from None
 
