@@ -8,6 +8,7 @@ import json
 import pytest
 
 from ragmeter.bench import suites
+from ragmeter.bench.task import read_rows
 
 ROWS = [
     {
@@ -37,12 +38,16 @@ def rgb_dir(tmp_path):
     return tmp_path
 
 
+def rgb_rows(tmp_path):
+    return read_rows(rgb_dir(tmp_path) / "rgb_zh_refine.jsonl")
+
+
 def samples_of(task):
     return {s.sample.id: s.sample for s in task.dataset}
 
 
 def test_each_kept_question_has_a_sentence_with_the_answer_and_a_related_one_without(tmp_path):
-    task = suites.rgb_answer_correctness(rgb_dir(tmp_path), None, 0)
+    task = suites.rgb_answer_correctness(rgb_rows(tmp_path), None, 0)
     assert (task.name, task.metric, task.kind) == ("rgb/answer_correctness", "answer_correctness", "binary")
     by_id = samples_of(task)
     assert sorted(by_id) == ["rgbc-0-right", "rgbc-0-wrong", "rgbc-3-right", "rgbc-3-wrong"]
@@ -57,7 +62,7 @@ def test_each_kept_question_has_a_sentence_with_the_answer_and_a_related_one_wit
 
 
 def test_the_limit_counts_kept_questions(tmp_path):
-    task = suites.rgb_answer_correctness(rgb_dir(tmp_path), 1, 0)
+    task = suites.rgb_answer_correctness(rgb_rows(tmp_path), 1, 0)
     assert len(task.dataset) == 2 and len({u["group"] for u in task.units}) == 1
 
 

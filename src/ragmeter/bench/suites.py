@@ -205,8 +205,13 @@ def msmarco(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
 def rgb_triples(data_dir: Path) -> list[tuple[str, str, int]]:
     """Every RGB Chinese (query, passage, label) in file order: 1 if the passage contains
     the answer, 0 if it is related but does not."""
+    return _triples(read_rows(data_dir / "rgb_zh_refine.jsonl"))
+
+
+def _triples(rows: Sequence[dict[str, Any]]) -> list[tuple[str, str, int]]:
+    """The (query, passage, label) of RGB ``rows`` (see :func:`rgb_triples`)."""
     triples = []
-    for row in read_rows(data_dir / "rgb_zh_refine.jsonl"):
+    for row in rows:
         triples += [(row["query"], p, 1) for p in row["positive"]] + [(row["query"], p, 0) for p in row["negative"]]
     return triples
 
@@ -215,17 +220,19 @@ def rgb(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
     """Chinese context relevance (``limit``: passages): positive passages contain the
     answer, negative ones are related but do not; and Chinese faithfulness, easy
     (:func:`rgb_faithfulness`) and minimally edited (:func:`rgb_faithfulness_edits`),
-    ``limit``: questions."""
+    ``limit``: questions; and Chinese answer correctness (:func:`rgb_answer_correctness`). The
+    file is read once for all of them."""
+    rows = read_rows(data_dir / "rgb_zh_refine.jsonl")
     return [
-        _relevance_task("rgb/context_relevance", rgb_triples(data_dir), limit, seed, "rgb"),
-        *rgb_faithfulness(data_dir, limit, seed),
-        *rgb_faithfulness_edits(data_dir, limit, seed),
-        rgb_answer_correctness(data_dir, limit, seed),
+        _relevance_task("rgb/context_relevance", _triples(rows), limit, seed, "rgb"),
+        *rgb_faithfulness(rows, limit, seed),
+        *rgb_faithfulness_edits(rows, limit, seed),
+        rgb_answer_correctness(rows, limit, seed),
     ]
 
 
-def rgb_faithfulness(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
-    """Chinese groundedness (``limit``: questions). A question's first gold answer is the
+def rgb_faithfulness(rows: list[dict[str, Any]], limit: int | None, seed: int) -> list[Task]:
+    """Chinese groundedness (``limit``: questions of the RGB ``rows``). A question's first gold answer is the
     response, judged once against one of its positive passages (label 1: the passage
     gives the answer) and once against one of its negative passages (label 0: on the
     topic, without the answer), each drawn with the seed and the question's id. In RGB
@@ -233,7 +240,7 @@ def rgb_faithfulness(data_dir: Path, limit: int | None, seed: int) -> list[Task]
     negative one does, so this checks that the Chinese path works rather than judging a
     hard case; ``embedding_groundedness`` runs beside it."""
     samples, units = [], []
-    for row in draw(read_rows(data_dir / "rgb_zh_refine.jsonl"), limit, seed):
+    for row in draw(rows, limit, seed):
         answer = row["answer"][0]
         while isinstance(answer, list):  # a list of accepted spellings: the first
             answer = answer[0]
@@ -251,14 +258,13 @@ def rgb_faithfulness(data_dir: Path, limit: int | None, seed: int) -> list[Task]
     ]
 
 
-def rgb_faithfulness_edits(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
-    """Chinese faithfulness on minimal edits (``limit``: questions, two claims each): the
+def rgb_faithfulness_edits(rows: list[dict[str, Any]], limit: int | None, seed: int) -> list[Task]:
+    """Chinese faithfulness on minimal edits (``limit``: questions of the RGB ``rows``, two claims each): the
     claim "<query>：<gold answer>。" against a positive passage that contains the answer
     (label 1), and the same claim with the answer replaced by a wrong one of the same kind
     that the passage never states (label 0), against the same passage
     (:func:`ragmeter.bench.edits.rgb_pairs`). The English twin is
     :func:`~ragmeter.bench.clapnq.clapnq_faithfulness_edits`."""
-    rows = read_rows(data_dir / "rgb_zh_refine.jsonl")
     return edit_tasks("rgb", rgb_pairs(rows, draw(rows, None, seed), limit, seed))
 
 
@@ -267,15 +273,15 @@ def rgb_faithfulness_edits(data_dir: Path, limit: int | None, seed: int) -> list
 LONGEST_SENTENCE = 200
 
 
-def rgb_answer_correctness(data_dir: Path, limit: int | None, seed: int) -> Task:
-    """Chinese answer correctness (``limit``: questions), the twin of ClapNQ's. The reference is
+def rgb_answer_correctness(rows: list[dict[str, Any]], limit: int | None, seed: int) -> Task:
+    """Chinese answer correctness (``limit``: questions of the RGB ``rows``), the twin of ClapNQ's. The reference is
     the claim that the first gold answer answers the question (:func:`~ragmeter.bench.edits.zh_claim`);
     against it, the sentence of a positive passage that holds an accepted answer and shares the
     most characters with the query (correct), and the sentence of a negative passage that shares
     the most characters with the query and holds no accepted answer (wrong: same topic and
     words, not the answer). Questions without both sentences are left out."""
     samples, units = [], []
-    for row in draw(read_rows(data_dir / "rgb_zh_refine.jsonl"), None, seed):
+    for row in draw(rows, None, seed):
         accepted = [s for entry in row["answer"] for s in spellings(entry)]
         right = _nearest_sentence(row["query"], row["positive"], accepted, holds=True)
         wrong = _nearest_sentence(row["query"], row["negative"], accepted, holds=False)
