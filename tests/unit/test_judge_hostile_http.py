@@ -231,7 +231,7 @@ def test_an_ensemble_passes_on_a_prompt_too_long_so_that_the_premise_is_windowed
     yes = json.dumps(chat_reply("Yes")).encode()
     premise = " ".join(f"Fact number {i} is stated here." for i in range(300))
     with raw_server(lambda n: (200, {}, yes)) as url:
-        members = [OpenAIJudge(url, name, api_key=KEY, verdict_mode="single", context_window=600, max_retries=0) for name in "ab"]
+        members = [OpenAIJudge(url, name, api_key=KEY, verdict_mode="single", context_window=600, max_retries=1) for name in "ab"]
         ensemble = EnsembleJudge(members, "mean")
         with pytest.raises(ContextTooLong) as too_long:
             asyncio.run(ensemble.verdicts("supported", {"premise": [premise]}, ["Fact number 3 is stated."], "en"))
