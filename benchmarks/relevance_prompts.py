@@ -29,7 +29,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ragmeter.bench.report import git_commit
-from ragmeter.bench.suites import msmarco_triples, relevance_draw, rgb_triples
+from ragmeter.bench.rgb import rgb_triples
+from ragmeter.bench.suites import msmarco_triples
+from ragmeter.bench.task import relevance_draw
 from ragmeter.judges import prompts
 from ragmeter.judges.local import LocalJudge
 from ragmeter.judges.metering import Usage, metered

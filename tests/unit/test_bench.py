@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ragmeter import Result, Sample, SampleResult, Score
-from ragmeter.bench import clapnq, suites
+from ragmeter.bench import clapnq, rgb, suites
 from ragmeter.bench.runner import measure, unit_score
 from ragmeter.bench.task import Task
 from ragmeter.cli import app
@@ -293,7 +293,7 @@ def test_a_labelled_set_that_is_not_utf8_or_not_json_names_the_file_and_line(tmp
         suites.msmarco(tmp_path, None, 0)
     (tmp_path / "rgb_zh_refine.jsonl").mkdir()
     with pytest.raises(ValueError, match=r"rgb_zh_refine.jsonl: cannot read the labelled set: Is a directory"):
-        suites.rgb_triples(tmp_path)
+        rgb.rgb_triples(tmp_path)
 
 
 def _result(metric, scores):

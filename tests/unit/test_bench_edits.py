@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from ragmeter.bench import edits, suites
+from ragmeter.bench import edits, rgb, suites
 from ragmeter.bench.task import read_rows
 from ragmeter.metrics.claims import sentence_claims
 
@@ -206,7 +206,7 @@ def test_the_edit_sets_are_bench_tasks_with_the_embedding_baseline(tmp_path):
     assert "6 of 7 rows edited" in zh.reference and "3 of 4 rows edited" in en.reference, "unanswerable rows are not counted"
     assert all(s.sample.metadata["edit_kind"] for s in en.dataset)
     # The same questions as the easy Chinese set draws, in its order.
-    easy = suites.rgb_faithfulness(read_rows(tmp_path / "rgb_zh_refine.jsonl"), None, 0)[0]
+    easy = rgb.rgb_faithfulness(read_rows(tmp_path / "rgb_zh_refine.jsonl"), None, 0)[0]
     easy_order = [u["group"].removeprefix("rgb-") for u in easy.units[::2] if u["group"] != "rgb-6"]
     assert [u["group"].removeprefix("rgbe-") for u in zh.units[::2]] == easy_order[:2]
 

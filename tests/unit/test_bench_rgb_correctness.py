@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from ragmeter.bench import suites
+from ragmeter.bench import rgb, suites
 from ragmeter.bench.task import read_rows
 
 ROWS = [
@@ -47,7 +47,7 @@ def samples_of(task):
 
 
 def test_each_kept_question_has_a_sentence_with_the_answer_and_a_related_one_without(tmp_path):
-    task = suites.rgb_answer_correctness(rgb_rows(tmp_path), None, 0)
+    task = rgb.rgb_answer_correctness(rgb_rows(tmp_path), None, 0)
     assert (task.name, task.metric, task.kind) == ("rgb/answer_correctness", "answer_correctness", "binary")
     by_id = samples_of(task)
     assert sorted(by_id) == ["rgbc-0-right", "rgbc-0-wrong", "rgbc-3-right", "rgbc-3-wrong"]
@@ -62,7 +62,7 @@ def test_each_kept_question_has_a_sentence_with_the_answer_and_a_related_one_wit
 
 
 def test_the_limit_counts_kept_questions(tmp_path):
-    task = suites.rgb_answer_correctness(rgb_rows(tmp_path), 1, 0)
+    task = rgb.rgb_answer_correctness(rgb_rows(tmp_path), 1, 0)
     assert len(task.dataset) == 2 and len({u["group"] for u in task.units}) == 1
 
 

@@ -84,7 +84,7 @@ def clapnq(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
 
 
 def clapnq_faithfulness_edits(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
-    """English faithfulness on minimal edits, the twin of :func:`~ragmeter.bench.suites.rgb_faithfulness_edits`
+    """English faithfulness on minimal edits, the twin of :func:`~ragmeter.bench.rgb.rgb_faithfulness_edits`
     (``limit``: answerable questions, two claims each): the human reference answer against
     the gold passage (label 1), and the same answer with one number, date or name that the
     passage states replaced by a wrong one of the same kind that it never states (label 0)

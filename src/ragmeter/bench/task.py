@@ -1,10 +1,12 @@
 """A comparison of a metric with human labels (:class:`Task`), and what the suites of
-:mod:`ragmeter.bench.suites` share to build them: reading a labelled file, a seeded draw.
+:mod:`ragmeter.bench.suites` share to build them: reading a labelled file, a seeded draw, the
+minimal-edit and context relevance tasks.
 """
 
 from __future__ import annotations
 
 import random
+from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -95,3 +97,26 @@ def edit_tasks(suite: str, pairs: Pairs) -> list[Task]:
         Task(f"{suite}/faithfulness_edits", "faithfulness", dataset, pairs.units, "binary", target),
         Task(f"{suite}/embedding_groundedness_edits", "embedding_groundedness", dataset, pairs.units, "binary", "embedding baseline"),
     ]
+
+
+def relevance_draw(triples: list[tuple[str, str, int]], limit: int | None, seed: int) -> list[tuple[str, str, int]]:
+    """The (query, passage, label) triples a relevance task with this ``limit`` and
+    ``seed`` measures, before duplicates of a query's passage are dropped."""
+    return draw(triples, limit, seed)
+
+
+def relevance_task(name: str, triples: list[tuple[str, str, int]], limit: int | None, seed: int, prefix: str) -> Task:
+    """Context relevance on (query, passage, label) ``triples`` (``limit``: passages, drawn by
+    :func:`relevance_draw`): the passages of one query are the retrieved contexts of one sample
+    (ids start with ``prefix``), and each passage is a unit judged against the query."""
+    chosen = relevance_draw(triples, limit, seed)
+    by_query: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    for query, passage, label in chosen:
+        if passage not in {p for p, _ in by_query[query]}:
+            by_query[query].append((passage, label))
+    samples, units = [], []
+    for number, (query, passages) in enumerate(sorted(by_query.items())):
+        sample_id = f"{prefix}-{number}"
+        samples.append({"id": sample_id, "user_input": query, "retrieved_contexts": [p for p, _ in passages]})
+        units += [{"sample": sample_id, "label": label, "group": sample_id, "part": index} for index, (_, label) in enumerate(passages)]
+    return Task(name, "context_relevance", load_dataset(samples), units, "binary", "ROC-AUC target 0.85")
