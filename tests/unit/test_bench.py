@@ -208,7 +208,9 @@ def test_a_task_runs_its_metric_with_its_parameters():
 
 
 def test_clapnq_builds_precision_recall_correctness_and_answerability(data_dir):
-    precision, precision_nr, recall, entity_recall, correctness, relevancy, answerability, *edits = clapnq.clapnq(data_dir, None, 0)
+    precision, precision_nr, recall, entity_recall, correctness, utilization, relevancy, answerability, *edits = clapnq.clapnq(
+        data_dir, None, 0
+    )
     assert [t.name for t in edits] == ["clapnq/faithfulness_edits", "clapnq/embedding_groundedness_edits"]
     assert [s.sample for s in precision_nr.dataset] == [s.sample for s in precision.dataset]
     assert precision_nr.units is precision.units
@@ -228,6 +230,16 @@ def test_clapnq_builds_precision_recall_correctness_and_answerability(data_dir):
         topic = unit["group"].removeprefix("cq-c")
         wanted = [2, 3] if unit["label"] == 0 else [0, 1]  # the passage's other sentences are the wrong answer
         assert responses[unit["sample"]] == " ".join(f"Topic {topic} sentence {k}." for k in wanted)
+    # Context utilization: the same responses and labels, with the gold passage retrieved.
+    assert (utilization.name, utilization.metric, utilization.units) == (
+        "clapnq/context_utilization",
+        "context_utilization",
+        correctness.units,
+    )
+    for loaded in utilization.dataset:
+        topic = loaded.key.removeprefix("cq-c")[0]
+        assert loaded.sample.response == responses[loaded.key]
+        assert loaded.sample.retrieved_contexts == [f"Topic {topic} sentence {k}." for k in range(4)]
     assert sorted(u["label"] for u in answerability.units) == [0, 0, 0, 1, 1, 1]
     for loaded in precision.dataset:
         gold = [u for u in precision.units if u["sample"] == loaded.key and u["label"] == 1]
@@ -379,6 +391,8 @@ def test_a_set_or_one_of_its_tasks_can_be_chosen(data_dir):
         "rgb/faithfulness_edits",
         "rgb/embedding_groundedness_edits",
         "rgb/answer_correctness",
+        "rgb/noise_sensitivity",
+        "rgb/noise_sensitivity(irrelevant)",
         "clapnq/answerability",
     ]
     with pytest.raises(ValueError, match="set clapnq has no task clapnq/nothing; its tasks: clapnq/context_precision"):

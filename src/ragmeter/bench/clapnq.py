@@ -47,7 +47,9 @@ def clapnq(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
     unanswerable = draw([r for r in rows if not r["answerable"]], None if limit is None else limit // 2, seed)
     rng = random.Random(seed)
     noise_pool = [s for r in rows for s in r["passage_sentences"]]
-    built: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {k: ([], []) for k in ("precision", "recall", "correctness")}
+    built: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {
+        k: ([], []) for k in ("precision", "recall", "correctness", "utilization")
+    }
     for row in answerable:
         _clapnq_units(row, noise_pool, rng, built)
     answerability: tuple[list[dict[str, Any]], list[dict[str, Any]]] = ([], [])
@@ -75,6 +77,13 @@ def clapnq(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
             built["correctness"],
             "binary",
             "gold sentences vs the passage's other sentences",
+        ),
+        (
+            "clapnq/context_utilization",
+            "context_utilization",
+            built["utilization"],
+            "binary",
+            "gold sentences vs the passage's other sentences, the gold passage retrieved",
         ),
         ("clapnq/answer_relevancy", "answer_relevancy", relevancy_pairs(answerable), "binary", "own human answer vs another question's"),
         ("clapnq/answerability", "negative_rejection", answerability, "binary", "answerable vs unanswerable questions"),
@@ -148,7 +157,9 @@ def _clapnq_units(
     others_in_passage = [s for s in row["passage_sentences"] if s not in set(gold)][: len(gold)]
     responses = [("right", " ".join(gold), 1)] + ([("wrong", " ".join(others_in_passage), 0)] if others_in_passage else [])
     for suffix, response, label in responses:
-        built["correctness"][0].append(
-            {"id": f"{sample_id}-{suffix}", "user_input": row["question"], "response": response, "reference": row["reference_answer"]}
-        )
-        built["correctness"][1].append({"sample": f"{sample_id}-{suffix}", "label": label, "group": sample_id, "part": None})
+        sample = {"id": f"{sample_id}-{suffix}", "user_input": row["question"], "response": response, "reference": row["reference_answer"]}
+        built["correctness"][0].append(sample)
+        # The same responses with the gold passage retrieved: does the response use what it holds?
+        built["utilization"][0].append({**sample, "retrieved_contexts": row["passage_sentences"]})
+        for kind in ("correctness", "utilization"):
+            built[kind][1].append({"sample": f"{sample_id}-{suffix}", "label": label, "group": sample_id, "part": None})

@@ -1,6 +1,6 @@
 """RGB zh (Chinese queries, gold answers, passages that hold the answer and passages that only
 look related) turned into benchmark tasks: context relevance, faithfulness (easy and on
-minimal edits) and answer correctness.
+minimal edits), answer correctness and noise sensitivity.
 
 The file is read once for all of them (:func:`rgb`); each builder takes its rows.
 """
@@ -26,14 +26,15 @@ def rgb(data_dir: Path, limit: int | None, seed: int) -> list[Task]:
     """Chinese context relevance (``limit``: passages): positive passages contain the
     answer, negative ones are related but do not; and Chinese faithfulness, easy
     (:func:`rgb_faithfulness`) and minimally edited (:func:`rgb_faithfulness_edits`),
-    and answer correctness (:func:`rgb_answer_correctness`), ``limit``: questions. The file is read
-    once for all of them."""
+    answer correctness (:func:`rgb_answer_correctness`) and noise sensitivity
+    (:func:`rgb_noise_sensitivity`), ``limit``: questions. The file is read once for all of them."""
     rows = read_rows(data_dir / "rgb_zh_refine.jsonl")
     return [
         relevance_task("rgb/context_relevance", _triples(rows), limit, seed, "rgb"),
         *rgb_faithfulness(rows, limit, seed),
         *rgb_faithfulness_edits(rows, limit, seed),
         rgb_answer_correctness(rows, limit, seed),
+        *rgb_noise_sensitivity(rows, limit, seed),
     ]
 
 
@@ -110,6 +111,69 @@ def rgb_answer_correctness(rows: list[dict[str, Any]], limit: int | None, seed: 
             break
     reference = "a sentence giving the gold answer vs a related one that does not"
     return Task("rgb/answer_correctness", "answer_correctness", load_dataset(samples), units, "binary", reference)
+
+
+def rgb_noise_sensitivity(rows: list[dict[str, Any]], limit: int | None, seed: int) -> list[Task]:
+    """Chinese noise sensitivity (``limit``: questions of the RGB ``rows``, three responses each). The
+    retrieved contexts are a positive passage and a negative one; the reference is the claim that
+    the first gold answer answers the question (:func:`~ragmeter.bench.edits.zh_claim`). The
+    responses, each the sentence that shares the most characters with the query among:
+
+    - *right*: the positive passage's sentences that hold an accepted answer (label 0 in both tasks);
+    - *relevant noise*: that passage's sentences that hold none (label 1 in
+      ``rgb/noise_sensitivity``, whose default mode counts wrong claims taken from a relevant chunk);
+    - *irrelevant noise*: the negative passage's sentences that hold none (label 1 in
+      ``rgb/noise_sensitivity(irrelevant)``).
+
+    Label 1 means the response repeats the noise, and a higher score means more noise taken in.
+    Both tasks judge the same samples, so the second is answered from the cache. Questions
+    without all three sentences are left out."""
+    samples, relevant_units, irrelevant_units = [], [], []
+    for row in draw(rows, None, seed):
+        accepted = [s for entry in row["answer"] for s in spellings(entry)]
+        right = _nearest_sentence(row["query"], row["positive"], accepted, holds=True)
+        irrelevant = _nearest_sentence(row["query"], row["negative"], accepted, holds=False)
+        relevant = None if right is None else _nearest_sentence(row["query"], [right[1]], accepted, holds=False)
+        if right is None or irrelevant is None or relevant is None:
+            continue
+        group, reference = f"rgbn-{row['id']}", zh_claim(row["query"], accepted[0])
+        contexts = [right[1], irrelevant[1]]
+        for suffix, (response, _) in (("right", right), ("relevant", relevant), ("irrelevant", irrelevant)):
+            samples.append(
+                {
+                    "id": f"{group}-{suffix}",
+                    "user_input": row["query"],
+                    "response": response,
+                    "reference": reference,
+                    "retrieved_contexts": contexts,
+                }
+            )
+        for units, noisy in ((relevant_units, "relevant"), (irrelevant_units, "irrelevant")):
+            units += [
+                {"sample": f"{group}-{suffix}", "label": int(suffix == noisy), "group": group, "part": None} for suffix in ("right", noisy)
+            ]
+        if limit is not None and len(samples) >= 3 * limit:
+            break
+    dataset = load_dataset(samples)
+    return [
+        Task(
+            "rgb/noise_sensitivity",
+            "noise_sensitivity",
+            dataset,
+            relevant_units,
+            "binary",
+            "answer sentence vs a sentence of its passage without it",
+        ),
+        Task(
+            "rgb/noise_sensitivity(irrelevant)",
+            "noise_sensitivity",
+            dataset,
+            irrelevant_units,
+            "binary",
+            "answer sentence vs a sentence of a related passage without it",
+            {"mode": "irrelevant"},
+        ),
+    ]
 
 
 def _nearest_sentence(query: str, passages: Sequence[str], answers: Sequence[str], holds: bool) -> tuple[str, str] | None:

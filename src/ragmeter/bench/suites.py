@@ -13,8 +13,8 @@ The sets (see the data folder's README for their provenance and licences):
   correctness; semantic similarity).
 - ``clapnq``: questions with a gold passage, annotator-selected answer sentences and a
   human answer; half are unanswerable (context precision with and without a reference,
-  context and entity recall, answer correctness and relevancy, recognising unanswerable
-  questions; faithfulness of minimally edited human answers).
+  context and entity recall, answer correctness and relevancy, context utilization,
+  recognising unanswerable questions; faithfulness of minimally edited human answers).
 - ``msmarco``: query and passage, relevant or hard negative (context relevance).
 - ``rgb``: Chinese queries with passages that contain the answer or only look related
   (Chinese context relevance and faithfulness; faithfulness of minimally edited answers,

@@ -1,14 +1,17 @@
-"""The Chinese answer correctness task built from RGB rows (``rgb/answer_correctness``), on
-rows written here."""
+"""The Chinese answer correctness and noise sensitivity tasks built from RGB rows
+(``rgb/answer_correctness``, ``rgb/noise_sensitivity``), on rows written here."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
+from test_llm_double import FixedVectors, ScriptedJudge, core, premise_text
 
 from ragmeter.bench import rgb, suites
+from ragmeter.bench.runner import run_task
 from ragmeter.bench.task import read_rows
+from ragmeter.judges import BatchingEmbedder, Judges
 
 ROWS = [
     {
@@ -73,3 +76,33 @@ def test_a_set_whose_file_lacks_a_field_is_named_with_the_field(tmp_path):
         handle.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
     with pytest.raises(ValueError, match=r"set rgb: a row of its file in .* has no field 'negative'"):
         suites.bench_tasks(["rgb"], tmp_path, None, 0)
+
+
+def test_noise_sensitivity_has_an_answer_sentence_and_noise_from_each_kind_of_passage(tmp_path):
+    relevant, irrelevant = rgb.rgb_noise_sensitivity(rgb_rows(tmp_path), None, 0)
+    assert (relevant.name, relevant.metric, relevant.params) == ("rgb/noise_sensitivity", "noise_sensitivity", {})
+    assert (irrelevant.name, irrelevant.params) == ("rgb/noise_sensitivity(irrelevant)", {"mode": "irrelevant"})
+    by_id = samples_of(relevant)
+    # Question 3's positive passage has no sentence without the answer: left out, as are 1 and 2.
+    assert sorted(by_id) == ["rgbn-0-irrelevant", "rgbn-0-relevant", "rgbn-0-right"]
+    assert by_id["rgbn-0-right"].response == "北河大桥于2019年正式通车。"
+    assert by_id["rgbn-0-relevant"].response == "北河大桥全长两公里。"
+    assert by_id["rgbn-0-irrelevant"].response == "北河大桥通车仪式很隆重。"
+    # Both passages the responses come from are retrieved, and every response has the same reference.
+    assert {tuple(s.retrieved_contexts) for s in by_id.values()} == {(ROWS[0]["positive"][0], ROWS[0]["negative"][0])}
+    assert {s.reference for s in by_id.values()} == {"北河大桥哪年通车：2019年。"}
+    assert [(u["sample"], u["label"]) for u in relevant.units] == [("rgbn-0-right", 0), ("rgbn-0-relevant", 1)]
+    assert [(u["sample"], u["label"]) for u in irrelevant.units] == [("rgbn-0-right", 0), ("rgbn-0-irrelevant", 1)]
+
+
+def test_noise_sensitivity_tasks_score_the_noise_they_label(tmp_path):
+    # A stand-in judge: a text supports a claim it contains, or that shares the gold answer with it.
+    def rule(task, shared, item):
+        premise = premise_text(shared)
+        return float(core(item) in premise or ("2019年" in item and "2019年" in premise))
+
+    judges = Judges(llm=ScriptedJudge(rule=rule), embedder=BatchingEmbedder(FixedVectors({})))
+    for task in rgb.rgb_noise_sensitivity(rgb_rows(tmp_path), None, 0):
+        measured = run_task(task, judges, progress=False)
+        assert [(u["score"], u["label"]) for u in measured.units] == [(0.0, 0), (1.0, 1)], task.name
+        assert measured.statistics["roc_auc"]["value"] == 1.0
