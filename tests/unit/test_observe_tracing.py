@@ -51,6 +51,41 @@ def test_a_score_that_is_no_number_is_recorded_as_unknown_never_raised_into_the_
     assert [c.score for c in sink[0].contexts] == [None, None, 0.5, None]
 
 
+def test_a_value_a_field_cannot_hold_is_not_recorded_and_named_once_never_raised_into_the_application(sink, caplog):
+    """``set`` recorded any value: a number as the model, ``"812"`` as a token count; the store
+    kept them and the monitor and ``traces export`` then refused the whole trace."""
+
+    @ragmeter.trace
+    def answer(question):
+        observe.current_span().set(model=4, prompt_tokens="812", completion_tokens=64.0, cost_usd="0.1", response=["a"], user="u")
+        return "The answer."
+
+    with caplog.at_level(logging.WARNING, logger="ragmeter.observe"):
+        assert answer("q") == "The answer." and answer("q") == "The answer."
+    first, second = sink
+    assert (first.model, first.prompt_tokens, first.completion_tokens, first.cost_usd) == (None, None, 64, None)
+    assert first.response == "The answer." and first.attributes == {"user": "u"}  # the returned text, not the list
+    assert SpanRecord.from_dict(json.loads(json.dumps(second.to_dict()))) == second  # a store or an export reads it back
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 4, said  # once per field, not once per request
+    assert "Span.set: 'prompt_tokens' takes a whole number from 0 to 2147483647, got '812'; it is not recorded" in said[1]
+    assert "'model' takes a text (str), got 4" in said[0] and "'cost_usd' takes a finite number, got '0.1'" in said[2]
+
+
+def test_contexts_that_are_no_texts_are_left_out_with_their_ids_and_scores_and_named(sink, caplog):
+    class Document:
+        page_content = "text"
+
+    with caplog.at_level(logging.WARNING, logger="ragmeter.observe"), ragmeter.span("retrieve", kind="RETRIEVER") as step:
+        step.retrieved(["a", Document(), "c"], ids=[1, 2, 3], scores=[0.9, 0.8, 0.7])
+    with ragmeter.span("one text") as alone, ragmeter.span("by set") as by_set:
+        alone.retrieved("one whole passage")
+        by_set.set(contexts=("x", "y"))
+    assert [(c.text, c.id, c.score) for c in sink[0].contexts] == [("a", "1", 0.9), ("c", "3", 0.7)]
+    assert [c.text for c in sink[1].contexts] == ["x", "y"] and [c.text for c in sink[2].contexts] == ["one whole passage"]
+    assert "Span.retrieved: text 1 is no text (str) but <" in caplog.text and "it is not recorded" in caplog.text
+
+
 def test_return_values_pass_through_untouched(sink):
     returned = {"answer": "Yes.", "contexts": ["c1", "c2"], "extra": object()}
 

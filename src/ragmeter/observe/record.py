@@ -20,6 +20,37 @@ MAX_TOKENS = 2**31 - 1
 #: Most characters of a span's ids and kind: what the store's columns hold (PostgreSQL refuses
 #: longer values, and with them the whole import; SQLite does not check).
 STORED_LENGTHS = {"trace_id": 64, "span_id": 64, "parent_id": 64, "kind": 16}
+#: The fields an application sets with ``Span.set``, and what each takes.
+SETTABLE = {
+    "question": "a text (str)",
+    "response": "a text (str)",
+    "model": "a text (str)",
+    "prompt_tokens": f"a whole number from 0 to {MAX_TOKENS}",
+    "completion_tokens": f"a whole number from 0 to {MAX_TOKENS}",
+    "cost_usd": "a finite number",
+}
+
+
+def settable_value(key: str, value: Any) -> Any:
+    """``value`` as the field ``key`` of :data:`SETTABLE` holds it (``None`` clears the field; a
+    token count of 812.0 is 812).
+
+    Raises:
+        ValueError: The field cannot hold ``value`` (a number as ``model``, ``"812"`` or 12.5 as a
+            token count); the message says what the field takes and what it was given.
+    """
+    if value is None:
+        return None
+    if key in ("question", "response", "model"):
+        fits = isinstance(value, str)
+    else:
+        fits = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        if fits and key != "cost_usd":
+            fits = value == int(value) and 0 <= value <= MAX_TOKENS
+            value = int(value) if fits else value
+    if not fits:
+        raise ValueError(f"'{key}' takes {SETTABLE[key]}, got {describe_briefly(value)}")
+    return float(value) if key == "cost_usd" else value
 
 
 @dataclass

@@ -32,8 +32,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar, overload
 
+from ragmeter.data.issues import describe_briefly
 from ragmeter.observe.otel import OtelBridge, load_bridge
-from ragmeter.observe.record import SPAN_KINDS, RetrievedContext, SpanRecord
+from ragmeter.observe.record import SETTABLE, SPAN_KINDS, RetrievedContext, SpanRecord, settable_value
 from ragmeter.observe.sinks import JsonlSink, StoreSink
 from ragmeter.observe.streaming import trace_async_generator, trace_generator
 
@@ -59,6 +60,7 @@ class _Settings:
         self.owned: list[JsonlSink | StoreSink] = []
         self.failed: set[int] = set()
         self.dropped = 0
+        self.warned: set[str] = set()
         self.otel: OtelBridge | None = None
         self.otel_loaded = False
 
@@ -99,7 +101,7 @@ def configure(
         owned.append(StoreSink(store, embed_questions=embed_questions))
     _settings.owned = owned
     _settings.sinks = [*owned, *sinks]
-    _settings.failed = set()
+    _settings.failed, _settings.warned = set(), set()
     _settings.otel = load_bridge() if otel else None
     _settings.otel_loaded = True
 
@@ -157,15 +159,27 @@ class Span:
         _emit(self.record)
 
     def set(self, **values: Any) -> Span:
-        """Set fields of the record: ``question``, ``response``, ``model``, ``prompt_tokens``,
-        ``completion_tokens``, ``cost_usd``, ``kind``; other names become attributes.
-        Returns the span."""
+        """Set fields of the record: ``question``, ``response``, ``model`` (texts),
+        ``prompt_tokens``, ``completion_tokens`` (whole numbers), ``cost_usd`` (a number),
+        ``kind``, ``contexts`` (as :meth:`retrieved` takes texts); other names become attributes.
+        A value the field cannot hold (a number as ``model``, ``"812"`` as a token count) is not
+        recorded and a warning naming the field is logged (once per field): the application's
+        request never fails for what it traces. Returns the span.
+
+        Raises:
+            ValueError: ``kind`` is not one of :data:`~ragmeter.observe.record.SPAN_KINDS`.
+        """
         for key, value in values.items():
-            if key in ("question", "response", "model", "prompt_tokens", "completion_tokens", "cost_usd", "kind"):
-                if key == "kind" and value not in SPAN_KINDS:
-                    raise ValueError(f"kind must be one of {', '.join(SPAN_KINDS)}, got {value!r}")
-                setattr(self.record, key, value)
-                self._explicit.add(key)
+            if key == "kind" and value not in SPAN_KINDS:
+                raise ValueError(f"kind must be one of {', '.join(SPAN_KINDS)}, got {value!r}")
+            if key == "contexts":
+                self.retrieved(value)
+            elif key in SETTABLE or key == "kind":
+                try:
+                    setattr(self.record, key, value if key == "kind" else settable_value(key, value))
+                    self._explicit.add(key)
+                except ValueError as exc:
+                    _warn_once(key, f"Span.set: {exc}; it is not recorded")
             else:
                 self.record.attributes[key] = value
         return self
@@ -174,21 +188,34 @@ class Span:
         """Record the retrieved contexts, best first.
 
         Args:
-            texts: The texts given to the model.
+            texts: The texts given to the model. One text alone is one context; an item that is
+                no text (a document object, a number) is left out with its id and score, and a
+                warning naming its position is logged (once): it would be scored as its ``repr``.
             ids: Their document or chunk identifiers (same order), when known.
             scores: The retriever's scores (same order), when known; one that is not a
                 finite number (``None``, NaN, a text) is recorded as unknown.
+
+        Raises:
+            ValueError: ``ids`` or ``scores`` do not have one item per text.
         """
+        try:
+            texts = [texts] if isinstance(texts, str) else list(texts)
+        except TypeError:
+            _warn_once("contexts", f"Span.retrieved: the texts must be a list of texts, got {describe_briefly(texts)}; not recorded")
+            return self
         for name, values in (("ids", ids), ("scores", scores)):
             if values is not None and len(values) != len(texts):
                 raise ValueError(f"{len(texts)} texts but {len(values)} {name}")
+        for i, text in ((i, t) for i, t in enumerate(texts) if not isinstance(t, str)):
+            _warn_once("contexts", f"Span.retrieved: text {i} is no text (str) but {describe_briefly(text)}; it is not recorded")
         self.record.contexts = [
             RetrievedContext(
-                text=str(text),
+                text=text,
                 id=None if ids is None else str(ids[i]),
                 score=None if scores is None else _score(scores[i]),
             )
             for i, text in enumerate(texts)
+            if isinstance(text, str)
         ]
         self._explicit.add("contexts")
         return self
@@ -197,6 +224,14 @@ class Span:
         """Set ``key`` (a field of the record) to ``value`` unless the application set it or ``value`` is ``None``."""
         if key not in self._explicit and value is not None:
             setattr(self.record, key, value)
+
+
+def _warn_once(key: str, message: str) -> None:
+    """Log ``message`` (a value of the field ``key`` that tracing cannot record) the first time
+    the field has one in this process, not once per request."""
+    if key not in _settings.warned:
+        _settings.warned.add(key)
+        log.warning("ragmeter tracing: %s (said once per field)", message)
 
 
 def _score(value: Any) -> float | None:
