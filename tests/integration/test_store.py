@@ -124,6 +124,22 @@ def test_spans_are_stored_once_and_read_back(store):
     assert store.spans() == spans[::-1]
 
 
+def test_a_span_whose_id_postgresql_cannot_hold_is_named_and_skipped_not_its_batch(store, caplog):
+    """PostgreSQL refused a 65-character trace id, and with it the whole batch: 500 requests of
+    the application's store sink, which (unlike ``traces import``) did not check the lengths."""
+    spans = [
+        SpanRecord(trace_id=t, span_id="s" * 16, name="rag", started_at="2026-11-01T00:00:00.000+00:00")
+        for t in ("a" * 32, "t" * 65, "b" * 32)
+    ]
+    with caplog.at_level("WARNING", logger="ragmeter.store"):
+        added = store.add_spans(spans)
+    if store.engine.dialect.name == "sqlite":  # it holds any length
+        assert added == (3, 0) and not caplog.text
+    else:
+        assert added == (2, 0) and {s.trace_id for s in store.spans()} == {"a" * 32, "b" * 32}
+        assert "1 span(s) not stored" in caplog.text and "'trace_id' 'tttt" in caplog.text and "is 65 characters" in caplog.text
+
+
 def test_a_span_with_uuid_ids_is_stored_and_read_back(store):
     """Schema 0005: ids of up to 64 characters. PostgreSQL refused a UUID trace id (36 characters)
     in a column of 32, and with it the whole batch of spans."""

@@ -173,6 +173,24 @@ def test_a_span_whose_id_or_kind_a_postgresql_column_cannot_hold_is_named_and_sk
     assert exported.exit_code == 0 and "skipped" not in exported.output  # no store: any id is a sample's id
 
 
+def test_the_store_names_and_skips_a_span_whose_id_its_columns_cannot_hold_not_the_whole_batch(tmp_path, caplog):
+    """Only ``traces import`` checked the lengths: the application's store sink (or a library
+    user's ``add_spans``) gave PostgreSQL a 65-character id, and it refused the whole batch."""
+    spans = traces(3)
+    spans[2].trace_id = spans[3].trace_id = "t" * 65  # the second request's two spans
+    store = RunStore.open(str(tmp_path / "runs.db"))
+    store.checks_lengths = True  # as on PostgreSQL (SQLite holds any length: tests/integration/test_store.py)
+    try:
+        with caplog.at_level("WARNING", logger="ragmeter.store"):
+            assert store.add_spans(spans) == (4, 0)
+        assert {span.trace_id for span in store.trace_spans()} == {spans[0].trace_id, spans[4].trace_id}
+    finally:
+        store.close()
+    said = " ".join(caplog.text.split())
+    assert f"2 span(s) not stored, an id or the kind too long for the store; e.g. span '{spans[2].span_id}' of trace 'tttt" in said
+    assert "'trace_id' 'tttt" in said and "is 65 characters; the store holds 64" in said
+
+
 def test_a_nul_character_in_a_span_is_stored_as_the_replacement_character(tmp_path):
     """PostgreSQL's text cannot hold NUL: one span with one refused the whole batch, a file's
     import ('unexpected error: DataError') or 500 requests of the application's store sink."""

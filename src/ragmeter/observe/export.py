@@ -15,7 +15,7 @@ from ragmeter.data.encodings import file_hint, invalid_utf8, unicode_bom, unmark
 from ragmeter.data.files import json_object
 from ragmeter.data.issues import InputIssue, describe_briefly
 from ragmeter.data.schema import Sample
-from ragmeter.observe.record import STORED_LENGTHS, SpanRecord
+from ragmeter.observe.record import SpanRecord, too_long
 
 
 class TraceFileError(ValueError):
@@ -100,10 +100,9 @@ def _span_of(raw: bytes) -> SpanRecord:
 def _check_lengths(span: SpanRecord) -> None:
     """Raise ValueError (naming the key) when an id or the kind of ``span`` is longer than the
     store's column holds."""
-    for key, most in STORED_LENGTHS.items():
-        value = getattr(span, key)
-        if value is not None and len(value) > most:
-            raise ValueError(f"not a valid span: '{key}' {describe_briefly(value)} is {len(value)} characters; the store holds {most}")
+    problem = too_long(span)
+    if problem is not None:
+        raise ValueError(f"not a valid span: {problem}")
 
 
 def utc_time(text: str) -> str:

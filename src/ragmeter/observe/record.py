@@ -31,6 +31,16 @@ SETTABLE = {
 }
 
 
+def too_long(record: SpanRecord) -> str | None:
+    """Why the store's columns cannot hold ``record`` (an id or its kind longer than
+    :data:`STORED_LENGTHS`, naming the key), or ``None`` when they can."""
+    for key, most in STORED_LENGTHS.items():
+        value = getattr(record, key)
+        if value is not None and len(value) > most:
+            return f"'{key}' {describe_briefly(value)} is {len(value)} characters; the store holds {most}"
+    return None
+
+
 def settable_value(key: str, value: Any) -> Any:
     """``value`` as the field ``key`` of :data:`SETTABLE` holds it (``None`` clears the field; a
     token count of 812.0 is 812).

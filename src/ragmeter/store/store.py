@@ -31,6 +31,7 @@ from ragmeter.observe.record import SpanRecord
 from ragmeter.results import Result, SampleResult
 from ragmeter.store import schema
 from ragmeter.store.database import StoreError, open_engine
+from ragmeter.store.span_rows import span_row, storable
 
 #: Rows written per statement.
 BATCH = 1000
@@ -47,6 +48,9 @@ class RunStore:
 
     def __init__(self, engine: Engine):
         self.engine = engine
+        #: Whether spans are checked against the columns' lengths before storing: PostgreSQL
+        #: refuses a longer value, SQLite does not.
+        self.checks_lengths = engine.dialect.name != "sqlite"
 
     @classmethod
     def open(cls, store: str) -> RunStore:
@@ -213,6 +217,9 @@ class RunStore:
         batch of :data:`BATCH` spans is its own transaction: an import of a large file that is
         interrupted keeps what it stored (run again, the rest is added), and the store's other
         writers (the application's store sink, the monitor) wait for one batch, not the file.
+        On PostgreSQL, a span with an id or kind longer than its column holds
+        (:data:`~ragmeter.observe.record.STORED_LENGTHS`) is skipped with a warning naming it and
+        the key (the database refused the whole batch for it); SQLite holds any length.
 
         Returns:
             How many were added and how many were already there.
@@ -220,13 +227,14 @@ class RunStore:
         added = present = 0
         columns = schema.spans.c
         for batch in _batches(iter(records), BATCH):
+            batch = storable(batch, checks_lengths=self.checks_lengths)
             with self.engine.begin() as connection:
                 keys = {(r.trace_id, r.span_id) for r in batch}
                 query = select(columns.trace_id, columns.span_id).where(columns.trace_id.in_({k[0] for k in keys}))
                 stored = {tuple(r) for r in connection.execute(query)}
                 fresh = {(r.trace_id, r.span_id): r for r in batch if (r.trace_id, r.span_id) not in stored}
                 if fresh:
-                    connection.execute(insert(schema.spans), [_span_row(r) for r in fresh.values()])
+                    connection.execute(insert(schema.spans), [span_row(r) for r in fresh.values()])
             added += len(fresh)
             present += len(batch) - len(fresh)
         return added, present
@@ -349,24 +357,6 @@ def _attach_score(item: SampleResult, row: Any) -> None:
         item.seconds[row.metric_id] = row.seconds
     if row.usage is not None:
         item.usage[row.metric_id] = Usage.from_dict(row.usage)
-
-
-def _span_row(record: SpanRecord) -> dict[str, Any]:
-    data = _without_nul(jsonable(record.to_dict()))
-    return {**{c.name: None for c in schema.spans.columns}, "contexts": [], "attributes": {}, **data}
-
-
-def _without_nul(value: Any) -> Any:
-    """``value`` (JSON) with each NUL character of its strings, keys too, replaced by U+FFFD, the
-    replacement character: PostgreSQL's text cannot hold one and refused the whole batch of spans
-    for it (a file's import, or the application's store sink, 500 requests at a time)."""
-    if isinstance(value, str):
-        return value.replace("\x00", "\ufffd")
-    if isinstance(value, dict):
-        return {_without_nul(k): _without_nul(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_without_nul(v) for v in value]
-    return value
 
 
 def detect_commit(directory: str | Path = ".") -> str | None:
