@@ -468,6 +468,44 @@ def test_a_store_that_fails_drops_spans_with_a_warning_and_the_application_goes_
     assert sink.failed == 1 and "1 span(s) not stored" in caplog.text
 
 
+def test_the_store_sink_holds_a_batch_while_the_store_is_locked_and_drops_it_only_when_closed_past_its_timeout(tmp_path, caplog):
+    """A SQLite store that another writer (a large ``traces import``) held locked past the busy
+    timeout made the sink drop its batch: up to 500 requests lost for a lock that then passed."""
+    import sqlite3
+
+    from sqlalchemy.exc import OperationalError
+
+    from ragmeter.observe.sinks import StoreSink
+
+    sink = StoreSink(str(tmp_path / "r.db"), batch=2)
+    write, refusals = sink.store.add_spans, iter(range(2))
+
+    def locked_twice(spans):
+        if next(refusals, None) is not None:
+            raise OperationalError("INSERT INTO spans ...", {}, sqlite3.OperationalError("database is locked"))
+        return write(spans)
+
+    sink.store.add_spans = locked_twice
+    observe.configure(sinks=[sink], otel=False)
+    try:
+        with caplog.at_level(logging.WARNING, logger="ragmeter.observe"):
+            assert [ragmeter.trace(lambda question: "fine")(f"q{i}") for i in range(3)] == ["fine"] * 3
+            sink.flush()
+            assert (sink.failed, sink.store.count("spans")) == (0, 3)
+            assert "the store cannot take" in caplog.text and "database is locked" in caplog.text and "INSERT" not in caplog.text
+
+            def locked(spans):
+                raise OperationalError("INSERT", {}, sqlite3.OperationalError("database is locked"))
+
+            sink.store.add_spans = locked
+            for i in range(5):
+                sink(SpanRecord(trace_id="t" * 32, span_id=f"{i:016x}", name="rag", started_at="2026-11-01T00:00:00.000+00:00"))
+            sink.close(timeout=0)  # the application exits while the store is still locked: not held up
+    finally:
+        observe.configure(otel=False)
+    assert sink.failed == 5 and "span(s) not stored (OperationalError: database is locked)" in caplog.text
+
+
 def test_the_langchain_adapter_without_langchain_names_the_extra(monkeypatch):
     import importlib
     import sys

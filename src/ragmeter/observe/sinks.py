@@ -11,6 +11,7 @@ import logging
 import os
 import queue
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,9 @@ from ragmeter.data.files import json_line
 from ragmeter.observe.record import SpanRecord
 
 log = logging.getLogger("ragmeter.observe")
+
+#: Most seconds the store sink waits before trying again a batch the database could not take.
+MOST_WAIT = 5.0
 
 
 class JsonlSink:
@@ -64,9 +68,14 @@ class MemorySink(list[SpanRecord]):
 
 class StoreSink:
     """Writes spans to the run store from a background thread, in batches: the application
-    never waits for the database. A full queue, or a batch the database refuses, drops spans
-    with a warning (never an exception in the application). Spans still queued at exit, or at
-    :meth:`close`, are written first.
+    never waits for the database. A batch that the database cannot take for now (a SQLite store
+    that another writer holds locked past its busy timeout, a PostgreSQL connection lost) is held
+    and tried again, waiting up to :data:`MOST_WAIT` seconds between tries, while new spans queue
+    behind it: at most ``batch`` held plus ``capacity`` queued, and a span arriving to a full
+    queue is dropped, counted by :func:`~ragmeter.observe.dropped_spans` and named in a warning.
+    A batch the database refuses for good is dropped with a warning. Spans still queued at exit,
+    or at :meth:`close`, are written first (see ``close``'s ``timeout``). Never an exception in
+    the application.
 
     Args:
         store: A ``--store`` value: a SQLite file path or a database URL.
@@ -90,6 +99,10 @@ class StoreSink:
         self.batch = batch
         self.failed = 0
         self._queue: queue.Queue[SpanRecord | None] = queue.Queue(maxsize=capacity)
+        self._wake = threading.Event()
+        self._deadline: float | None = None
+        self._gave_up = False
+        self._abandoned = 0
         self._thread = threading.Thread(target=self._write_loop, name="ragmeter-store-sink", daemon=True)
         self._thread.start()
         atexit.register(self.close)
@@ -98,7 +111,10 @@ class StoreSink:
         try:
             self._queue.put_nowait(record)
         except queue.Full:
-            raise RuntimeError("the store sink's queue is full: the database is slower than the traffic") from None
+            raise RuntimeError(
+                f"the store sink's queue is full ({self._queue.maxsize} spans): the database is slower than the traffic, "
+                "or has refused writes for a while"
+            ) from None
 
     def _write_loop(self) -> None:
         running = True
@@ -110,29 +126,77 @@ class StoreSink:
                 except queue.Empty:
                     break
             running = None not in pending
-            spans = [p for p in pending if p is not None]
             try:
-                if spans:
-                    self.store.add_spans(spans)
-                if spans and self.encoder is not None:
-                    from ragmeter.store.vectors import embed_questions
-
-                    embed_questions(self.store, self.encoder, trace_ids=[s.trace_id for s in spans if s.parent_id is None])
-            except Exception as exc:
-                self.failed += len(spans)
-                log.warning("ragmeter tracing: %d span(s) not stored (%s: %s)", len(spans), type(exc).__name__, exc)
+                self._write([p for p in pending if p is not None])
             finally:
                 for _ in pending:
                     self._queue.task_done()
+        if self._abandoned:
+            log.warning("ragmeter tracing: %d span(s) queued at close were dropped, the store could not take them", self._abandoned)
+
+    def _write(self, spans: list[SpanRecord]) -> None:
+        """Store ``spans`` (and their questions' vectors): tried again while the database cannot
+        take them for now (until :meth:`close`'s deadline), dropped with a warning otherwise."""
+        wait, tries = 0.1, 0
+        if self._gave_up:  # closing, and the store could not take the batch before: not tried
+            self.failed += len(spans)
+            self._abandoned += len(spans)
+            return
+        while spans:
+            try:
+                self._store(spans)
+                if tries:
+                    log.warning("ragmeter tracing: the store took the %d span(s) held, after %d tries", len(spans), tries + 1)
+                return
+            except Exception as exc:
+                cause = getattr(exc, "orig", None) or exc  # a DBAPIError's text holds the statement and every parameter
+                why = f"{type(exc).__name__}: {' '.join(str(cause).split())[:300]}"
+                if not _for_now(exc) or (self._deadline is not None and time.monotonic() >= self._deadline):
+                    self.failed += len(spans)
+                    log.warning("ragmeter tracing: %d span(s) not stored (%s)", len(spans), why)
+                    self._gave_up = _for_now(exc)  # past close()'s deadline: the spans behind are not tried
+                    return
+                if not tries:
+                    log.warning(
+                        "ragmeter tracing: the store cannot take %d span(s) for now (%s); they are held and tried again", len(spans), why
+                    )
+            tries += 1
+            if self._wake.wait(wait):  # close() cut the wait short: try now, then wait as before
+                self._wake.clear()
+            wait = min(wait * 2, MOST_WAIT)
+
+    def _store(self, spans: list[SpanRecord]) -> None:
+        self.store.add_spans(spans)
+        if self.encoder is not None:
+            from ragmeter.store.vectors import embed_questions
+
+            embed_questions(self.store, self.encoder, trace_ids=[s.trace_id for s in spans if s.parent_id is None])
 
     def flush(self) -> None:
-        """Wait until every span given so far is written (or counted as failed)."""
+        """Wait until every span given so far is written (or counted as failed); while the
+        database cannot take them, this waits too."""
         self._queue.join()
 
-    def close(self) -> None:
-        """Write what is queued, stop the thread and release the store (idempotent)."""
+    def close(self, timeout: float = 30.0) -> None:
+        """Write what is queued, stop the thread and release the store (idempotent).
+
+        Args:
+            timeout: Seconds to keep trying a batch the database cannot take for now; past
+                them, it and the spans queued behind it are dropped with a warning saying how
+                many (the application's exit is not held up for long).
+        """
         if self._thread.is_alive():
+            self._deadline = time.monotonic() + timeout
+            self._wake.set()
             self._queue.put(None)
             self._thread.join()
             self.store.close()
         atexit.unregister(self.close)
+
+
+def _for_now(error: Exception) -> bool:
+    """Whether the database may take a batch it refused with ``error`` later: a SQLite store
+    locked by another writer past its busy timeout, a connection to PostgreSQL lost."""
+    from sqlalchemy.exc import DBAPIError
+
+    return isinstance(error, DBAPIError) and (error.connection_invalidated or "locked" in str(error.orig))
