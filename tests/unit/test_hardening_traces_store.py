@@ -16,7 +16,7 @@ from ragmeter.cli import app, drift
 from ragmeter.judges import Judges
 from ragmeter.monitor import MonitorSettings, online, run_monitor
 from ragmeter.monitor.ledger import decision_counts, record
-from ragmeter.observe import SpanRecord, TraceFileError, TranscriptError, read_spans, read_transcripts
+from ragmeter.observe import RetrievedContext, SpanRecord, TraceFileError, TranscriptError, read_spans, read_transcripts
 from ragmeter.observe.record import STORED_LENGTHS
 from ragmeter.run.engine import resolve_metrics
 from ragmeter.run.sync import Terminated
@@ -53,6 +53,23 @@ def test_traces_export_of_a_store_leaves_out_a_trace_with_an_invalid_span_and_na
     assert done.exit_code == 0, done.output
     assert f"1 trace(s) left out, e.g. {'b' * 32}: {WHY}" in " ".join(done.output.split())
     assert [json.loads(line)["user_input"] for line in out.read_text().splitlines()] == ["q0?", "q1?"]
+
+
+def test_traces_export_of_a_store_names_a_trace_with_a_stored_context_score_that_is_no_number(tmp_path):
+    """A span with a context scored "high" (stored by an earlier version, or another tool) was
+    exported and shown as it was; the dashboard's trace page failed on it."""
+    root, child = traces(1)
+    child.contexts = [RetrievedContext("c", "d1", "high")]  # type: ignore[arg-type]
+    store = RunStore.open(str(tmp_path / "runs.db"))
+    try:
+        store.add_spans([*traces(2, start=1), root, child])
+    finally:
+        store.close()
+    done = runner.invoke(app, ["traces", "export", "--store", str(tmp_path / "runs.db"), "-o", str(tmp_path / "s.jsonl")])
+    assert done.exit_code == 0, done.output
+    said = " ".join(done.output.split())
+    assert f"1 trace(s) left out, e.g. {root.trace_id}: its stored span {child.span_id} is not valid: 'contexts' item 1:" in said
+    assert "'score' must be a number, got 'high'" in said
 
 
 @pytest.mark.parametrize(("stop", "code", "said"), [(KeyboardInterrupt, 130, "interrupted"), (Terminated, 143, "stopped by SIGTERM")])
@@ -152,20 +169,20 @@ def test_the_lengths_checked_before_storing_a_span_are_the_store_s_columns():
     assert {key: spans.c[key].type.length for key in STORED_LENGTHS} == STORED_LENGTHS
 
 
-def test_a_span_whose_id_or_kind_a_postgresql_column_cannot_hold_is_named_and_skipped_before_storing(tmp_path):
+def test_a_span_whose_id_a_postgresql_column_cannot_hold_is_named_and_skipped_before_storing(tmp_path):
     """PostgreSQL refused an id longer than its column, and with it the whole import: 'unexpected
     error: DataError' with every parameter of the batch, nothing of the file stored. A UUID's 36
     characters fit since schema 0005 (ids up to 64)."""
     good, uuid = traces(1)[0].to_dict(), "123e4567-e89b-12d3-a456-426614174000"
     path = tmp_path / "traces.jsonl"
-    lines = [{**good, "trace_id": "t" * 65}, {**good, "trace_id": uuid}, {**good, "kind": "k" * 17}]
+    lines = [{**good, "trace_id": "t" * 65}, {**good, "trace_id": uuid}, {**good, "parent_id": "p" * 65}]
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     issues: list = []
     kept = list(read_spans(path, issues, to_store=True))
     assert [span.trace_id for span in kept] == [uuid]
     said = [str(issue) for issue in issues]
     assert "line 1" in said[0] and "'trace_id'" in said[0] and "is 65 characters; the store holds 64" in said[0]
-    assert "line 3" in said[1] and "'kind'" in said[1] and "is 17 characters; the store holds 16" in said[1]
+    assert "line 3" in said[1] and "'parent_id'" in said[1] and "is 65 characters; the store holds 64" in said[1]
     # SQLite holds an id of any length: the same file is stored whole there.
     done = runner.invoke(app, ["traces", "import", str(path), "--store", str(tmp_path / "r.db"), "--no-embed"])
     assert done.exit_code == 0 and "skipped" not in done.output and "traces.jsonl: 3 span(s) stored" in done.output

@@ -348,6 +348,35 @@ def test_a_span_with_a_count_or_time_no_store_column_holds_is_named_and_skipped(
     assert f"{traces}, line 5: not a valid span: 'cost_usd' must be a number, got inf" in done.output
 
 
+def test_a_span_with_a_context_score_id_or_kind_no_span_has_is_named_and_skipped(tmp_path):
+    """A context scored "high" was imported, and the dashboard's trace page then failed on it;
+    a kind outside the documented list was stored as any text."""
+    good = observe.SpanRecord(trace_id="a" * 32, span_id="a" * 16, name="rag", started_at="2026-11-04T10:00:00Z", question="q?")
+    bad = {
+        "contexts": [{"text": "c", "score": 0.5}, {"text": "d", "score": "high"}],
+        "kind": "SEARCH",
+        "attributes": {"contexts": [{"text": "c", "id": 7}]},  # an attribute is free: read as it is
+    }
+    lines = [
+        json.dumps({**good.to_dict(), "contexts": [{"text": "c", "id": 7}]}),
+        json.dumps({**good.to_dict(), "contexts": [{"text": "c", "rank": 1}]}),
+    ]
+    for number, (key, value) in enumerate(bad.items(), start=3):
+        lines.append(json.dumps({**good.to_dict(), "trace_id": str(number) * 32, key: value}))
+    traces = tmp_path / "traces.jsonl"
+    traces.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    done = runner.invoke(app, ["traces", "import", str(traces), "--store", str(tmp_path / "r.db"), "--no-embed"])
+    assert done.exit_code == 0 and "unexpected" not in done.output, done.output
+    assert "4 line(s) skipped, not a valid span:" in done.output and "traces.jsonl: 1 span(s) stored" in done.output
+    assert f"{traces}, line 1: not a valid span: 'contexts' item 1: 'id' must be a string, got 7" in done.output
+    assert f"{traces}, line 2: not a valid span: 'contexts' item 1: unknown key(s) 'rank'" in done.output
+    assert f"{traces}, line 3: not a valid span: 'contexts' item 2: 'score' must be a number, got 'high'" in done.output
+    assert (
+        f"{traces}, line 4: not a valid span: 'kind' must be one of CHAIN, RETRIEVER, LLM, TOOL, EMBEDDING, RERANKER, AGENT, got 'SEARCH'"
+        in done.output
+    )
+
+
 def test_a_span_started_at_another_offset_is_stored_in_utc_so_since_and_until_compare_times(tmp_path):
     """The store compares started_at as text: "2026-11-04T10:00:00+05:00" (05:00 UTC) kept as
     written fell after --since 06:00 UTC, and "2026-11-04T04:00:00-03:00" (07:00) before it."""

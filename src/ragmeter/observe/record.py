@@ -142,9 +142,7 @@ class SpanRecord:
         for key in ("trace_id", "span_id", "name", "started_at"):
             if not isinstance(data.get(key), str):
                 raise ValueError(f"'{key}' must be a string")
-        contexts = data.get("contexts") or []
-        if not isinstance(contexts, list) or not all(isinstance(c, dict) and isinstance(c.get("text"), str) for c in contexts):
-            raise ValueError("'contexts' must be a list of objects with a 'text' string")
+        built = _contexts_of(data.get("contexts") or [])
         for key in ("question", "response", "model", "error", "parent_id"):
             if data.get(key) is not None and not isinstance(data[key], str):
                 raise ValueError(f"'{key}' must be a string")
@@ -152,6 +150,8 @@ class SpanRecord:
             raise ValueError("'parent_id' is the span's own id: a span cannot be its own parent (its trace would have no root)")
         if not isinstance(data.get("kind", ""), str):
             raise ValueError("'kind' must be a string")
+        if data.get("kind", "CHAIN") not in SPAN_KINDS:
+            raise ValueError(f"'kind' must be one of {', '.join(SPAN_KINDS)}, got {describe_briefly(data['kind'])}")
         if not isinstance(data.get("attributes", {}), dict):
             raise ValueError("'attributes' must be an object")
         for key in ("latency_ms", "prompt_tokens", "completion_tokens", "cost_usd"):
@@ -162,8 +162,29 @@ class SpanRecord:
             value = data.get(key)
             if value is not None and not (value == int(value) and 0 <= value <= MAX_TOKENS):
                 raise ValueError(f"'{key}' must be a whole number from 0 to {MAX_TOKENS}, got {describe_briefly(value)}")
-        try:
-            built = [RetrievedContext(**c) for c in contexts]
-        except TypeError as exc:
-            raise ValueError(f"'contexts': {exc}") from None
         return cls(**{**data, "contexts": built})
+
+
+def _contexts_of(contexts: Any) -> list[RetrievedContext]:
+    """The retrieved contexts of a span's ``contexts`` value (a list of objects).
+
+    Raises:
+        ValueError: It is no list of objects with a ``text`` string, or an item has another key, an
+            ``id`` that is no string or a ``score`` that is no finite number (the message names the
+            item, counted from 1, and the key).
+    """
+    if not isinstance(contexts, list) or not all(isinstance(c, dict) and isinstance(c.get("text"), str) for c in contexts):
+        raise ValueError("'contexts' must be a list of objects with a 'text' string")
+    for number, context in enumerate(contexts, start=1):
+        unknown = sorted(set(context) - {"text", "id", "score"})
+        score, key = context.get("score"), context.get("id")
+        if unknown:
+            problem = f"unknown key(s) {', '.join(map(describe_briefly, unknown))}"
+        elif key is not None and not isinstance(key, str):
+            problem = f"'id' must be a string, got {describe_briefly(key)}"
+        elif score is not None and (isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score)):
+            problem = f"'score' must be a number, got {describe_briefly(score)}"
+        else:
+            continue
+        raise ValueError(f"'contexts' item {number}: {problem}")
+    return [RetrievedContext(**c) for c in contexts]
