@@ -176,3 +176,25 @@ def test_a_trace_id_is_one_part_of_its_link_never_a_path_or_query(store, trace_i
     assert link == "/traces/" + urllib.parse.quote(trace_id, safe="")
     detail = client.get(link)
     assert detail.status_code == 200 and f"<code>{html.escape(trace_id)}</code>" in detail.text
+
+
+@pytest.mark.parametrize("trace_id", [".", ".."])
+def test_a_trace_whose_id_is_a_dot_segment_is_reachable_from_its_link(store, trace_id):
+    """ "/traces/.." is resolved by browsers and HTTP clients to "/" (the leaderboard), and
+    "/traces/." to the traces page, percent-encoded as %2E too: such a trace had no page."""
+    store.add_spans(
+        [SpanRecord(trace_id=trace_id, span_id="f" * 16, name="rag", started_at="2026-11-04T00:00:00+00:00", question="newest")]
+    )
+    client = TestClient(create_app(store))
+    (link,) = re.findall(r'<a href="([^"]*)">2026-11-04', client.get("/traces").text)
+    detail = client.get(html.unescape(link))
+    assert detail.status_code == 200 and f"<code>{trace_id}</code>" in detail.text
+
+
+def test_a_stored_context_score_that_is_no_number_is_shown_as_text_not_a_server_error(store):
+    """A context scored "high" (stored before spans were checked, or by another tool) failed the
+    trace page with a server error."""
+    contexts = [RetrievedContext("c", "d1", "high"), RetrievedContext("c", "d2", 0.25)]  # type: ignore[arg-type]
+    store.add_spans([SpanRecord(trace_id="h" * 32, span_id="f" * 16, name="r", started_at="2026-11-04T00:00:00+00:00", contexts=contexts)])
+    page = TestClient(create_app(store)).get("/traces/" + "h" * 32)
+    assert page.status_code == 200 and "d1 · score high" in page.text and "d2 · score 0.250" in page.text

@@ -39,6 +39,7 @@ from ragmeter.report.formatting import format_number
 from ragmeter.report.html import render_html
 from ragmeter.report.summary import build_summary
 from ragmeter.store import RunStore, StoreError
+from ragmeter.store.schema import ID_LENGTH
 from ragmeter.store.vectors import packaged_encoder
 
 COOKIE = "ragmeter_token"
@@ -52,6 +53,7 @@ def _templates() -> jinja2.Environment:
     )
     env.filters["num"] = format_number
     env.filters["segment"] = _segment
+    env.filters["trace_link"] = _trace_link
     return env
 
 
@@ -60,6 +62,15 @@ def _segment(value: Any) -> str:
     from the store, whose ``/``, ``?``, ``#`` or ``%`` would otherwise make another path or a
     query of it (``/traces/../runs/x`` led to a run page); the routes read it back whole."""
     return quote(str(value), safe="")
+
+
+def _trace_link(trace_id: Any) -> str:
+    """The link to a trace's page: ``/traces/`` and its id as one :func:`_segment`, or for an id
+    of ``.`` or ``..`` (which browsers and HTTP clients resolve as a path's dot segments, even
+    percent-encoded as ``%2E``: ``/traces/..`` led to the leaderboard) ``/trace?id=`` and the id."""
+    if str(trace_id) in (".", ".."):
+        return f"/trace?id={quote(str(trace_id), safe='')}"
+    return f"/traces/{_segment(trace_id)}"
 
 
 def _page(template: str, **values: Any) -> HTMLResponse:
@@ -135,6 +146,10 @@ def create_app(store: RunStore, token: str | None = None, *, kb_report: Path | N
         if not found:
             raise HTTPException(404, "no such trace")
         return _page("trace.html.j2", trace_id=trace_id, spans=found, scores=scores)
+
+    @app.get("/trace", response_class=HTMLResponse)  # the ids a path cannot hold, "." and ".." (see _trace_link)
+    def trace_by_id(trace_id: str = Query(..., alias="id", max_length=ID_LENGTH)) -> HTMLResponse:
+        return trace(trace_id)
 
     return app
 
