@@ -476,3 +476,15 @@ def test_calls_answered_from_the_cache_are_shown_apart(tmp_path):
     assert "| 0.0 (+9.5 cached) |" in markdown.read_text()
     # An LLM metric among the tasks: the run ends with the one-table summary.
     assert "## Every LLM metric on every labelled set" in markdown.read_text()
+
+
+def test_the_judge_and_the_command_are_code_spans_a_backtick_in_them_cannot_break(tmp_path):
+    """The judge's model and the command were put between single backticks as they were: a
+    path with a backtick ended the span and the rest was read as Markdown (here, a link)."""
+    from ragmeter.bench.report import write
+
+    command = "python benchmarks/agreement.py --model /models/q`[x](http://evil)`.gguf"
+    settings = {"judge": {"backend": "local*", "model": "/models/q`w`.gguf"}, "command": command}
+    _, markdown = write([], settings, tmp_path, "ticks")
+    text = markdown.read_text()
+    assert f"Command: ``{command}``" in text and "judge local\\* ``/models/q`w`.gguf``;" in text

@@ -11,7 +11,10 @@ from ragmeter.bench.runner import TaskResult
 from ragmeter.bench.summary import llm_metric_names, summary_lines
 from ragmeter.data.files import write_json, write_text
 from ragmeter.report.formatting import format_estimate
-from ragmeter.report.markdown import md_text
+from ragmeter.report.markdown import md_code, md_text
+
+#: Most characters of the command shown (a code span is one line; the JSON keeps it whole).
+COMMAND_LIMIT = 1000
 
 _STATISTIC_NAMES = {
     "balanced_accuracy": "balanced acc.",
@@ -44,9 +47,9 @@ def write(results: list[TaskResult], settings: dict[str, Any], out_dir: Path, na
     lines = [
         f"# Agreement with human labels: {name}",
         "",
-        f"{document['date']}, commit {document['commit']}; judge {judge.get('backend', '-')} `{judge.get('model', '-')}`; "
+        f"{document['date']}, commit {document['commit']}; judge {md_text(judge.get('backend', '-'))} {md_code(judge.get('model', '-'))}; "
         f"limit {settings.get('limit')} per set, seed {settings.get('seed')}.",
-        f"Command: `{settings.get('command', '')}`",
+        f"Command: {md_code(settings.get('command', ''), COMMAND_LIMIT)}",
         "",
         "Intervals are 95% bootstrap intervals over the compared units (clustered by article or question). "
         "Seconds per sample are the judge's compute time (wall time for metrics without a judge). "
