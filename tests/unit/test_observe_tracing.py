@@ -514,3 +514,11 @@ def test_the_langchain_adapter_without_langchain_names_the_extra(monkeypatch):
     monkeypatch.delitem(sys.modules, "ragmeter.observe.langchain_callbacks", raising=False)
     with pytest.raises(ImportError, match=r"pip install 'ragmeter\[langchain\]'"):
         importlib.import_module("ragmeter.observe.langchain_callbacks")
+
+
+@pytest.mark.parametrize("kind", ["GUARDRAIL", "EVALUATOR", "PROMPT", "UNKNOWN"])
+def test_a_span_of_any_openinference_kind_is_read(kind):
+    # Checking kinds on import refused the spans of the kinds OpenInference defines beyond our own
+    # tracer's, which other tracers write.
+    record = SpanRecord.from_dict({"trace_id": "t", "span_id": "s", "name": "n", "started_at": "2026-12-07T00:00:00+00:00", "kind": kind})
+    assert record.kind == kind

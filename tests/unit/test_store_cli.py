@@ -372,8 +372,8 @@ def test_a_span_with_a_context_score_id_or_kind_no_span_has_is_named_and_skipped
     assert f"{traces}, line 2: not a valid span: 'contexts' item 1: unknown key(s) 'rank'" in done.output
     assert f"{traces}, line 3: not a valid span: 'contexts' item 2: 'score' must be a number, got 'high'" in done.output
     assert (
-        f"{traces}, line 4: not a valid span: 'kind' must be one of CHAIN, RETRIEVER, LLM, TOOL, EMBEDDING, RERANKER, AGENT, got 'SEARCH'"
-        in done.output
+        f"{traces}, line 4: not a valid span: 'kind' must be one of CHAIN, RETRIEVER, LLM, TOOL, EMBEDDING, RERANKER, AGENT, GUARDRAIL, EVALUATOR, PROMPT, UNKNOWN, "
+        "got 'SEARCH'" in done.output
     )
 
 

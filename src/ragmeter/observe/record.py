@@ -13,8 +13,9 @@ from typing import Any
 
 from ragmeter.data.issues import describe_briefly
 
-#: What a span did, as OpenInference names it (``openinference.span.kind``).
-SPAN_KINDS = ("CHAIN", "RETRIEVER", "LLM", "TOOL", "EMBEDDING", "RERANKER", "AGENT")
+#: What a span did, as OpenInference names it (``openinference.span.kind``): every kind it
+#: defines, so that spans another OpenInference tracer wrote are read, not refused.
+SPAN_KINDS = ("CHAIN", "RETRIEVER", "LLM", "TOOL", "EMBEDDING", "RERANKER", "AGENT", "GUARDRAIL", "EVALUATOR", "PROMPT", "UNKNOWN")
 #: Most tokens a span may count: what the store's integer columns hold (PostgreSQL's INTEGER).
 MAX_TOKENS = 2**31 - 1
 #: Most characters of a span's ids and kind: what the store's columns hold (PostgreSQL refuses
