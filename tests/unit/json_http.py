@@ -34,9 +34,10 @@ def json_server(answer: Callable[[dict[str, Any]], dict[str, Any]]) -> Iterator[
 
 
 @contextmanager
-def serving(post: Callable[[BaseHTTPRequestHandler, bytes], None]) -> Iterator[str]:
+def serving(post: Callable[[BaseHTTPRequestHandler, bytes], None], port: int = 0) -> Iterator[str]:
     """Serve every POST on 127.0.0.1 (HTTP/1.1, keep-alive) with ``post(handler, request body)``,
-    which answers it, while the block runs; yields the server's base URL (``http://127.0.0.1:PORT``)."""
+    which answers it, while the block runs; yields the server's base URL (``http://127.0.0.1:PORT``).
+    ``port``: the port to listen on (0: any free one)."""
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -47,7 +48,7 @@ def serving(post: Callable[[BaseHTTPRequestHandler, bytes], None]) -> Iterator[s
         def log_message(self, *args):
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"

@@ -25,6 +25,7 @@ from typing import Any
 from ragmeter.data.secrets import redact, redirect_target
 from ragmeter.judges import requests
 from ragmeter.judges.base import ContextTooLong, JudgeError
+from ragmeter.judges.breaker import Breaker, connect_failure
 from ragmeter.judges.metering import Price, Usage, record
 from ragmeter.judges.replies import CJK, content, shape_problem
 from ragmeter.judges.requests import (
@@ -37,6 +38,7 @@ from ragmeter.judges.requests import (
     Unsupported,
     context_numbers,
     error_text,
+    public_url,
     rejected_param,
     retry_after,
     short,
@@ -132,7 +134,7 @@ class ChatTransport:
         http_client: Any = None,
     ):
         try:
-            from openai import AsyncOpenAI, DefaultAsyncHttpxClient
+            from openai import AsyncOpenAI, DefaultAsyncHttpxClient, Timeout
         except ImportError:
             raise JudgeError("the HTTP judge needs the openai package: pip install openai") from None
         self.model = model
@@ -145,11 +147,13 @@ class ChatTransport:
         self.seed = seed
         self.price = price
         self._secret = api_key or ""
+        self.breaker = Breaker(public_url(base_url))
         self._new_client = lambda: AsyncOpenAI(
             base_url=base_url,
             api_key=api_key or "none",
             max_retries=0,
-            timeout=self.timeout,
+            # A connect timeout (which the breaker counts) comes before the attempt's own timeout.
+            timeout=Timeout(self.timeout, connect=0.9 * self.timeout),
             # The openai package follows redirects: an endpoint could send the prompts (and the
             # key) to a host the user never configured. A redirect is an error (_classify). Nor is
             # a reply read without end: the body is read by read_capped.
@@ -242,12 +246,8 @@ class ChatTransport:
                 try:
                     response = await self._attempt(build, estimate)
                 except Retryable as failure:
-                    if retries >= self.max_retries:
-                        raise JudgeError(
-                            f"the judge endpoint failed after {retries} retries; last failure: {failure.description}"
-                        ) from None
+                    delay = self._next_wait(failure, retries + 1)
                     retries += 1
-                    delay = self.delay(retries, failure.retry_after)
                     log.warning(
                         "judge request failed (%s); retry %d of %d in %.1f s", failure.description, retries, self.max_retries, delay
                     )
@@ -260,16 +260,29 @@ class ChatTransport:
             usage.seconds = time.perf_counter() - started
             record(usage)
 
+    def _next_wait(self, failure: Retryable, retry: int) -> float:
+        """Seconds to wait before retry number ``retry`` after ``failure``.
+
+        Raises:
+            JudgeError: The breaker opened (``EndpointUnreachable``), or no retries are left.
+        """
+        if self.breaker.opened is not None:
+            raise self.breaker.error() from None
+        if retry > self.max_retries:
+            raise JudgeError(f"the judge endpoint failed after {retry - 1} retries; last failure: {failure.description}") from None
+        return self.delay(retry, failure.retry_after)
+
     async def _attempt(self, build, estimate: int):
         """One HTTP exchange; failures worth retrying raise :class:`Retryable`."""
         import openai
 
         async with self._semaphore:
+            self.breaker.check()
             if self._limiter is not None:
                 await self._limiter.acquire()
             params = build()
             try:
-                response = await asyncio.wait_for(self._client.chat.completions.create(**params), self.timeout)
+                response = await self._exchange(params)
             except (asyncio.TimeoutError, openai.APITimeoutError):
                 raise Retryable(f"no reply within {self.timeout:g} s") from None
             except openai.APIStatusError as exc:
@@ -284,6 +297,22 @@ class ChatTransport:
             if problem is not None:
                 raise Retryable(self._redact(problem))
             return response
+
+    async def _exchange(self, params: dict[str, Any]):
+        """One request with ``params`` and its reply, noted by the breaker: a failure to connect
+        counts against the endpoint; any reply, an HTTP error too, for it."""
+        import openai
+
+        try:
+            response = await asyncio.wait_for(self._client.chat.completions.create(**params), self.timeout)
+        except (openai.APIConnectionError, asyncio.TimeoutError, asyncio.CancelledError) as exc:  # (timeouts included)
+            self.breaker.unanswered(connect_failure(exc))
+            raise
+        except Exception:
+            self.breaker.answered()
+            raise
+        self.breaker.answered()
+        return response
 
     def _classify(self, exc, estimate: int, params: Mapping[str, Any]) -> Exception:
         """What an HTTP error status means for this request, as the exception to raise."""

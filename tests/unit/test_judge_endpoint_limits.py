@@ -1,0 +1,121 @@
+"""OpenAIJudge's limits on what an endpoint can cost the run, against real local HTTP servers:
+a dead endpoint (the circuit breaker), a server asking to wait without end, credentials in the
+base URL, a caller's own HTTP client, and a reply slow to repair."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+
+import pytest
+from json_http import send_json, serving
+
+from ragmeter.judges import breaker, requests
+from ragmeter.judges.base import JudgeError
+from ragmeter.judges.ensemble import EnsembleJudge
+from ragmeter.judges.metering import metered
+from ragmeter.judges.openai_compat import OpenAIJudge
+
+KEY = "sk-limits-SECRET-2468"
+PREMISE = {"premise": ["The sky is blue."]}
+
+
+def chat_reply(content: str = "Yes") -> dict:
+    choice = {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}, "logprobs": None}
+    return {"id": "c", "object": "chat.completion", "created": 0, "model": "m", "choices": [choice]}
+
+
+def closed_port() -> int:
+    """A port on 127.0.0.1 nothing listens on (it was free a moment ago)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def no_waiting(monkeypatch) -> list[float]:
+    """Retries wait no time; the waits asked for are listed."""
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    monkeypatch.setattr(requests, "sleep", sleep)
+    return waits
+
+
+@pytest.fixture
+def clock(monkeypatch) -> list[float]:
+    """The clock of the retry logic and the breaker, moved by the test (``clock[0] += s``)."""
+    now = [1000.0]
+    monkeypatch.setattr(requests, "clock", lambda: now[0])
+    return now
+
+
+async def one_verdict(judge) -> str:
+    """The verdict of one claim, or the error it failed with."""
+    try:
+        (verdict,) = await judge.verdicts("supported", PREMISE, ["The sky is blue."], "en")
+    except JudgeError as failure:
+        return str(failure)
+    return f"p_yes={verdict.p_yes}"
+
+
+def test_a_dead_endpoint_stops_being_asked_until_it_is_back(no_waiting, clock):
+    # With the endpoint down, every sample went through all of its retries: 12 samples, 72
+    # attempts and 135 s, each sample failing with "failed after 5 retries". Now a few attempts
+    # in a row that cannot connect open the breaker; the rest fail at once, saying why.
+    port = closed_port()
+    url = f"http://127.0.0.1:{port}/v1"
+    judge = OpenAIJudge(url, "m", api_key=KEY, verdict_mode="single", max_retries=5, concurrency=1)
+    served: list[int] = []
+
+    def post(handler, body):
+        served.append(1)
+        send_json(handler, chat_reply())
+
+    async def run() -> tuple[list[str], int, list[str]]:
+        with metered() as usage:
+            dead = [await one_verdict(judge) for _ in range(12)]
+        with serving(post, port=port):
+            back = [await one_verdict(judge)]  # still open: not asked
+            clock[0] += breaker.RETRY_UNREACHABLE_AFTER
+            back += [await one_verdict(judge), await one_verdict(judge)]  # one let through, then closed
+        await judge.aclose()
+        return dead, usage.retries, back
+
+    dead, retries, back = asyncio.run(run())
+    assert retries == breaker.UNREACHABLE_AFTER - 1  # all attempts: the first request's
+    assert len(no_waiting) == breaker.UNREACHABLE_AFTER - 1
+    for failure in dead:
+        assert failure.startswith(f"the judge endpoint at {url} is unreachable since ")
+        assert failure.endswith(
+            "(no attempt could connect: connection error (ConnectError)); requests fail at once, one every 30 s tries again"
+        )
+        assert KEY not in failure
+    assert back[0].startswith(f"the judge endpoint at {url} is unreachable since ")
+    assert back[1:] == ["p_yes=1.0", "p_yes=1.0"] and len(served) == 2
+
+
+def test_http_errors_and_a_reachable_member_do_not_open_the_breaker(no_waiting):
+    # Only failures to connect count: a server answering 503 is there (retried as before),
+    # and in an ensemble the dead member's breaker leaves the live member's requests alone.
+    dead_url = f"http://127.0.0.1:{closed_port()}/v1"
+    served: list[int] = []
+
+    def post(handler, body):
+        served.append(1)
+        send_json(handler, {"error": {"message": "busy"}} if len(served) <= 8 else chat_reply(), 503 if len(served) <= 8 else 200)
+
+    with serving(post) as live:
+        busy = OpenAIJudge(f"{live}/v1", "a", verdict_mode="single", max_retries=3, concurrency=1)
+        failures = [asyncio.run(one_verdict(busy)) for _ in range(2)]
+        ensemble = EnsembleJudge(
+            [OpenAIJudge(f"{live}/v1", "a", verdict_mode="single", max_retries=5), OpenAIJudge(dead_url, "b", verdict_mode="single")],
+            "mean",
+        )
+        answers = [asyncio.run(one_verdict(ensemble)) for _ in range(3)]
+    assert failures == ['the judge endpoint failed after 3 retries; last failure: HTTP 503: {"error": {"message": "busy"}}'] * 2
+    assert len(served) == 8 + 3
+    for answer in answers:
+        assert answer.startswith(f"ensemble member 2 (b): the judge endpoint at {dead_url} is unreachable since ")
