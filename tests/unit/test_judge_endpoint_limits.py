@@ -119,3 +119,22 @@ def test_http_errors_and_a_reachable_member_do_not_open_the_breaker(no_waiting):
     assert len(served) == 8 + 3
     for answer in answers:
         assert answer.startswith(f"ensemble member 2 (b): the judge endpoint at {dead_url} is unreachable since ")
+
+
+def test_a_request_waits_at_most_the_cap_in_all_however_long_the_server_asks(no_waiting):
+    # A server answering every attempt with "Retry-After: 120" (the most one wait honours)
+    # held the request, and its sample, for 5 waits of 120 s: 10 minutes.
+    served: list[int] = []
+
+    def post(handler, body):
+        served.append(1)
+        send_json(handler, {"error": {"message": "slow down"}}, 429, {"Retry-After": "120"})
+
+    with serving(post) as url:
+        judge = OpenAIJudge(f"{url}/v1", "m", api_key=KEY, verdict_mode="single", max_retries=5)
+        failure = asyncio.run(one_verdict(judge))
+    assert no_waiting == [requests.RETRY_AFTER_CAP] and len(served) == 2
+    assert failure == (
+        "the judge endpoint asked to wait 120 s more (Retry-After) after 120 s of waiting, longer than the 180 s a request may wait "
+        'in all; last failure: HTTP 429: {"error": {"message": "slow down"}}'
+    )

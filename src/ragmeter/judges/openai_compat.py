@@ -82,7 +82,9 @@ class OpenAIJudge(LLMJudge):
             evenly; ``None`` for no limit.
         timeout: Seconds one attempt may take before it is abandoned and retried.
         max_retries: Retries of one request after rate limits, server errors, timeouts,
-            connection errors or unreadable replies; then :class:`JudgeError`. Once the endpoint cannot be connected to on several attempts in a row, requests
+            connection errors or unreadable replies; then :class:`JudgeError`. Its waits
+            together take at most :data:`~ragmeter.judges.requests.REQUEST_WAIT_CAP` seconds;
+            once the endpoint cannot be connected to on several attempts in a row, requests
             fail at once for a while (:mod:`ragmeter.judges.breaker`).
         context_window: Tokens one prompt may use (estimated by :meth:`count_tokens`).
         temperature: Sampling temperature.

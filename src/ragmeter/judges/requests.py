@@ -26,6 +26,13 @@ BACKOFF_CAP = 30.0
 RETRY_AFTER_CAP = 120.0
 
 
+#: Most seconds one request waits between its attempts, all waits together: one wait as long as
+#: :data:`RETRY_AFTER_CAP` and a minute more. Without it a server answering every attempt with a
+#: long ``Retry-After`` held one request (and its sample) for 10 minutes; a wait that would
+#: take a request past it fails the request instead, saying so.
+REQUEST_WAIT_CAP = 180.0
+
+
 # A 400 about the prompt's length, worded as OpenAI, vLLM, llama.cpp, Ollama... word it.
 CONTEXT_ERROR = re.compile(
     r"context[_ ]length|context window|maximum context|context size|n_ctx|too many tokens|"

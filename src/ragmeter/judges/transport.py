@@ -32,6 +32,7 @@ from ragmeter.judges.requests import (
     BACKOFF_BASE,
     BACKOFF_CAP,
     CONTEXT_ERROR,
+    REQUEST_WAIT_CAP,
     RETRY_AFTER_CAP,
     RateLimiter,
     Retryable,
@@ -239,19 +240,20 @@ class ChatTransport:
         retrying; record its usage."""
         self._bind_to_running_loop()
         started = time.perf_counter()
-        retries = 0
+        retries, waited = 0, 0.0
         usage = Usage(calls=1, cost_usd=0.0 if self.price is not None else None)
         try:
             while True:
                 try:
                     response = await self._attempt(build, estimate)
                 except Retryable as failure:
-                    delay = self._next_wait(failure, retries + 1)
+                    delay = self._next_wait(failure, retries + 1, waited)
                     retries += 1
                     log.warning(
                         "judge request failed (%s); retry %d of %d in %.1f s", failure.description, retries, self.max_retries, delay
                     )
                     await requests.sleep(delay)
+                    waited += delay
                     continue
                 self._fill_usage(usage, response, estimate)
                 return response
@@ -260,17 +262,31 @@ class ChatTransport:
             usage.seconds = time.perf_counter() - started
             record(usage)
 
-    def _next_wait(self, failure: Retryable, retry: int) -> float:
-        """Seconds to wait before retry number ``retry`` after ``failure``.
+    def _next_wait(self, failure: Retryable, retry: int, waited: float) -> float:
+        """Seconds to wait before retry number ``retry`` after ``failure``, ``waited`` seconds
+        having been waited for this request already.
 
         Raises:
-            JudgeError: The breaker opened (``EndpointUnreachable``), or no retries are left.
+            JudgeError: The breaker opened (``EndpointUnreachable``), no retries are left, or the
+                wait would take the request's waiting over :data:`~requests.REQUEST_WAIT_CAP`.
         """
         if self.breaker.opened is not None:
             raise self.breaker.error() from None
+        last = f"last failure: {failure.description}"
         if retry > self.max_retries:
-            raise JudgeError(f"the judge endpoint failed after {retry - 1} retries; last failure: {failure.description}") from None
-        return self.delay(retry, failure.retry_after)
+            raise JudgeError(f"the judge endpoint failed after {retry - 1} retries; {last}") from None
+        delay = self.delay(retry, failure.retry_after)
+        if waited + delay <= REQUEST_WAIT_CAP:
+            return delay
+        if failure.retry_after is not None:
+            raise JudgeError(
+                f"the judge endpoint asked to wait {failure.retry_after:.0f} s more (Retry-After) after {waited:.0f} s of waiting, "
+                f"longer than the {REQUEST_WAIT_CAP:g} s a request may wait in all; {last}"
+            ) from None
+        raise JudgeError(
+            f"the judge endpoint failed after {retry - 1} retries and {waited:.0f} s of waiting, and another wait would pass "
+            f"the {REQUEST_WAIT_CAP:g} s a request may wait in all; {last}"
+        ) from None
 
     async def _attempt(self, build, estimate: int):
         """One HTTP exchange; failures worth retrying raise :class:`Retryable`."""
