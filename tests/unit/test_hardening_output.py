@@ -316,8 +316,8 @@ CREDENTIAL_ROWS = [
 
 def test_credentials_echoed_by_a_failing_endpoint_reach_no_file_and_no_console(tmp_path, echo_server):
     """Defect 8: the user, password and api-key query value of --judge-base-url, the API key
-    from the environment, and the Basic authorization the user information becomes, echoed
-    back by the endpoint in its errors, appear in no file of the run (results, journal,
+    from the environment, and the Basic authorization the user information would become (it is
+    not sent), echoed back by the endpoint in its errors, appear in no file of the run (results, journal,
     summary, run.json, reports, lock) nor on the console of a real `ragmeter eval` process
     (fixed: retry warnings printed the server's text raw; the lock file kept the command
     line; an echoed Basic header was not masked)."""
@@ -339,7 +339,9 @@ def test_credentials_echoed_by_a_failing_endpoint_reach_no_file_and_no_console(t
     # The echo happened: the failures, with the server's text, reached the console and the files.
     assert "judge request failed (HTTP 500: " in console and "cannot serve" in written["results.jsonl"]
     assert len(_EchoHandler.journal_snapshots) >= 2 and "cannot serve" in _EchoHandler.journal_snapshots[-1]
-    assert "Basic ***" in console + written["results.jsonl"]  # the authorization header was echoed, masked
+    # The authorization header was echoed, masked: the key's, not a Basic one made of the URL's
+    # user and password (it replaced the key), which are not sent at all.
+    assert "'authorization': '*** [api key]'" in console + written["results.jsonl"]
     everything = {"console": console, **written, **{f"journal #{i}": t for i, t in enumerate(_EchoHandler.journal_snapshots)}}
     for where, text in everything.items():
         for secret in (user, password, query_key, env_key, basic):

@@ -5,6 +5,7 @@ base URL, a caller's own HTTP client, and a reply slow to repair."""
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 
 import pytest
@@ -138,3 +139,21 @@ def test_a_request_waits_at_most_the_cap_in_all_however_long_the_server_asks(no_
         "the judge endpoint asked to wait 120 s more (Retry-After) after 120 s of waiting, longer than the 180 s a request may wait "
         'in all; last failure: HTTP 429: {"error": {"message": "slow down"}}'
     )
+
+
+def test_a_user_and_password_in_the_base_url_are_not_sent_in_place_of_the_key(caplog):
+    # The HTTP client made them a Basic authorization, which replaced the Bearer key without
+    # a word: the server saw the URL's user and password, never the key the user had given.
+    seen: list[str] = []
+
+    def post(handler, body):
+        seen.append(handler.headers.get("Authorization"))
+        send_json(handler, chat_reply())
+
+    with serving(post) as url:
+        judge = OpenAIJudge(url.replace("http://", "http://alice:PASSWORD9@") + "/v1", "m", api_key=KEY, verdict_mode="single")
+        answer = asyncio.run(one_verdict(judge))
+    assert answer == "p_yes=1.0" and seen == [f"Bearer {KEY}"]
+    assert "PASSWORD9" not in repr(judge) + json.dumps(judge.describe()) + judge.base_url + str(judge.transport._client.base_url)
+    assert f"the judge's base URL {url}/v1 holds a user name or password: not sent (the API key is)" in caplog.text
+    assert "PASSWORD9" not in caplog.text

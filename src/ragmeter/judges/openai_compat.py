@@ -36,6 +36,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from ragmeter.judges.base import FieldValue, JudgeError, LLMJudge, Memo, ReplyCutOff, Verdict, check_evidence_sentences
 from ragmeter.judges.cache import cache_key, prompts_version
@@ -58,7 +59,7 @@ from ragmeter.judges.replies import (
     yes_no,
     yes_share,
 )
-from ragmeter.judges.requests import check_base_url, public_url
+from ragmeter.judges.requests import check_base_url, public_url, without_user_info
 from ragmeter.judges.transport import TOP_LOGPROBS, ChatTransport, estimated_tokens
 
 log = logging.getLogger("ragmeter.judges.openai")
@@ -73,7 +74,9 @@ class OpenAIJudge(LLMJudge):
 
     Args:
         base_url: The API root, e.g. ``https://api.openai.com/v1`` or
-            ``http://127.0.0.1:8000/v1``.
+            ``http://127.0.0.1:8000/v1``. A user name and password in it (``user:pass@host``)
+            are dropped, with a warning: sent, they would replace the API key (the HTTP client
+            makes them a Basic authorization); the key goes as a Bearer token.
         model: The model name the endpoint serves (also the key into the price table).
         api_key: Bearer token; ``None`` for servers without authentication. It is never
             printed, logged, returned by :meth:`describe`, or put in errors or reprs.
@@ -134,7 +137,9 @@ class OpenAIJudge(LLMJudge):
             raise ValueError("concurrency must be at least 1")
         if requests_per_minute is not None and requests_per_minute <= 0:
             raise ValueError("requests_per_minute must be positive (or None for no limit)")
-        self.base_url = base_url
+        if "@" in urlsplit(base_url).netloc:
+            log.warning("the judge's base URL %s holds a user name or password: not sent (the API key is)", public_url(base_url))
+        self.base_url = base_url = without_user_info(base_url)
         self.model = model
         self.context_window = context_window
         self.verdict_mode = verdict_mode

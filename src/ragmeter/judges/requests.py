@@ -113,6 +113,12 @@ def public_url(url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc.rsplit("@", 1)[-1], parts.path, "", ""))
 
 
+def without_user_info(url: str) -> str:
+    """``url`` without the user name and password before its host (its query kept)."""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[-1]))
+
+
 def check_base_url(url: str) -> None:
     """Refuse an endpoint address no request can go to: one without ``http://`` or
     ``https://`` (``localhost:8000/v1``), without a host, or with a port out of range.
