@@ -5,17 +5,25 @@ base URL, a caller's own HTTP client, and a reply slow to repair."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import socket
 
+import openai
 import pytest
-from json_http import send_json, serving
+from json_http import send, send_json, serving
 
-from ragmeter.judges import breaker, requests
+from ragmeter.judges import breaker, requests, transport
 from ragmeter.judges.base import JudgeError
 from ragmeter.judges.ensemble import EnsembleJudge
 from ragmeter.judges.metering import metered
 from ragmeter.judges.openai_compat import OpenAIJudge
+
+# The openai client's HTTP library: httpx2 for openai >= 3, httpx before.
+if "httpx2" in str(inspect.signature(openai.AsyncOpenAI.__init__).parameters["http_client"].annotation):
+    import httpx2 as hx
+else:  # pragma: no cover
+    import httpx as hx
 
 KEY = "sk-limits-SECRET-2468"
 PREMISE = {"premise": ["The sky is blue."]}
@@ -157,3 +165,30 @@ def test_a_user_and_password_in_the_base_url_are_not_sent_in_place_of_the_key(ca
     assert "PASSWORD9" not in repr(judge) + json.dumps(judge.describe()) + judge.base_url + str(judge.transport._client.base_url)
     assert f"the judge's base URL {url}/v1 holds a user name or password: not sent (the API key is)" in caplog.text
     assert "PASSWORD9" not in caplog.text
+
+
+def test_a_callers_http_client_that_follows_redirects_is_refused():
+    # It was used as given: the endpoint's redirect was followed, the prompts and the key sent
+    # to the host it named (the openai package's own client follows redirects).
+    for client in (openai.DefaultAsyncHttpxClient(), hx.AsyncClient(follow_redirects=True)):
+        with pytest.raises(ValueError, match=r"the judge's http_client follows redirects: .* follow_redirects=False"):
+            OpenAIJudge("http://127.0.0.1:8000/v1", "m", api_key=KEY, http_client=client)
+
+
+def test_a_callers_http_client_reads_no_reply_body_over_the_limit(monkeypatch):
+    # Its replies were read whole, however long: the body cap was the judge's own client's only.
+    monkeypatch.setattr(transport, "REPLY_LIMIT", 64 * 1024)
+    seen: list[int] = []
+
+    async def hook(response):
+        seen.append(len(response.content))  # a hook of the caller's reads the capped body
+
+    def post(handler, body):
+        send(handler, 200, {"Content-Type": "application/json"}, b" " * (1024 * 1024) + json.dumps(chat_reply()).encode())
+
+    with serving(post) as url:
+        client = hx.AsyncClient(event_hooks={"response": [hook]})
+        failure = asyncio.run(one_verdict(OpenAIJudge(f"{url}/v1", "m", verdict_mode="single", max_retries=0, http_client=client)))
+        OpenAIJudge(f"{url}/v1", "m", http_client=client)  # the same client again: its hook is not added twice
+    assert failure == "the judge endpoint failed after 0 retries; last failure: a reply body over 0.0625 MiB (not read further)"
+    assert seen == [] and client.event_hooks["response"] == [transport.read_capped, hook]

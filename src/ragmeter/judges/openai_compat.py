@@ -99,7 +99,9 @@ class OpenAIJudge(LLMJudge):
             JSON. ``"single"``: one request per item for one token with its log-probabilities.
         max_tokens: Longest reply to a JSON request (:meth:`generate`, batch verdicts).
         http_client: An ``AsyncClient`` of the HTTP library the ``openai`` package uses
-            (proxies, custom transports, tests); default: the package's own.
+            (proxies, custom transports, tests); default: the package's own. One that follows
+            redirects is refused; the judge's 32 MiB limit on a reply body is added to its
+            response hooks.
         evidence_sentences: Premise sentences shown per statement checked (see
             :class:`~ragmeter.judges.base.LLMJudge`); 0, the default, shows the whole
             premise and keeps one request for all statements of a sample in batch mode.

@@ -78,6 +78,24 @@ async def read_capped(response) -> None:
     response._content = b"".join(parts)
 
 
+def guarded(client):
+    """A caller's own HTTP ``client`` (an ``AsyncClient``) with the judge's rules: redirects not
+    followed, a body read by :func:`read_capped` (its first response hook: the caller's read it capped).
+
+    Raises:
+        ValueError: The client follows redirects.
+    """
+    if getattr(client, "follow_redirects", False):
+        raise ValueError(
+            "the judge's http_client follows redirects: an endpoint could send the prompts and the key to a host never "
+            "configured; make the client with follow_redirects=False (a redirect then fails the request, naming its target)"
+        )
+    hooks = client.event_hooks
+    if read_capped not in hooks["response"]:
+        client.event_hooks = {**hooks, "response": [read_capped, *hooks["response"]]}
+    return client
+
+
 def estimated_tokens(text: str) -> int:
     """Tokens of ``text`` without the model's tokenizer: one per CJK character plus one per
     4 other characters (rounded up)."""
@@ -115,7 +133,8 @@ class ChatTransport:
         temperature: Sampling temperature sent with every request.
         seed: Sampling seed sent with every request (``None``: none sent).
         price: The model's price, or ``None`` when unknown (the usage's cost is then unknown).
-        http_client: An ``AsyncClient`` of the HTTP library the ``openai`` package uses.
+        http_client: An ``AsyncClient`` of the HTTP library the ``openai`` package uses (see
+            :func:`guarded`).
     """
 
     def __init__(
@@ -149,6 +168,7 @@ class ChatTransport:
         self.price = price
         self._secret = api_key or ""
         self.breaker = Breaker(public_url(base_url))
+        own = guarded(http_client) if http_client is not None else None
         self._new_client = lambda: AsyncOpenAI(
             base_url=base_url,
             api_key=api_key or "none",
@@ -157,9 +177,9 @@ class ChatTransport:
             timeout=Timeout(self.timeout, connect=0.9 * self.timeout),
             # The openai package follows redirects: an endpoint could send the prompts (and the
             # key) to a host the user never configured. A redirect is an error (_classify). Nor is
-            # a reply read without end: the body is read by read_capped.
-            http_client=http_client
-            if http_client is not None
+            # a reply read without end: the body is read by read_capped. (See guarded too.)
+            http_client=own
+            if own is not None
             else DefaultAsyncHttpxClient(follow_redirects=False, event_hooks={"response": [read_capped]}),
         )
         self._client = self._new_client()
