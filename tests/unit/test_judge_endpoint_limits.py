@@ -8,6 +8,7 @@ import asyncio
 import inspect
 import json
 import socket
+import threading
 
 import openai
 import pytest
@@ -192,3 +193,34 @@ def test_a_callers_http_client_reads_no_reply_body_over_the_limit(monkeypatch):
         OpenAIJudge(f"{url}/v1", "m", http_client=client)  # the same client again: its hook is not added twice
     assert failure == "the judge endpoint failed after 0 retries; last failure: a reply body over 0.0625 MiB (not read further)"
     assert seen == [] and client.event_hooks["response"] == [transport.read_capped, hook]
+
+
+def test_a_reply_is_repaired_while_the_other_requests_go_on(monkeypatch):
+    # The JSON repairer ran in the event loop: a reply under the repair limit could take it
+    # seconds, every other request of the run standing still meanwhile.
+    import json_repair
+
+    started, released, waited = threading.Event(), threading.Event(), []
+    repair = json_repair.loads
+
+    def slow_repair(text, *args, **kwargs):  # as slow as it takes the event loop to release it
+        started.set()
+        waited.append(released.wait(timeout=10))
+        return repair(text, *args, **kwargs)
+
+    monkeypatch.setattr(json_repair, "loads", slow_repair)
+    broken = '{"verdicts": [{"id": 1, "reason": "stated", "verdict": "yes"'  # cut off
+
+    async def release():
+        while not started.is_set():
+            await asyncio.sleep(0.01)
+        released.set()
+
+    async def run(judge):
+        answer, _ = await asyncio.gather(one_verdict(judge), release())
+        await judge.aclose()
+        return answer
+
+    with serving(lambda handler, body: send_json(handler, chat_reply(broken))) as url:
+        answer = asyncio.run(run(OpenAIJudge(f"{url}/v1", "m", verdict_mode="batch", max_retries=0)))
+    assert answer == "p_yes=1.0" and waited == [True]

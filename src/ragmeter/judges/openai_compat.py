@@ -374,7 +374,7 @@ class OpenAIJudge(LLMJudge):
         for attempt in range(2):
             response = await self.transport.complete(messages, max_tokens=max_tokens, json_schema=(task, schema), logprobs=logprobs)
             text = content(response)
-            value, problem = parse_json(text)
+            value, problem = await asyncio.to_thread(parse_json, text)  # (a repair can take seconds: not in the event loop)
             if value is not None:
                 value = coerce(value) if coerce is not None else value
                 problem = schema_problem(value, shape) or ""
