@@ -383,3 +383,29 @@ def test_ragmeter_debug_in_the_environment_shows_the_traceback(tmp_path, failing
     assert run_eval(write_jsonl(tmp_path / "data.jsonl", GOOD), "-m", "token_f1", "-o", run).exit_code == 0
     monkeypatch.setenv("RAGMETER_DEBUG", "1")
     assert "Traceback (most recent call last)" in runner.invoke(app, ["report", str(run)]).output
+
+
+def test_the_console_says_why_samples_failed_not_only_how_many(tmp_path, monkeypatch):
+    # With the judge's endpoint down the scores table read "3 (3 failed)" and the diagnosis "no
+    # problem pattern found": why was in report.md alone.
+    import socket
+
+    from ragmeter.judges import requests
+
+    async def no_wait(seconds):
+        return None
+
+    monkeypatch.setattr(requests, "sleep", no_wait)
+    with socket.socket() as free:  # a port nothing listens on
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    rows = [{"id": f"s{i}", "user_input": "q?", "response": "A.", "retrieved_contexts": ["A."], "reference": "A."} for i in range(3)]
+    data = write_jsonl(tmp_path / "d.jsonl", rows)
+    url = f"http://127.0.0.1:{port}/v1"
+    done = run_eval(
+        data, "-m", "faithfulness,token_f1", "--judge-base-url", url, "--judge-model", "m", "-o", tmp_path / "out", "--no-cache"
+    )
+    assert done.exit_code == 0, done.output
+    failed = [line for line in done.output.splitlines() if line.startswith("failed: ")]
+    assert len(failed) == 1, done.output
+    assert failed[0].startswith("failed: faithfulness: 3 sample(s): ") and f"the judge endpoint at {url} is unreachable since" in failed[0]

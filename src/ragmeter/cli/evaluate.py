@@ -303,6 +303,8 @@ def _save_and_print(result: Result, out: Path) -> None:
     except OSError as exc:  # a folder in a report's place, a full disk
         raise fail(f"cannot write the results and reports into {out}: {write_problem(exc)}") from None
     console.print(scores_table(result))
+    for line in failure_lines(result):
+        say(("failed: ", "bold yellow"), line)
     usage = usage_rows(result)
     if usage:
         console.print(usage_table("LLM judge usage", usage, local=(result.run.get("judge") or {}).get("backend") == "local"))
@@ -329,6 +331,20 @@ def scores_table(result: Result) -> Any:
         rows.append((name, format_number(a["mean"], unit), interval, a["n_scored"], unscored))
     columns = ["metric", ("mean", "right"), ("95% CI", "right"), ("scored", "right"), ("unscored", "right")]
     return table("Scores (mean with 95% bootstrap CI)", columns, rows)
+
+
+def failure_lines(result: Result) -> list[str]:
+    """Per metric that failed on some samples, why (its commonest failure): the scores table
+    only counts them, and the reasons were in the report alone."""
+    lines = []
+    for metric in result.metrics:
+        a = result.aggregates[metric["id"]]
+        failures = [r for r in a.get("unscored_reasons", []) if r["failed"]]
+        if failures:
+            top, others = failures[0], a["n_failed"] - failures[0]["count"]
+            rest = f" ({others} more for other reasons: see the report)" if others else ""
+            lines.append(f"{metric['id']}: {top['count']} sample(s): {top['reason']}{rest}")
+    return lines
 
 
 def usage_rows(result: Result) -> list[tuple[str, Usage]]:
