@@ -100,7 +100,8 @@ def eval_command(
     _refuse_own_outputs(data, out)
     dataset = _load(data, strict)
     judges, unavailable = _judges(settings)
-    chosen = _choose_metrics(metrics, run_config.metrics if run_config else None, dataset, unavailable)
+    endpoint = settings.chosen_backend == "openai"
+    chosen = _choose_metrics(metrics, run_config.metrics if run_config else None, dataset, unavailable, endpoint=endpoint)
     if any(m.needs == Needs.LLM for m in chosen) and judges.llm is None:
         raise fail(f"LLM metrics need a judge: {unavailable}")
     if dry_run:
@@ -257,19 +258,22 @@ def _named_metrics(spec: str) -> tuple[list[str], list[Metric]]:
         raise fail(f"--metrics: {exc}") from None
 
 
-def _choose_metrics(spec: str | None, configured: list[Metric] | None, dataset: Dataset, unavailable: str | None) -> list[Metric]:
+def _choose_metrics(
+    spec: str | None, configured: list[Metric] | None, dataset: Dataset, unavailable: str | None, *, endpoint: bool = False
+) -> list[Metric]:
     """The metrics to run: --metrics, else the config file's, else automatic selection.
 
     ``spec`` is a comma-separated list of metric names and groups (``auto``, ``model-free``,
     ``all``), so ``model-free,faithfulness`` adds one LLM metric to the automatic model-free
     choice. ``unavailable`` is ``None`` when an LLM judge can run, else the reason it cannot.
+    ``endpoint`` is true when the settings name an endpoint judge (see :func:`_metric_group`).
     """
     if spec is None and configured is not None:
         return configured
     names, named = _named_metrics("auto" if spec is None else spec)
     chosen: dict[str, Metric] = {}
     for group in dict.fromkeys(name for name in names if name in METRIC_GROUPS):
-        for metric in _metric_group(group, dataset, unavailable):
+        for metric in _metric_group(group, dataset, unavailable, endpoint):
             chosen.setdefault(metric.id, metric)
     # A metric named on its own keeps its own parameters, and its place after the groups.
     chosen = {id_: metric for id_, metric in chosen.items() if id_ not in {m.id for m in named}} | {m.id: m for m in named}
@@ -282,11 +286,16 @@ def _choose_metrics(spec: str | None, configured: list[Metric] | None, dataset: 
 METRIC_GROUPS = ("auto", "model-free", "all")
 
 
-def _metric_group(name: str, dataset: Dataset, unavailable: str | None) -> list[Metric]:
-    """The metrics a group name of --metrics stands for (see the option's help)."""
+def _metric_group(name: str, dataset: Dataset, unavailable: str | None, endpoint: bool) -> list[Metric]:
+    """The metrics a group name of --metrics stands for (see the option's help). Without a
+    judge (``unavailable`` says why), ``auto`` leaves the LLM metrics out, unless the settings
+    name an endpoint (``endpoint``): a judge the user configured that cannot run (a base URL
+    without http://, say) is a usage error, not a run without LLM metrics."""
     if name == "all":
         return [cls() for cls in metric_classes().values() if cls.needs in (Needs.NOTHING, Needs.EMBEDDINGS)]
     if name == "auto" and unavailable is not None:
+        if endpoint:
+            raise fail(f"LLM metrics need a judge: {unavailable}")
         say(("LLM metrics skipped", "yellow"), f": {unavailable}")
     return applicable_metrics(dataset, llm=name == "auto" and unavailable is None)
 
