@@ -213,7 +213,8 @@ def test_traces_export_reads_files_or_a_store_in_the_same_time_window(tmp_path):
         ([], "give trace files or --store, one of the two"),
         ([str(traces), "--store", store], "give trace files or --store, one of the two"),
         (["--store", store, "--since", "yesterday"], "--since: 'yesterday' is not an ISO 8601 date or time"),
-        (["--store", store, "--since", "2030-01-01"], "no sample to write"),
+        (["--store", store, "--since", "2030-01-01"], f"no traced request in {store} started at or after 2030-01-01: nothing to export"),
+        ([str(traces), "--until", "2020-01-01"], f"no traced request in {traces} started before 2020-01-01: nothing to export"),
         (["--store", store, "--since", "2026-11-25", "--until", "2026-11-24"], "--since 2026-11-25 is not before --until 2026-11-24"),
     ]:
         failed = runner.invoke(app, ["traces", "export", *args, "-o", str(tmp_path / "x.jsonl")])

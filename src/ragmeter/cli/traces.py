@@ -83,6 +83,9 @@ def export_command(
         raise fail(f"--since {since} is not before --until {until}: no request can fall between them")
     invalid: dict[str, str] = {}
     spans = _stored_spans(store, bounds[0], bounds[1], invalid) if store is not None else _file_spans(files or [], bounds[0], bounds[1])
+    if not spans and not invalid:
+        where = f"in {store}" if store is not None else f"in {', '.join(map(str, files or []))}"
+        raise fail(f"no traced request {where}{_window(since, until)}: nothing to export")
     exported = spans_to_samples(spans, include_errors=include_errors)
     exported.skipped[:0] = invalid.items()
     if exported.repeated:
@@ -93,6 +96,13 @@ def export_command(
     if exported.skipped:
         say((f"{len(exported.skipped)} trace(s) left out", "yellow"), f", e.g. {exported.skipped[0][0]}: {exported.skipped[0][1]}")
     _write_samples(exported.samples, out)
+
+
+def _window(since: str | None, until: str | None) -> str:
+    """The time window of ``--since`` and ``--until`` (as given; ``None`` when not) in words."""
+    parts = [f"at or after {since}" if since is not None else "", f"before {until}" if until is not None else ""]
+    said = " and ".join(part for part in parts if part)
+    return f" started {said}" if said else ""
 
 
 def _file_spans(files: list[Path], since: str | None, until: str | None) -> list[SpanRecord]:
