@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
+import pytest
 from cli_helpers import TWO_SAMPLES, run_eval, write_jsonl
+
+from ragmeter.data import load_dataset
+from ragmeter.data.encodings import encoding_hint
+from ragmeter.data.issues import InputError
 
 
 def test_auto_metrics_with_an_unusable_endpoint_are_refused_not_run_without_the_judge(tmp_path):
@@ -15,3 +22,22 @@ def test_auto_metrics_with_an_unusable_endpoint_are_refused_not_run_without_the_
     assert "must begin with http:// or https://" in refused.output and not (tmp_path / "auto").exists()
     model_free = run_eval(data, *judge, "-m", "model-free", "-o", tmp_path / "model-free")  # needs no judge: runs
     assert model_free.exit_code == 0, model_free.output
+
+
+def test_json_lines_in_utf16_with_its_mark_are_refused_in_one_line(tmp_path):
+    # Each "line" of the UTF-16 bytes was reported on its own ("line 1: invalid UTF-8 (byte 0xff...)",
+    # more issues than the file has lines), the conversion repeated on every one.
+    rows = [{"id": f"s{i}", "user_input": "问题", "response": "回答", "reference": "回答"} for i in range(3)]
+    path = tmp_path / "data.jsonl"
+    path.write_bytes("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows).encode("utf-16"))
+    with pytest.raises(InputError) as refused:
+        load_dataset(path)
+    (issue,) = refused.value.issues
+    assert issue.location == "file" and "iconv -f UTF-16 -t UTF-8" in issue.message
+
+
+def test_binary_data_with_many_nul_bytes_is_called_binary_not_utf16():
+    # The start of an executable (NULs on both sides of its byte pairs) was named UTF-16LE text.
+    elf = b"\x7fELF\x02\x01\x01" + bytes(9) + b"\x03\x00>\x00\x01\x00\x00\x00\xd0\x5c\x00\x00\x00\x00\x00\x00" * 5
+    assert "binary data" in encoding_hint(elf)
+    assert "UTF-16LE" in encoding_hint("plain ASCII text, written by Windows as Unicode".encode("utf-16-le"))

@@ -64,7 +64,10 @@ def _utf16_without_bom(data: bytes) -> str | None:
     if len(head) < 8:
         return None
     if head.count(0) * 3 >= len(head):
-        return "utf-16-le" if head[1::2].count(0) > head[0::2].count(0) else "utf-16-be"
+        nul_even, nul_odd = head[0::2].count(0), head[1::2].count(0)
+        if min(nul_even, nul_odd) * 10 > max(nul_even, nul_odd):  # NULs on both sides: binary data (an executable, an archive), not text
+            return None
+        return "utf-16-le" if nul_odd > nul_even else "utf-16-be"
     try:
         codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
         return None  # UTF-8 as far as it goes (a character may be cut at the end)
@@ -112,6 +115,23 @@ def unmarked_utf16_file(path: str | Path) -> str | None:
     """
     with open(path, "rb") as handle:
         return unmarked_utf16(handle.read(32))
+
+
+def marked_wide_file(path: str | Path) -> str | None:
+    """Why the JSON-lines file at ``path`` cannot be read: it opens with a UTF-16 or UTF-32
+    byte-order mark, and JSON lines are read line by line as UTF-8 (each line would be found
+    not to be UTF-8); the message gives the ``iconv`` command that converts it. ``None`` when
+    it opens with no such mark.
+
+    Args:
+        path: The JSON-lines file to be read.
+
+    Raises:
+        OSError: The file cannot be opened (missing, a folder, not readable).
+    """
+    with open(path, "rb") as handle:
+        head = handle.read(4)
+    return f"JSON lines are read as UTF-8{encoding_hint(head)}" if unicode_bom(head) in ("utf-16", "utf-32") else None
 
 
 class UnmarkedUtf16Error(UnicodeDecodeError):

@@ -18,7 +18,7 @@ from collections.abc import Generator, Iterable
 from pathlib import Path
 from typing import Any
 
-from ragmeter.data.encodings import decode_text, encoding_hint, file_hint, invalid_utf8, unicode_bom, unmarked_utf16_file
+from ragmeter.data.encodings import decode_text, encoding_hint, file_hint, invalid_utf8, marked_wide_file, unicode_bom, unmarked_utf16_file
 from ragmeter.data.files import TOO_DEEP as JSON_TOO_DEEP
 from ragmeter.data.files import json_problem, json_value, unpaired_surrogate
 from ragmeter.data.issues import InputError, InputIssue
@@ -88,10 +88,10 @@ def _rows_of_file(path: Path) -> Rows:
             raise InputError([InputIssue(str(path), "file", None, f"not a readable Parquet file: {exc}")]) from None
         return list(_rows_of_frame(frame, unit="row"))
     try:
-        unmarked = unmarked_utf16_file(path)
+        unmarked = unmarked_utf16_file(path) or (marked_wide_file(path) if suffix in (".jsonl", ".ndjson") else None)
     except OSError as exc:  # a folder of that name, a file the user may not read
         raise InputError([InputIssue(str(path), "file", None, f"cannot read the file: {exc.strerror or exc}")]) from None
-    if unmarked:  # its lines decode as UTF-8: only each line's JSON (or the CSV) would be found invalid
+    if unmarked:  # its lines decode as UTF-8 (or, in UTF-16 with its mark, every line is found not to be UTF-8)
         raise InputError([InputIssue(str(path), "file", None, unmarked)])
     if suffix in (".jsonl", ".ndjson"):
         return _rows_of_jsonl(path)
