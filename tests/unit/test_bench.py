@@ -421,17 +421,14 @@ def test_a_sample_without_a_usable_label_is_left_out_and_named_not_the_end_of_th
     outcome = CliRunner().invoke(app, ["bench", "--labelled", str(labelled), "--metric", "token_f1", "--out", str(tmp_path), "--name", "m"])
     assert outcome.exit_code == 0, outcome.output
     named = [
-        f"{labelled}, line 5: field 'label' must be a finite number, got None",
+        f"{labelled}, line 5: field 'label' is missing or null",
         f"{labelled}, line 6: field 'label' must be a finite number, got inf",
     ]
     assert "2 sample(s) left out, without a usable label:" in outcome.output and all(n in outcome.output for n in named)
     document = json.loads((tmp_path / "m.json").read_text())
     assert document["tasks"][0]["n_units"] == 4 and document["settings"]["left_out"] == named
     markdown = (tmp_path / "m.md").read_text()
-    assert (
-        "2 sample(s) left out, without a usable label:" in markdown
-        and "line 5\\: field 'label' must be a finite number, got None" in markdown
-    )
+    assert "2 sample(s) left out, without a usable label:" in markdown and "line 5\\: field 'label' is missing or null" in markdown
 
 
 def test_a_stopped_bench_keeps_the_tasks_it_finished(tmp_path, monkeypatch):

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
-from cli_helpers import TWO_SAMPLES, run_eval, write_jsonl
+from cli_helpers import TWO_SAMPLES, run_eval, runner, write_jsonl
 
+from ragmeter.cli import app
 from ragmeter.data import load_dataset
 from ragmeter.data.encodings import encoding_hint
 from ragmeter.data.issues import InputError
@@ -41,3 +43,16 @@ def test_binary_data_with_many_nul_bytes_is_called_binary_not_utf16():
     elf = b"\x7fELF\x02\x01\x01" + bytes(9) + b"\x03\x00>\x00\x01\x00\x00\x00\xd0\x5c\x00\x00\x00\x00\x00\x00" * 5
     assert "binary data" in encoding_hint(elf)
     assert "UTF-16LE" in encoding_hint("plain ASCII text, written by Windows as Unicode".encode("utf-16-le"))
+
+
+def test_bench_on_labelled_samples_rounds_its_intervals_and_names_a_missing_label(tmp_path):
+    # `ragmeter bench --labelled FILE --metric M` printed "roc_auc 0.750 [0.4374350761772854, 1.0]",
+    # and a sample without the label field as "got None", a Python word for a field it lacks.
+    rows = [{"id": f"s{i}", "response": "x y" if i % 3 else "x", "reference": "x", "label": i % 2} for i in range(8)]
+    rows.append({"id": "unlabelled", "response": "x", "reference": "x"})
+    labelled = write_jsonl(tmp_path / "mine.jsonl", rows)
+    done = runner.invoke(app, ["bench", "--labelled", str(labelled), "--metric", "token_f1", "--out", str(tmp_path), "--name", "m"])
+    assert done.exit_code == 0, done.output
+    assert f"{labelled}, line 9: field 'label' is missing or null" in done.output
+    (line,) = [text for text in done.output.splitlines() if text.strip().startswith("roc_auc")]
+    assert re.fullmatch(r"\s*roc_auc \d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]", line), line

@@ -222,7 +222,8 @@ def labelled_file(path: Path, metric: str, label_field: str, limit: int | None, 
         if isinstance(label, bool):
             label = int(label)
         if not isinstance(label, (int, float)) or not math.isfinite(label):
-            left_out.append(f"{loaded.source}, {loaded.location}: field '{label_field}' must be a finite number, got {label!r}")
+            problem = "is missing or null" if label is None else f"must be a finite number, got {label!r}"
+            left_out.append(f"{loaded.source}, {loaded.location}: field '{label_field}' {problem}")
             continue
         units.append({"sample": loaded.key, "label": label, "group": loaded.key, "part": None})
         usable.append(loaded)

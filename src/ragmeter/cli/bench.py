@@ -3,7 +3,7 @@
 import shlex
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -87,13 +87,20 @@ def bench_command(
         say(f"{task.name}: {len(task.dataset)} samples, {len(task.units)} labelled units …")
         results.append(run_task(task, judges, concurrency=concurrency))
         for statistic, value in results[-1].statistics.items():
-            say(f"  {statistic} {value['value']:.3f} [{value['ci_low']}, {value['ci_high']}]")
+            say(f"  {statistic} {value['value']:.3f}{_interval(value)}")
         # Written after every task: a long run that is stopped keeps the tasks it finished. The
         # judge is described again: what it found out (its verdict mode, warnings) goes in too.
         if judges.llm is not None:
             run_settings["judge"] = judges.llm.describe()
         json_path, md_path = write_bench(results, run_settings, out, name or f"meta_eval_{described['backend']}")
     say(f"Wrote {md_path} and {json_path}")
+
+
+def _interval(statistic: dict[str, Any]) -> str:
+    """`` [low, high]`` of a statistic's 95% interval (``statistic``: its ``ci_low`` and
+    ``ci_high``), as the Markdown gives it; nothing when it has none."""
+    low, high = statistic.get("ci_low"), statistic.get("ci_high")
+    return f" [{low:.3f}, {high:.3f}]" if low is not None and high is not None else ""
 
 
 def _judges(settings: JudgeConfig, tasks: list[Task]) -> Judges:
