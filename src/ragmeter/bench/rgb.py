@@ -128,7 +128,9 @@ def rgb_noise_sensitivity(rows: list[dict[str, Any]], limit: int | None, seed: i
     Label 1 means the response repeats the noise, and a higher score means more noise taken in.
     Both tasks judge the same samples, so the second is answered from the cache. Questions
     without all three sentences are left out."""
-    samples, relevant_units, irrelevant_units = [], [], []
+    samples: list[dict[str, Any]] = []
+    relevant_units: list[dict[str, Any]] = []
+    irrelevant_units: list[dict[str, Any]] = []
     for row in draw(rows, None, seed):
         accepted = [s for entry in row["answer"] for s in spellings(entry)]
         right = _nearest_sentence(row["query"], row["positive"], accepted, holds=True)
