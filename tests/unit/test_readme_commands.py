@@ -56,3 +56,16 @@ def test_bench_on_labelled_samples_rounds_its_intervals_and_names_a_missing_labe
     assert f"{labelled}, line 9: field 'label' is missing or null" in done.output
     (line,) = [text for text in done.output.splitlines() if text.strip().startswith("roc_auc")]
     assert re.fullmatch(r"\s*roc_auc \d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]", line), line
+
+
+def test_the_generate_estimate_writes_every_count_with_thousands_separators(capsys):
+    # `ragmeter generate docs/ --size 200 ... --dry-run` printed "1300 judge calls, 865,104 prompt tokens".
+    from types import SimpleNamespace
+
+    from ragmeter.cli import generate
+    from ragmeter.judges.metering import Usage
+
+    usage = Usage(calls=1300, prompt_tokens=865104, completion_tokens=36850, cost_usd=None)
+    estimate = SimpleNamespace(summary=lambda: {"asked": 200, "usage": usage.to_dict()}, settings={"judge": {"backend": "openai"}})
+    generate._print_estimate(estimate, top_up_rounds=0)
+    assert "1,300 judge calls, 865,104 prompt tokens, 36,850 output tokens" in capsys.readouterr().err

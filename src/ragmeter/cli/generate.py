@@ -236,7 +236,7 @@ def _print_estimate(generation: Generation, top_up_rounds: int) -> None:
     usage = Usage.from_dict(summary["usage"])
     local = generation.settings["judge"].get("backend") == "local"
     say(f"Estimate for {summary['asked']} questions (no model was called; every check counted as if it ran):")
-    say(f"  {usage.calls} judge calls, {usage.prompt_tokens:,} prompt tokens, {usage.completion_tokens:,} output tokens")
+    say(f"  {usage.calls:,} judge calls, {usage.prompt_tokens:,} prompt tokens, {usage.completion_tokens:,} output tokens")
     if local:
         say(f"  the local judge would need roughly {estimated_local_seconds(usage) / 60:.0f} min on 2 CPU cores (before cache hits)")
     elif usage.cost_usd is None:
