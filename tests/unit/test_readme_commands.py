@@ -69,3 +69,26 @@ def test_the_generate_estimate_writes_every_count_with_thousands_separators(caps
     estimate = SimpleNamespace(summary=lambda: {"asked": 200, "usage": usage.to_dict()}, settings={"judge": {"backend": "openai"}})
     generate._print_estimate(estimate, top_up_rounds=0)
     assert "1,300 judge calls, 865,104 prompt tokens, 36,850 output tokens" in capsys.readouterr().err
+
+
+def test_answer_refuses_in_one_line_an_out_folder_that_cannot_be_made(tmp_path, monkeypatch):
+    # The README: "its folder is created if needed, and one that cannot be is refused before any
+    # question". A folder the checks cannot foresee (under /proc, a full disk) ended in
+    # "unexpected error: FileNotFoundError".
+    from pathlib import Path
+
+    (tmp_path / "rag_for_readme.py").write_text("def answer(question):\n    return ['ctx'], 'an answer'\n", encoding="utf-8")
+    write_jsonl(tmp_path / "testset.jsonl", [{"id": "q1", "user_input": "How many?"}])
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    made = Path.mkdir
+
+    def mkdir(self, *args, **kwargs):
+        if self.name == "answers":
+            raise FileNotFoundError(2, "No such file or directory")
+        return made(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "mkdir", mkdir)
+    done = runner.invoke(app, ["answer", "testset.jsonl", "-p", "rag_for_readme:answer", "-o", "answers/out.jsonl"])
+    assert done.exit_code == 2 and "--out answers/out.jsonl: its folder answers cannot be created" in done.output, done.output
+    assert "unexpected error" not in done.output

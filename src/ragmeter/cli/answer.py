@@ -62,7 +62,10 @@ def answer_command(
         function = load_pipeline(pipeline, timeout)
     except PipelineSourceError as exc:
         raise fail(str(exc)) from None
-    out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # what check_json_lines_out cannot foresee: a folder in /proc, a full disk
+        raise fail(f"--out {out}: its folder {out.parent} cannot be created: {exc.strerror or exc}") from None
     journal = AnswerJournal(out, pipeline)
     try:
         if fresh:
