@@ -2,14 +2,15 @@
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from ragmeter.cli.app import command
-from ragmeter.cli.console import console, fail, say, table
+from ragmeter.cli.console import console, fail, say
 from ragmeter.cli.issues import print_issues
 from ragmeter.cli.options import JudgeOptions, judge_options
+from ragmeter.cli.result_console import failure_lines, print_diagnosis, scores_table, usage_rows, usage_table
 from ragmeter.cli.runs import open_store, save_run
 from ragmeter.data import Dataset, InputError, load_dataset
 from ragmeter.data.files import write_problem
@@ -18,10 +19,8 @@ from ragmeter.judges import BatchingEmbedder, JudgeError, Judges
 from ragmeter.judges.cache import EmbeddingStore
 from ragmeter.judges.config import JudgeConfig
 from ragmeter.judges.embeddings import USEEncoder
-from ragmeter.judges.metering import Usage
 from ragmeter.metrics import Metric, Needs, metric_classes
 from ragmeter.report import REPORT_HTML, REPORT_MD, write_reports
-from ragmeter.report.formatting import format_number
 from ragmeter.report.judge import judge_line, judge_warnings
 from ragmeter.results import Result
 from ragmeter.results.rundir import ISSUES_FILE, RESULTS_FILE, RUN_FILE, SUMMARY_FILE
@@ -317,7 +316,7 @@ def _save_and_print(result: Result, out: Path) -> None:
     usage = usage_rows(result)
     if usage:
         console.print(usage_table("LLM judge usage", usage, local=(result.run.get("judge") or {}).get("backend") == "local"))
-    _print_diagnosis(summary["diagnosis"])
+    print_diagnosis(summary["diagnosis"])
     run = result.run
     described = judge_line(run.get("judge")) if usage else None
     if described:
@@ -327,66 +326,6 @@ def _save_and_print(result: Result, out: Path) -> None:
     say(f"{run['pairs_computed']} scores computed, {run['pairs_resumed']} resumed from the journal, {run['seconds']:.1f} s.")
     written = ", ".join(str(out / name) for name in (RESULTS_FILE, SUMMARY_FILE, REPORT_MD))
     say(f"Wrote {written}; open {out / REPORT_HTML} for the full report.")
-
-
-def scores_table(result: Result) -> Any:
-    """Each metric's mean, 95% CI and counts, as a terminal table."""
-    rows = []
-    for metric in result.metrics:
-        a, unit = result.aggregates[metric["id"]], metric["unit"]
-        interval = f"[{format_number(a['ci_low'], unit)}, {format_number(a['ci_high'], unit)}]" if a["ci_low"] is not None else "–"
-        unscored = str(a["n_unscored"]) + (f" ({a['n_failed']} failed)" if a["n_failed"] else "")
-        name = metric["id"] + (f" ({unit})" if unit else "")
-        rows.append((name, format_number(a["mean"], unit), interval, a["n_scored"], unscored))
-    columns = ["metric", ("mean", "right"), ("95% CI", "right"), ("scored", "right"), ("unscored", "right")]
-    return table("Scores (mean with 95% bootstrap CI)", columns, rows)
-
-
-def failure_lines(result: Result) -> list[str]:
-    """Per metric that failed on some samples, why (its commonest failure): the scores table
-    only counts them, and the reasons were in the report alone."""
-    lines = []
-    for metric in result.metrics:
-        a = result.aggregates[metric["id"]]
-        failures = [r for r in a.get("unscored_reasons", []) if r["failed"]]
-        if failures:
-            top, others = failures[0], a["n_failed"] - failures[0]["count"]
-            rest = f" ({others} more for other reasons: see the report)" if others else ""
-            lines.append(f"{metric['id']}: {top['count']} sample(s): {top['reason']}{rest}")
-    return lines
-
-
-def usage_rows(result: Result) -> list[tuple[str, Usage]]:
-    """Each LLM metric's total judge usage."""
-    return [
-        (m["id"], Usage.from_dict(result.aggregates[m["id"]]["usage"]["total"])) for m in result.metrics if m["needs"] == Needs.LLM.value
-    ]
-
-
-def usage_table(title: str, rows: list[tuple[str, Usage]], local: bool) -> Any:
-    """Calls, cache hits, tokens, retries and cost per metric, as a terminal table."""
-
-    def cost(usage: Usage) -> str:
-        if local:
-            return "0 (local)"
-        return "unknown price" if usage.cost_usd is None else f"${usage.cost_usd:.4f}"
-
-    columns = ["metric", *((c, "right") for c in ("calls", "cached", "prompt tok.", "output tok.", "retries", "cost"))]
-    cells = [(name, u.calls, u.cached_calls, f"{u.prompt_tokens:,}", f"{u.completion_tokens:,}", u.retries, cost(u)) for name, u in rows]
-    return table(title, columns, cells)
-
-
-def _print_diagnosis(diagnosis: dict[str, Any]) -> None:
-    problems = [p for p in diagnosis["patterns"] if p["name"] not in ("healthy", "correct_refusal", "inconclusive")]
-    if not diagnosis["signals"]:
-        return
-    if not problems:
-        say("Diagnosis: no problem pattern found.")
-        return
-    say("Diagnosis (see the report for the samples):")
-    for pattern in problems:
-        examples = ", ".join(pattern["samples"][:4]) + (", …" if len(pattern["samples"]) > 4 else "")
-        say(f"  {pattern['count']:>4} × ", (pattern["title"], "bold"), f" ({examples})")
 
 
 def _print_estimate(dataset: Dataset, chosen: list[Metric], judges: Judges, settings: JudgeConfig, concurrency: int) -> None:
