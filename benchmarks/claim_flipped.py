@@ -49,7 +49,7 @@ import pandas as pd
 from claim_contrast import cell
 from claim_data import DEFAULT_DATA_DIR, SOURCES, labelled_units
 from claim_prior import HEAD_FEATURES, judged_sentences, loso_scores, progress, sentence_row
-from claim_surprise import means_lines, rule_line
+from claim_surprise import held_out_statistics, means_lines, rule_line
 
 import ragmeter.judges.local as local_judge
 from ragmeter.bench.report import git_commit
@@ -58,7 +58,6 @@ from ragmeter.judges.local import LocalJudge
 from ragmeter.judges.prompts import PromptBook
 from ragmeter.judges.windowing import premise_verdicts
 from ragmeter.metrics.claim_support import derived_features, lexical_evidence, logit
-from ragmeter.results.stats import balanced_accuracy, bootstrap_statistic, roc_auc
 
 #: The prompt file that adds the flipped task to the packaged English prompts.
 FLIPPED_PROMPTS = Path(__file__).parent / "prompts" / "flipped_en.yaml"
@@ -129,17 +128,8 @@ def report(fitting: pd.DataFrame, measured: pd.DataFrame) -> dict[str, Any]:
     units = table.groupby(["source", "unit", "doc", "unit_label"], sort=False)[list(SCORERS)].min().reset_index()
     out: dict[str, Any] = {}
     for source, group in units.groupby("source", sort=False):
-        y, docs = group.unit_label.to_numpy(int), group.doc.to_numpy()
-        base = group["LOSO head"].to_numpy(float)
-        rows: dict[str, Any] = {}
-        for name in SCORERS:
-            values = group[name].to_numpy(float)
-            rows[name] = {
-                "auc": bootstrap_statistic(roc_auc, y, values, groups=docs),
-                "ba": bootstrap_statistic(balanced_accuracy, y, (values >= 0).astype(int), groups=docs),
-            }
-            if name != "LOSO head":
-                rows[name]["auc_gain"] = bootstrap_statistic(lambda yy, s, t: roc_auc(yy, s) - roc_auc(yy, t), y, values, base, groups=docs)
+        y = group.unit_label.to_numpy(int)
+        rows = held_out_statistics(group, SCORERS)
         sentences = table[table.source == source]
         out[str(source)] = {
             "units": len(group),

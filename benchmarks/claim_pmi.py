@@ -43,11 +43,10 @@ import pandas as pd
 from claim_contrast import cell
 from claim_data import DEFAULT_DATA_DIR, SOURCES, labelled_units
 from claim_prior import HEAD_FEATURES, NULL_PREMISE, C, loso_scores, sentence_table
-from claim_surprise import SurpriseReader, means_lines, rule_line
+from claim_surprise import SurpriseReader, held_out_statistics, means_lines, rule_line
 
 from ragmeter.bench.report import git_commit
 from ragmeter.judges.local import LocalJudge
-from ragmeter.results.stats import balanced_accuracy, bootstrap_statistic, roc_auc
 
 FEATURE_SETS = {
     "LOSO head": HEAD_FEATURES,
@@ -99,17 +98,8 @@ def report(table: pd.DataFrame) -> dict[str, Any]:
     units = table.groupby(["source", "unit", "doc", "unit_label"], sort=False)[list(FEATURE_SETS)].min().reset_index()
     out: dict[str, Any] = {}
     for source, group in units.groupby("source", sort=False):
-        y, docs = group.unit_label.to_numpy(int), group.doc.to_numpy()
-        rows: dict[str, Any] = {}
-        base = group["LOSO head"].to_numpy(float)
-        for name in FEATURE_SETS:
-            values = group[name].to_numpy(float)
-            rows[name] = {
-                "auc": bootstrap_statistic(roc_auc, y, values, groups=docs),
-                "ba": bootstrap_statistic(balanced_accuracy, y, (values >= 0).astype(int), groups=docs),
-            }
-            if name != "LOSO head":
-                rows[name]["auc_gain"] = bootstrap_statistic(lambda yy, s, t: roc_auc(yy, s) - roc_auc(yy, t), y, values, base, groups=docs)
+        y = group.unit_label.to_numpy(int)
+        rows = held_out_statistics(group, FEATURE_SETS)
         sentences = table[table.source == source]
         out[str(source)] = {
             "units": len(group),

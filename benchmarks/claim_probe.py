@@ -64,7 +64,7 @@ from claim_contrast import cell, key_of
 from claim_data import DEFAULT_DATA_DIR, SOURCES, interleave, labelled_units
 from claim_prior import HEAD_FEATURES, C, judged_sentences, progress, sentence_row, write_unit
 from claim_support_eval import balanced_weights, fit
-from claim_surprise import means_lines, rule_line
+from claim_surprise import held_out_statistics, means_lines, rule_line
 from sklearn.decomposition import PCA
 from sklearn.linear_model import LogisticRegression
 
@@ -75,7 +75,7 @@ from ragmeter.judges.local import LocalJudge
 from ragmeter.judges.windowing import premise_verdicts
 from ragmeter.metrics.claim_support import derived_features, lexical_evidence
 from ragmeter.metrics.evidence import closest_evidence
-from ragmeter.results.stats import balanced_accuracy, bootstrap_statistic, roc_auc
+from ragmeter.results.stats import balanced_accuracy, roc_auc
 
 #: The probe's settings searched within each held-out source's five training sources.
 COMPONENTS = (8, 32)
@@ -251,17 +251,8 @@ def report(fitting: tuple[pd.DataFrame, np.ndarray], measured: tuple[pd.DataFram
     units = table.groupby(["source", "unit", "doc", "unit_label"], sort=False)[list(SCORERS)].min().reset_index()
     out: dict[str, Any] = {}
     for source, group in units.groupby("source", sort=False):
-        y, docs = group.unit_label.to_numpy(int), group.doc.to_numpy()
-        base = group["LOSO head"].to_numpy(float)
-        rows: dict[str, Any] = {}
-        for name in SCORERS:
-            values = group[name].to_numpy(float)
-            rows[name] = {
-                "auc": bootstrap_statistic(roc_auc, y, values, groups=docs),
-                "ba": bootstrap_statistic(balanced_accuracy, y, (values >= 0).astype(int), groups=docs),
-            }
-            if name != "LOSO head":
-                rows[name]["auc_gain"] = bootstrap_statistic(lambda yy, s, t: roc_auc(yy, s) - roc_auc(yy, t), y, values, base, groups=docs)
+        y = group.unit_label.to_numpy(int)
+        rows = held_out_statistics(group, SCORERS)
         out[str(source)] = {
             "units": len(group),
             "unsupported": int((y == 0).sum()),

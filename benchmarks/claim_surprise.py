@@ -215,6 +215,26 @@ def verdict_line(results: dict[str, dict[str, Any]]) -> str:
     return rule_line(results, "P+L- (shipped head)", "P+L-+S", "surprise")
 
 
+def held_out_statistics(group: pd.DataFrame, scorers: Sequence[str], base: str = "LOSO head") -> dict[str, Any]:
+    """Per scorer of ``scorers`` (columns of ``group``, one held-out source's units with their
+    ``unit_label`` and ``doc``, scores in log-odds): ROC-AUC and BA at 0 with bootstrap intervals
+    resampling documents, and for each scorer but ``base`` its paired ROC-AUC gain over ``base``."""
+    y, docs = group.unit_label.to_numpy(int), group.doc.to_numpy()
+    reference = group[base].to_numpy(float)
+    rows: dict[str, Any] = {}
+    for name in scorers:
+        values = group[name].to_numpy(float)
+        rows[name] = {
+            "auc": bootstrap_statistic(roc_auc, y, values, groups=docs),
+            "ba": bootstrap_statistic(balanced_accuracy, y, (values >= 0).astype(int), groups=docs),
+        }
+        if name != base:
+            rows[name]["auc_gain"] = bootstrap_statistic(
+                lambda yy, s, t: roc_auc(yy, s) - roc_auc(yy, t), y, values, reference, groups=docs
+            )
+    return rows
+
+
 def means_lines(sources: dict[str, dict[str, Any]], scorers: Sequence[str]) -> list[str]:
     """Markdown lines: each scorer's mean held-out ROC-AUC / BA at 0.5 over ``sources``
     (per source, each scorer's ``{"auc": ..., "ba": ...}`` statistics under ``"scorers"``)."""
