@@ -330,6 +330,17 @@ def test_a_span_whose_start_is_no_date_or_time_is_named_and_skipped(tmp_path):
     assert _questions(tmp_path / "s.jsonl") == ["q?"]
 
 
+def _import_one_good_and_four_bad(tmp_path, lines):
+    """``traces import`` of a file of ``lines`` of which one is a valid span and four are not:
+    the file, and the command's result (checked: exit 0, the four named and skipped, one stored)."""
+    traces = tmp_path / "traces.jsonl"
+    traces.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    done = runner.invoke(app, ["traces", "import", str(traces), "--store", str(tmp_path / "r.db"), "--no-embed"])
+    assert done.exit_code == 0 and "unexpected" not in done.output, done.output
+    assert "4 line(s) skipped, not a valid span:" in done.output and "traces.jsonl: 1 span(s) stored" in done.output
+    return traces, done
+
+
 def test_a_span_with_a_count_or_time_no_store_column_holds_is_named_and_skipped(tmp_path):
     """A 29-digit token count made traces import fail as an 'unexpected error: OverflowError' with
     nothing of the file stored; NaN and Infinity were read and exported as null without a word."""
@@ -338,11 +349,7 @@ def test_a_span_with_a_count_or_time_no_store_column_holds_is_named_and_skipped(
     lines = [json.dumps(good.to_dict())]
     for number, (key, value) in enumerate(bad.items(), start=2):
         lines.append(json.dumps({**good.to_dict(), "trace_id": str(number) * 32, "span_id": str(number) * 16, key: value}))
-    traces = tmp_path / "traces.jsonl"
-    traces.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    done = runner.invoke(app, ["traces", "import", str(traces), "--store", str(tmp_path / "r.db"), "--no-embed"])
-    assert done.exit_code == 0 and "unexpected" not in done.output, done.output
-    assert "4 line(s) skipped, not a valid span:" in done.output and "traces.jsonl: 1 span(s) stored" in done.output
+    traces, done = _import_one_good_and_four_bad(tmp_path, lines)
     assert f"{traces}, line 2: not a valid span: 'prompt_tokens' must be a whole number from 0 to 2147483647, got 1" in done.output
     assert f"{traces}, line 3: not a valid span: 'completion_tokens' must be a whole number from 0 to 2147483647, got 2.5" in done.output
     assert f"{traces}, line 4: not a valid span: 'latency_ms' must be a number, got nan" in done.output
@@ -364,11 +371,7 @@ def test_a_span_with_a_context_score_id_or_kind_no_span_has_is_named_and_skipped
     ]
     for number, (key, value) in enumerate(bad.items(), start=3):
         lines.append(json.dumps({**good.to_dict(), "trace_id": str(number) * 32, key: value}))
-    traces = tmp_path / "traces.jsonl"
-    traces.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    done = runner.invoke(app, ["traces", "import", str(traces), "--store", str(tmp_path / "r.db"), "--no-embed"])
-    assert done.exit_code == 0 and "unexpected" not in done.output, done.output
-    assert "4 line(s) skipped, not a valid span:" in done.output and "traces.jsonl: 1 span(s) stored" in done.output
+    traces, done = _import_one_good_and_four_bad(tmp_path, lines)
     assert f"{traces}, line 1: not a valid span: 'contexts' item 1: 'id' must be a string, got 7" in done.output
     assert f"{traces}, line 2: not a valid span: 'contexts' item 1: unknown key(s) 'rank'" in done.output
     assert f"{traces}, line 3: not a valid span: 'contexts' item 2: 'score' must be a number, got 'high'" in done.output
