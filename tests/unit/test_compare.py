@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ragmeter.cli import app
+from ragmeter.cli import console as console_module
 from ragmeter.data.schema import Sample
 from ragmeter.decide.compare import (
     A_BETTER,
@@ -531,3 +532,21 @@ def test_compare_command_on_runs_that_share_no_metric_exits_2(tmp_path):
         result.output == f"error: cannot compare {dir_a} and {dir_b}: no metric was evaluated in both runs (A has token_f1; B has rougeL)\n"
     )
     assert not (tmp_path / "o").exists()
+
+
+def test_compare_table_in_output_that_is_not_a_terminal_shows_every_number_whole(tmp_path, monkeypatch):
+    # A CI log is not a terminal: Rich took 80 columns and cut the numbers of a wide table to "0.…".
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.setattr(console_module.console, "_width", None)  # Rich fixes the width of COLUMNS set at import
+    a, b = planted(seed=5, n=60)
+    samples = numbered(60)
+    name = "context_precision_of_a_rather_long_metric_name"
+    dir_a = _run_dir(tmp_path, "a", make_result(samples, {name: a}))
+    dir_b = _run_dir(tmp_path, "b", make_result(samples, {name: b}))
+    result = runner.invoke(app, ["compare", str(dir_a), str(dir_b), "--out", str(tmp_path / "cmp")])
+    assert result.exit_code == 0, result.output
+    assert "…" not in result.output
+    row = next(line for line in result.output.splitlines() if name in line)
+    (metric,) = json.loads((tmp_path / "cmp" / "compare.json").read_text())["metrics"]
+    for value in (metric["mean_a"], metric["mean_b"]):
+        assert f"{value:.3f}" in row, row

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import typer
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
 from rich.table import Table
 from rich.text import Text
 
@@ -30,14 +30,27 @@ USAGE_ERROR = 2
 #: tool that signal ended. Not 1 (a failed quality gate) nor 0 (a failed gate piped to ``head``
 #: would pass under ``set -o pipefail``).
 BROKEN_PIPE = 141
+#: The width of output that is not a terminal (a CI log, a pipe, a file) when ``COLUMNS`` is
+#: not set: Rich would take 80 columns and cut a wide table's numbers to ``0.…``.
+UNBOUNDED_WIDTH = 400
 
 
 class _Console(Console):
     """A Rich console that raises :class:`BrokenPipeError` when its reader has gone, for
-    :func:`quiet_on_broken_pipe`; Rich's own handling exits with code 1, a failed gate here."""
+    :func:`quiet_on_broken_pipe` (Rich's own handling exits with code 1, a failed gate here),
+    and that is :data:`UNBOUNDED_WIDTH` wide when it does not write to a terminal and
+    ``COLUMNS`` is not set, so that a table in a CI log shows every cell whole."""
 
     def on_broken_pipe(self) -> None:
         raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        """The terminal's size; for other output, :data:`UNBOUNDED_WIDTH` columns unless ``COLUMNS`` says."""
+        size = super().size
+        if self._width is None and not self.is_terminal and "COLUMNS" not in self._environ:
+            return ConsoleDimensions(UNBOUNDED_WIDTH, size.height)
+        return size
 
 
 #: Messages and progress (stderr): soft_wrap keeps a file name and line on one line.
@@ -80,15 +93,16 @@ def table(title: str, columns: Iterable[Any], rows: Iterable[Iterable[Any]]) -> 
 
     Args:
         title: Shown above the table.
-        columns: Column names, or ``(name, "right")`` for right-aligned columns; the first
-            column is never wrapped or cut.
+        columns: Column names, or ``(name, "right")`` for right-aligned columns (numbers:
+            folded onto a second line rather than cut to ``0.…`` on a narrow terminal); the
+            first column is never wrapped or cut.
         rows: Cell values, one iterable per row.
     """
     grid = Table(title=clean(title), title_justify="left")
     for position, column in enumerate(columns):
         name, justify = column if isinstance(column, tuple) else (column, "left")
         # The first column names the row (a metric): it is never cut.
-        grid.add_column(clean(name), justify=justify, no_wrap=position == 0)
+        grid.add_column(clean(name), justify=justify, no_wrap=position == 0, overflow="fold" if justify == "right" else "ellipsis")
     for row in rows:
         grid.add_row(*(styled(cell) for cell in row))
     return grid
