@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 import pytest
-from cli_helpers import runner
+from cli_helpers import one_line_error, runner
 from sqlalchemy import insert
 
 from ragmeter.cli import app
@@ -145,6 +145,14 @@ def test_the_monitor_command(tmp_path):
     ]:
         failed = runner.invoke(app, ["monitor", *args, "--store", str(tmp_path / "runs.db"), "--once"])
         assert failed.exit_code == 2 and message in failed.output, failed.output
+
+
+def test_the_monitor_refuses_a_store_that_does_not_exist_and_makes_none(tmp_path):
+    # It made an empty store at the misspelt path and, with --once, exited 0 having monitored nothing.
+    typo = tmp_path / "typo.db"
+    done = runner.invoke(app, ["monitor", "-m", "latency_ms", "--store", str(typo), "--share", "1", "--once", "--no-embed"])
+    one_line_error(done, f"--store {typo}: no such store")
+    assert not typo.exists()
 
 
 def test_the_budget_counts_what_the_judge_really_cost(store):

@@ -8,7 +8,7 @@ import typer
 from ragmeter.cli.app import command
 from ragmeter.cli.console import fail, say
 from ragmeter.cli.options import JudgeOptions, judge_options
-from ragmeter.cli.runs import DEFAULT_STORE, StoreOption, open_store
+from ragmeter.cli.runs import DEFAULT_STORE, StoreOption, open_existing_store
 from ragmeter.judges import BatchingEmbedder, JudgeError, Judges
 from ragmeter.judges.cache import EmbeddingStore
 from ragmeter.judges.config import JudgeConfig
@@ -76,8 +76,12 @@ def monitor_command(
     needing_reference = [m.id for m in chosen if any(f in REFERENCE_FIELDS for f in m.required)]
     if needing_reference:
         raise fail(f"live traces have no reference answer or documents, which these metrics need: {', '.join(needing_reference)}")
-    judges = _judges(settings, chosen)
-    opened = open_store(store)
+    opened = open_existing_store(store)  # a misspelt path would make an empty store and, with --once, exit 0
+    try:
+        judges = _judges(settings, chosen)
+    except BaseException:
+        opened.close()
+        raise
     say(f"Monitoring {store}: {share:.0%} of the traces with {', '.join(m.id for m in chosen)}")
     latest: list[Progress] = []  # the totals after the last batch stored, said on an interruption
     try:
