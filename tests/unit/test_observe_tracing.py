@@ -9,9 +9,11 @@ import logging
 import threading
 
 import pytest
+from cli_helpers import one_line_error, run_eval, runner
 
 import ragmeter
 from ragmeter import observe
+from ragmeter.cli import app
 from ragmeter.observe import MemorySink, SpanRecord, TraceFileError, read_spans, spans_to_samples
 from ragmeter.observe.otel import openinference_attributes
 from ragmeter.observe.sinks import JsonlSink
@@ -522,3 +524,25 @@ def test_a_span_of_any_openinference_kind_is_read(kind):
     # tracer's, which other tracers write.
     record = SpanRecord.from_dict({"trace_id": "t", "span_id": "s", "name": "n", "started_at": "2026-12-07T00:00:00+00:00", "kind": kind})
     assert record.kind == kind
+
+
+def test_eval_of_a_trace_file_says_to_export_it_first_and_the_command_it_names_works(tmp_path):
+    # It read each span as a sample: the retrievals were skipped as bad rows, the questions scored alone.
+    spans = []
+    for i in range(3):
+        root = SpanRecord(
+            trace_id=f"t{i}", span_id=f"r{i}", name="rag", started_at="2026-01-01T00:00:00+00:00", question="q?", response="a"
+        )
+        retrieval = SpanRecord(
+            trace_id=f"t{i}", span_id=f"c{i}", parent_id=f"r{i}", name="retrieve", kind="RETRIEVER", started_at=root.started_at
+        )
+        retrieval.contexts = [observe.RetrievedContext("ctx", "d1")]
+        spans += [root.to_dict(), retrieval.to_dict()]
+    path = tmp_path / "my traces.jsonl"
+    path.write_text("".join(json.dumps(span) + "\n" for span in spans))
+    line = one_line_error(run_eval(path, "-m", "latency_ms", "-o", tmp_path / "run"), "is a trace file (spans), not samples")
+    command = line.split("`")[1].split()
+    assert command[:3] == ["ragmeter", "traces", "export"] and not (tmp_path / "run").exists()
+    exported = runner.invoke(app, ["traces", "export", str(path), "-o", str(tmp_path / "samples.jsonl")])
+    assert exported.exit_code == 0, exported.output
+    assert run_eval(tmp_path / "samples.jsonl", "-m", "latency_ms", "-o", tmp_path / "run", "--no-progress").exit_code == 0

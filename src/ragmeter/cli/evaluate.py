@@ -1,6 +1,8 @@
 """``ragmeter eval``: score samples and write the run directory and its reports."""
 
+import shlex
 import sys
+from itertools import islice
 from pathlib import Path
 from typing import Annotated
 
@@ -14,6 +16,7 @@ from ragmeter.cli.result_console import failure_lines, print_diagnosis, scores_t
 from ragmeter.cli.runs import open_store, save_run
 from ragmeter.data import Dataset, InputError, load_dataset
 from ragmeter.data.files import write_problem
+from ragmeter.data.readers import rows_of
 from ragmeter.data.secrets import register_url
 from ragmeter.judges import BatchingEmbedder, JudgeError, Judges
 from ragmeter.judges.cache import EmbeddingStore
@@ -97,6 +100,7 @@ def eval_command(
     if metrics is not None:
         _named_metrics(metrics)  # a misspelt metric is said before the data's own issues are listed
     _refuse_own_outputs(data, out)
+    _refuse_trace_files(data)
     dataset = _load(data, strict)
     judges, unavailable = _judges(settings)
     endpoint = settings.chosen_backend == "openai"
@@ -209,6 +213,27 @@ def _refuse_own_outputs(data: list[Path], out: Path) -> None:
             raise fail(
                 f"samples file {path} is the run's own {clash.name} in --out {out}: the run would replace what it reads; "
                 "copy the samples elsewhere or choose another --out"
+            )
+
+
+#: Rows of a samples file looked at to tell a trace file (spans) from a samples file.
+SPAN_SNIFF_ROWS = 100
+
+
+def _refuse_trace_files(data: list[Path]) -> None:
+    """A usage error when a file given as samples is a trace file: most of its first
+    :data:`SPAN_SNIFF_ROWS` rows are spans (``trace_id`` and ``span_id``), which would be
+    read as samples one span each, the retrievals skipped as bad rows. A file that cannot be
+    read is left to the loading, which names the problem."""
+    for path in data:
+        try:
+            rows = [row for _, row, _ in islice(rows_of(path)[1], SPAN_SNIFF_ROWS)]
+        except (InputError, OSError, ValueError):
+            continue
+        spans = sum(isinstance(row, dict) and "trace_id" in row and "span_id" in row for row in rows)
+        if rows and spans * 2 > len(rows):
+            raise fail(
+                f"{path} is a trace file (spans), not samples: run `ragmeter traces export {shlex.quote(str(path))} -o samples.jsonl` first"
             )
 
 
