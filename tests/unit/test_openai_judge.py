@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import openai
 import pytest
-from json_http import json_server, send_json
+from json_http import json_server, send_json, serving
 
 from ragmeter.judges import requests, transport
 from ragmeter.judges.base import ContextTooLong, JudgeError, ReplyCutOff, Verdict
@@ -743,6 +743,29 @@ def test_a_judge_used_in_one_event_loop_closes_in_another():
         (again,) = asyncio.run(judge.verdicts("supported", {"premise": ["B."]}, ["B."], "en"))  # and the judge still works
         assert again.p_yes == 1.0
         asyncio.run(judge.aclose())
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("?api-key=K", "/v1/chat/completions?api-key=K"),
+        ("?api-version=2024-06-01&x=a%20b", "/v1/chat/completions?api-version=2024-06-01&x=a+b"),
+    ],
+)
+def test_a_base_url_with_a_query_sends_it_after_the_request_path(query, expected):
+    # The openai client joined the path to the URL as text: /v1/?api-key=Kchat/completions.
+    paths = []
+
+    def answer(handler, body):
+        paths.append(handler.path)
+        send_json(handler, _CHAT_REPLY)
+
+    with serving(answer) as url:
+        judge = OpenAIJudge(f"{url}/v1{query}", "m", verdict_mode="single")
+        (verdict,) = asyncio.run(judge.verdicts("supported", {"premise": ["A."]}, ["A."], "en"))
+        asyncio.run(judge.aclose())
+    assert verdict.p_yes == 1.0 and paths == [expected]
+    assert "api-key" not in repr(judge) and "api-version" not in str(judge.describe())
 
 
 def test_a_judge_endpoint_that_redirects_is_not_followed():

@@ -13,7 +13,7 @@ import re
 import time
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 #: Backoff between retries: base * 2**(retry - 1), at most the cap, times a jitter in [0.5, 1].
 BACKOFF_BASE = 0.5
@@ -117,6 +117,19 @@ def without_user_info(url: str) -> str:
     """``url`` without the user name and password before its host (its query kept)."""
     parts = urlsplit(url)
     return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[-1]))
+
+
+def split_query(url: str) -> tuple[str, dict[str, str]]:
+    """``url`` without its query and fragment, and the query's parameters. The openai client
+    joins a request's path to the base URL as text, so ``http://host/v1?api-key=K`` (or
+    Azure's ``...?api-version=...``) would be asked at ``/v1/?api-key=Kchat/completions``;
+    given the parameters as its default query, it asks ``/v1/chat/completions?api-key=K``.
+
+    Args:
+        url: The endpoint's base URL, as configured.
+    """
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(query="", fragment="")), dict(parse_qsl(parts.query, keep_blank_values=True))
 
 
 def check_base_url(url: str) -> None:

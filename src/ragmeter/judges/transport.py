@@ -169,15 +169,15 @@ class ChatTransport:
         self._secret = api_key or ""
         self.breaker = Breaker(public_url(base_url))
         own = guarded(http_client) if http_client is not None else None
+        root, query = requests.split_query(base_url)  # a query (?api-version=...) goes with every request, after the path
         self._new_client = lambda: AsyncOpenAI(
-            base_url=base_url,
+            base_url=root,
+            default_query=query or None,
             api_key=api_key or "none",
             max_retries=0,
-            # A connect timeout (which the breaker counts) comes before the attempt's own timeout.
-            timeout=Timeout(self.timeout, connect=0.9 * self.timeout),
-            # The openai package follows redirects: an endpoint could send the prompts (and the
-            # key) to a host the user never configured. A redirect is an error (_classify). Nor is
-            # a reply read without end: the body is read by read_capped. (See guarded too.)
+            timeout=Timeout(self.timeout, connect=0.9 * self.timeout),  # a connect timeout (the breaker counts it) comes first
+            # The openai package follows redirects, which could send the prompts and key to a host never configured: a redirect
+            # is an error (_classify). Nor is a reply read without end: read_capped reads the body. (See guarded too.)
             http_client=own
             if own is not None
             else DefaultAsyncHttpxClient(follow_redirects=False, event_hooks={"response": [read_capped]}),
