@@ -14,13 +14,17 @@ import sqlite3
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from json_http import send_json, serving
 from test_openai_judge import KEY, PREMISE, Server, completion, error, make_judge, run
 
+from ragmeter.judges import requests as judge_requests
 from ragmeter.judges.base import JudgeError, Verdict
 from ragmeter.judges.cache import CachingJudge, DiskCache
+from ragmeter.judges.openai_compat import OpenAIJudge
 from ragmeter.judges.probe import (
     MARGIN,
     MIN_AUC,
+    PROBE_RETRY_AFTER,
     UNIFORM_AFTER,
     Separation,
     VerdictTally,
@@ -314,6 +318,34 @@ def test_a_probe_that_gets_no_answer_fails_the_call_and_is_not_kept(tmp_path):
         run(judge, verdicts())
     assert sqlite3.connect(tmp_path / "cache.sqlite").execute("SELECT COUNT(*) FROM entries").fetchone() == (0,)
     assert judge.describe()["verdict_mode_used"] is None
+
+
+def test_a_failed_probe_is_not_run_again_for_every_sample_but_again_once_the_judge_is_back(monkeypatch):
+    # Every sample ran the whole probe again against an endpoint that errs.
+    now, requests_seen, up = [1000.0], [], [False]
+    monkeypatch.setattr(judge_requests, "clock", lambda: now[0])
+
+    def answer(handler, body):
+        requests_seen.append(handler.path)
+        if up[0]:
+            send_json(handler, completion("Yes", top={"Yes": -0.05, "No": -3.0}))
+        else:
+            send_json(handler, {"error": {"message": "bad key", "type": "invalid_request_error"}}, status=401)
+
+    with serving(answer) as url:
+        judge = OpenAIJudge(f"{url}/v1", "m", api_key=KEY, verdict_mode="auto")
+        with pytest.raises(JudgeError, match="verdict probe got no verdicts"):
+            asyncio.run(judge.verdicts("supported", PREMISE, CLAIMS, "en"))
+        probed = len(requests_seen)
+        for _ in range(5):  # the next samples, within PROBE_RETRY_AFTER: no request
+            with pytest.raises(JudgeError, match=r"verdict probe got no verdicts.*not probed again for 30 s"):
+                asyncio.run(judge.verdicts("supported", PREMISE, CLAIMS, "en"))
+        assert len(requests_seen) == probed
+        now[0] += PROBE_RETRY_AFTER
+        up[0] = True
+        result = asyncio.run(judge.verdicts("supported", PREMISE, CLAIMS, "en"))
+        asyncio.run(judge.aclose())
+    assert len(result) == 3 and len(requests_seen) > probed and judge.describe()["verdict_mode_used"] is not None
 
 
 def test_concurrent_first_calls_run_the_probe_once():

@@ -41,7 +41,7 @@ from urllib.parse import urlsplit
 from ragmeter.judges.base import FieldValue, JudgeError, LLMJudge, Memo, ReplyCutOff, Verdict, check_evidence_sentences
 from ragmeter.judges.cache import cache_key, prompts_version
 from ragmeter.judges.metering import PriceTable, metered
-from ragmeter.judges.probe import PROBE_TASK, ProbeCase, ProbeOutcome, VerdictTally, probe_version, run_probe
+from ragmeter.judges.probe import PROBE_TASK, ProbeCase, ProbeFailure, ProbeOutcome, VerdictTally, probe_version, run_probe
 from ragmeter.judges.prompts import BATCH_VERDICTS_SCHEMA, PromptBook, VerdictPrompt, variant_version
 from ragmeter.judges.replies import (
     BATCH_SHAPE,
@@ -166,6 +166,7 @@ class OpenAIJudge(LLMJudge):
         )
         self._route: str | None = None if verdict_mode == "auto" else verdict_mode
         self._probe: ProbeOutcome | None = None
+        self._probe_failure = ProbeFailure()
         self._settling: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
         self.tally = VerdictTally()
         self._methods: Counter[str] = Counter()
@@ -240,7 +241,7 @@ class OpenAIJudge(LLMJudge):
             if kept is not None:
                 outcome = ProbeOutcome.from_dict(json.loads(kept))
             else:
-                outcome = await self._run_probe()
+                outcome = await self._probe_failure.attempt(self._run_probe)  # a failed probe is not run again at once
                 if memo is not None and not any(s.error for s in outcome.separations):
                     memo.put_many({key: json.dumps(outcome.to_dict()).encode()})
             self._probe, self._route = outcome, outcome.chosen

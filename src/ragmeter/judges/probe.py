@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cache
@@ -32,6 +33,7 @@ from typing import Any
 
 import yaml
 
+from ragmeter.judges import requests
 from ragmeter.judges.base import JudgeError, Verdict
 
 log = logging.getLogger("ragmeter.judges")
@@ -47,6 +49,9 @@ MIN_BALANCED_ACCURACY = 0.75
 MARGIN = 0.1
 #: A task's verdicts all the same over at least this many items draws a warning.
 UNIFORM_AFTER = 30
+#: Seconds a probe that got no verdicts is remembered (:class:`ProbeFailure`): verdicts asked
+#: meanwhile fail at once with its error instead of each running the probe again.
+PROBE_RETRY_AFTER = 30.0
 
 
 @dataclass(frozen=True)
@@ -226,6 +231,34 @@ async def run_probe(ask: Asker, modes: Sequence[str] = ("batch", "single")) -> P
         f"{'; '.join(s.summary() for s in tried)}. Its scores may carry no signal; use a stronger model or the local judge"
     )
     return ProbeOutcome(chosen, tried, warning)
+
+
+class ProbeFailure:
+    """The last verdict probe that got no verdicts from the judge (the endpoint erring, the key
+    revoked), remembered for :data:`PROBE_RETRY_AFTER` seconds: without it every sample ran the
+    whole probe again. The first verdicts asked after that probe again, so a judge that came
+    back is used."""
+
+    def __init__(self) -> None:
+        self._until = -math.inf
+        self._error = ""
+
+    async def attempt(self, probe: Callable[[], Awaitable[ProbeOutcome]]) -> ProbeOutcome:
+        """``probe()``'s outcome; while a failure is remembered, its :class:`JudgeError` without probing.
+
+        Args:
+            probe: Runs the probe; raises :class:`JudgeError` when the probe gets no verdicts.
+        """
+        now = requests.clock()
+        if now < self._until:
+            raise JudgeError(f"{self._error} (not probed again for {self._until - now:.0f} s)")
+        try:
+            outcome = await probe()
+        except JudgeError as exc:
+            self._until, self._error = requests.clock() + PROBE_RETRY_AFTER, str(exc)
+            raise
+        self._until = -math.inf
+        return outcome
 
 
 class VerdictTally:
