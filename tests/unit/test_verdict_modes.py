@@ -338,7 +338,7 @@ def test_a_failed_probe_is_not_run_again_for_every_sample_but_again_once_the_jud
             asyncio.run(judge.verdicts("supported", PREMISE, CLAIMS, "en"))
         probed = len(requests_seen)
         for _ in range(5):  # the next samples, within PROBE_RETRY_AFTER: no request
-            with pytest.raises(JudgeError, match=r"verdict probe got no verdicts.*not probed again for 30 s"):
+            with pytest.raises(JudgeError, match="verdict probe got no verdicts"):
                 asyncio.run(judge.verdicts("supported", PREMISE, CLAIMS, "en"))
         assert len(requests_seen) == probed
         now[0] += PROBE_RETRY_AFTER

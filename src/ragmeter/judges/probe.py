@@ -244,14 +244,13 @@ class ProbeFailure:
         self._error = ""
 
     async def attempt(self, probe: Callable[[], Awaitable[ProbeOutcome]]) -> ProbeOutcome:
-        """``probe()``'s outcome; while a failure is remembered, its :class:`JudgeError` without probing.
+        """``probe()``'s outcome; while a failure is remembered, its error again without probing.
 
         Args:
             probe: Runs the probe; raises :class:`JudgeError` when the probe gets no verdicts.
         """
-        now = requests.clock()
-        if now < self._until:
-            raise JudgeError(f"{self._error} (not probed again for {self._until - now:.0f} s)")
+        if requests.clock() < self._until:  # the same words, so that the samples' failures are counted as one reason
+            raise JudgeError(self._error)
         try:
             outcome = await probe()
         except JudgeError as exc:
