@@ -52,6 +52,11 @@ class _Console(Console):
             return ConsoleDimensions(UNBOUNDED_WIDTH, size.height)
         return size
 
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        """Fix the size at ``new_size`` (width, height), as Rich's own setter does."""
+        self._width, self._height = new_size
+
 
 #: Messages and progress (stderr): soft_wrap keeps a file name and line on one line.
 console = _Console(stderr=True, soft_wrap=True, markup=False, highlight=False, emoji=False)
