@@ -98,12 +98,11 @@ def rgb_answer_correctness(rows: list[dict[str, Any]], limit: int | None, seed: 
     words, not the answer). Questions without both sentences are left out."""
     samples, units = [], []
     for row in draw(rows, None, seed):
-        accepted = [s for entry in row["answer"] for s in spellings(entry)]
-        right = _nearest_sentence(row["query"], row["positive"], accepted, holds=True)
-        wrong = _nearest_sentence(row["query"], row["negative"], accepted, holds=False)
-        if right is None or wrong is None:
+        found = _answer_and_noise(row)
+        if found is None:
             continue
-        group, reference = f"rgbc-{row['id']}", zh_claim(row["query"], accepted[0])
+        reference, right, wrong, _ = found
+        group = f"rgbc-{row['id']}"
         for suffix, (response, _), label in (("right", right, 1), ("wrong", wrong, 0)):
             samples.append({"id": f"{group}-{suffix}", "user_input": row["query"], "response": response, "reference": reference})
             units.append({"sample": f"{group}-{suffix}", "label": label, "group": group, "part": None})
@@ -132,13 +131,13 @@ def rgb_noise_sensitivity(rows: list[dict[str, Any]], limit: int | None, seed: i
     relevant_units: list[dict[str, Any]] = []
     irrelevant_units: list[dict[str, Any]] = []
     for row in draw(rows, None, seed):
-        accepted = [s for entry in row["answer"] for s in spellings(entry)]
-        right = _nearest_sentence(row["query"], row["positive"], accepted, holds=True)
-        irrelevant = _nearest_sentence(row["query"], row["negative"], accepted, holds=False)
-        relevant = None if right is None else _nearest_sentence(row["query"], [right[1]], accepted, holds=False)
-        if right is None or irrelevant is None or relevant is None:
+        found = _answer_and_noise(row)
+        if found is None:
             continue
-        group, reference = f"rgbn-{row['id']}", zh_claim(row["query"], accepted[0])
+        reference, right, irrelevant, relevant = found
+        if relevant is None:
+            continue
+        group = f"rgbn-{row['id']}"
         contexts = [right[1], irrelevant[1]]
         for suffix, (response, _) in (("right", right), ("relevant", relevant), ("irrelevant", irrelevant)):
             samples.append(
@@ -176,6 +175,21 @@ def rgb_noise_sensitivity(rows: list[dict[str, Any]], limit: int | None, seed: i
             {"mode": "irrelevant"},
         ),
     ]
+
+
+def _answer_and_noise(row: dict[str, Any]) -> tuple[str, tuple[str, str], tuple[str, str], tuple[str, str] | None] | None:
+    """For one RGB ``row``: the reference (the claim that its first gold answer answers the query),
+    the positive passages' sentence nearest the query that holds an accepted answer, the negative
+    passages' nearest that holds none, and the nearest sentence without one in the first one's
+    passage (``None`` when it has none), each with its passage (:func:`_nearest_sentence`);
+    ``None`` when either of the first two sentences is missing."""
+    accepted = [s for entry in row["answer"] for s in spellings(entry)]
+    right = _nearest_sentence(row["query"], row["positive"], accepted, holds=True)
+    wrong = _nearest_sentence(row["query"], row["negative"], accepted, holds=False)
+    if right is None or wrong is None:
+        return None
+    beside = _nearest_sentence(row["query"], [right[1]], accepted, holds=False)
+    return zh_claim(row["query"], accepted[0]), right, wrong, beside
 
 
 def _nearest_sentence(query: str, passages: Sequence[str], answers: Sequence[str], holds: bool) -> tuple[str, str] | None:
