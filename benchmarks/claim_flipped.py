@@ -114,9 +114,8 @@ def scored(fitting: pd.DataFrame, measured: pd.DataFrame) -> pd.DataFrame:
     earlier one)."""
     both = pd.concat([fitting.assign(fit=True), measured.assign(fit=False)], ignore_index=True)
     table = measured.copy()
+    train = both.assign(label=both.label.where(both.fit))  # fitted rows carry their labels; measured rows only get scores
     for name, features in (("LOSO head", HEAD_FEATURES), ("LOSO head + flipped", [*HEAD_FEATURES, "logit_p_u"])):
-        # Fitted rows carry their labels; measured rows only ever get scores.
-        train = both.assign(label=both.label.where(both.fit))
         table[name] = loso_scores(train, features)[~both.fit.to_numpy()].to_numpy()
     return table
 
